@@ -1,0 +1,1 @@
+"""Code generation: tiled GEMM IR, its lowerings, and code objects."""

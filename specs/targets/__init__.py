@@ -1,0 +1,1 @@
+"""Target profiles (YAML), shipped as isa.specs.targets."""
