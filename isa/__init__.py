@@ -4,6 +4,21 @@ in the project."""
 from __future__ import annotations
 
 from .errors import IsaError, SpecError
-from .model import SpecLookupError
+from .model import Encoding, Instruction, OperandType, Spec, SpecLookupError
+from .spec_sources import SpecLocation, load_spec, locate_spec
+from .targets import TargetProfile, target_profile
 
-__all__ = ["IsaError", "SpecError", "SpecLookupError"]
+__all__ = [
+    "Encoding",
+    "Instruction",
+    "IsaError",
+    "OperandType",
+    "Spec",
+    "SpecError",
+    "SpecLocation",
+    "SpecLookupError",
+    "TargetProfile",
+    "load_spec",
+    "locate_spec",
+    "target_profile",
+]

@@ -1,0 +1,137 @@
+"""Where a spec comes from, and `load_spec`.
+
+Order for a target id: an explicit path; `JITGEMM_ISA_SPEC_DIR`; the user cache (where
+`jitgemm spec fetch`/`import` put official files); the subset bundled in `specs/`. `jitgemm spec info`
+prints which one was used (`SpecLocation.origin`).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import os
+import threading
+from dataclasses import dataclass
+from importlib import resources
+from pathlib import Path
+
+from .errors import SpecError
+from .model import Spec
+from .spec_cache import cache_root, load_entry, store_entry
+from .spec_data import CorruptSpecData, build_spec
+from .targets import TargetProfile, base_target, known_targets, target_profile
+from .xml_reader import read_xml
+
+ENV_SPEC_DIR = "JITGEMM_ISA_SPEC_DIR"
+
+
+@dataclass(frozen=True)
+class SpecLocation:
+    path: Path
+    origin: str                 # "explicit path", "JITGEMM_ISA_SPEC_DIR", "user cache", "bundled subset"
+    target: str | None = None
+
+
+def official_dir() -> Path:
+    """Folder of the official spec files that `jitgemm spec fetch`/`import` extracted."""
+    return cache_root() / "isa-specs"
+
+
+def bundled_dir() -> Path:
+    return Path(str(resources.files("isa.specs")))
+
+
+def _looks_like_path(text: str) -> bool:
+    return os.sep in text or "/" in text or text.lower().endswith(".xml") or Path(text).exists()
+
+
+def _spec_in_dir(folder: Path, profile: TargetProfile | None) -> Path | None:
+    if profile is not None:
+        for name in (profile.spec_file, *profile.legacy_spec_files):
+            if (folder / name).is_file():
+                return folder / name
+        return None
+    found = sorted(folder.glob("amdgpu_isa_*.xml")) or sorted(folder.glob("*.xml"))
+    if len(found) == 1:
+        return found[0]
+    names = ", ".join(p.name for p in found) or "none"
+    raise SpecError(f"folder holds {len(found)} spec files ({names}); name the file, or a target id "
+                    f"({', '.join(known_targets())})", path=str(folder))
+
+
+def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
+    """Find the spec file for a target id or a path, without parsing it."""
+    text = os.fspath(arch_or_path)
+    if isinstance(arch_or_path, Path) or _looks_like_path(text):
+        path = Path(text).expanduser()
+        if path.is_dir():
+            found = _spec_in_dir(path, None)
+            return SpecLocation(found, "explicit path")  # type: ignore[arg-type]
+        if not path.is_file():
+            raise SpecError("no such spec file", path=text)
+        return SpecLocation(path, "explicit path")
+    profile = target_profile(text)
+    target = base_target(text)
+    env_dir = os.environ.get(ENV_SPEC_DIR)
+    if env_dir:
+        found = _spec_in_dir(Path(env_dir), profile)
+        if found is not None:
+            return SpecLocation(found, ENV_SPEC_DIR, target)
+    releases = official_dir()
+    if releases.is_dir():
+        for release in sorted((p for p in releases.iterdir() if p.is_dir()), reverse=True):
+            found = _spec_in_dir(release, profile)
+            if found is not None:
+                return SpecLocation(found, "user cache", target)
+    if profile.bundled_spec:
+        bundled = bundled_dir() / profile.bundled_spec
+        if bundled.is_file():
+            return SpecLocation(bundled, "bundled subset", target)
+    raise SpecError(
+        f"no ISA spec available for {target} ({profile.family}, file {profile.spec_file}): it is not bundled "
+        f"and not in {releases} or ${ENV_SPEC_DIR}. Run `jitgemm spec fetch` (or `jitgemm spec import FILE.zip` "
+        f"offline), or pass a spec file with `--spec PATH`")
+
+
+_memo: dict[tuple[str, int, int], Spec] = {}
+_memo_lock = threading.Lock()
+
+
+def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
+    """Parse (or fetch from the parsed-spec cache) one spec file."""
+    path = Path(path)
+    try:
+        st = path.stat()
+        key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=str(path)) from None
+    with _memo_lock:
+        hit = _memo.get(key)
+    if hit is not None:
+        return hit
+    try:
+        raw = path.read_bytes()
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=str(path)) from None
+    sha = hashlib.sha256(raw).hexdigest()
+    spec = None
+    if use_cache:
+        data = load_entry(sha)
+        if data is not None:
+            try:
+                spec = build_spec(data, str(path))
+            except CorruptSpecData:
+                spec = None
+    if spec is None:
+        data = read_xml(path, raw)
+        spec = build_spec(data, str(path))
+        if use_cache:
+            store_entry(data)
+    with _memo_lock:
+        _memo[key] = spec
+    return spec
+
+
+def load_spec(arch_or_path: str | os.PathLike = "gfx942", *, use_cache: bool = True) -> Spec:
+    """The ISA spec for a target id (`gfx942`, `gfx950`, `gfx1100`, `gfx1201`, with or without
+    `:feature` suffixes) or for a spec file/folder path. Immutable and shared: repeated calls are free."""
+    return load_spec_file(locate_spec(arch_or_path).path, use_cache=use_cache)
