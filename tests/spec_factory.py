@@ -61,7 +61,8 @@ TEMPLATE = """<Spec>
                         <EncodingCondition>default</EncodingCondition>
                         <Opcode Radix="10">1</Opcode>
                         <Operands>
-                            <Operand Input="false" Output="true" IsImplicit="false" IsBinaryMicrocodeRequired="true" Order="1">
+                            <Operand Input="false" Output="true" IsImplicit="false"
+                                     IsBinaryMicrocodeRequired="true" Order="1">
                                 <FieldName>{field}</FieldName>
                                 <DataFormatName>{fmt}</DataFormatName>
                                 <OperandType>{otype}</OperandType>
