@@ -12,6 +12,7 @@ import difflib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
+from typing import NamedTuple
 
 from . import expr as _expr
 from .errors import IsaError
@@ -163,9 +164,8 @@ class Encoding:
             raise SpecLookupError(f"field of {self.name}", name, _closest(name, self.fields)) from None
 
 
-@dataclass(frozen=True, slots=True)
-class Operand:
-    """One `<Operand>` of an instruction encoding."""
+class Operand(NamedTuple):
+    """One `<Operand>` of an instruction encoding (a NamedTuple: specs hold tens of thousands)."""
 
     order: int
     field_name: str | None
@@ -233,8 +233,7 @@ class DataFormat:
     attributes: tuple[DataAttributeMap, ...]
 
 
-@dataclass(frozen=True, slots=True)
-class PredefinedValue:
+class PredefinedValue(NamedTuple):
     name: str
     value: int
     description: str = ""
@@ -248,11 +247,16 @@ class OperandType:
     name: str
     description: str
     partitioned: bool
-    values: tuple[PredefinedValue, ...]
+    raw_values: tuple[tuple[str, int, str], ...]
     subtypes: tuple[str, ...]
     fields: tuple[BitField, ...]
     _by_name: Mapping[str, int] = field(default_factory=lambda: _EMPTY, repr=False, compare=False)
     _by_value: Mapping[int, str] = field(default_factory=lambda: _EMPTY, repr=False, compare=False)
+
+    @property
+    def values(self) -> tuple[PredefinedValue, ...]:
+        """Every predefined value in file order (built on demand: the official file has thousands)."""
+        return tuple(PredefinedValue._make(v) for v in self.raw_values)
 
     def value_of(self, name: str) -> int | None:
         """Encoded value of a predefined name (case-insensitive), or None."""
@@ -267,7 +271,7 @@ class OperandType:
 
     @property
     def predefined(self) -> Mapping[str, int]:
-        return MappingProxyType({v.name: v.value for v in self.values})
+        return MappingProxyType({n: v for n, v, _ in self.raw_values})
 
 
 @dataclass(frozen=True, slots=True)

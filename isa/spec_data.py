@@ -23,7 +23,6 @@ from .model import (
     InstructionEncoding,
     Operand,
     OperandType,
-    PredefinedValue,
     Spec,
 )
 from .xml_reader import DATA_FORMAT_VERSION
@@ -58,7 +57,7 @@ def _encoding(d: dict) -> Encoding:
 
 def _instruction(d: dict) -> Instruction:
     encodings = tuple(
-        InstructionEncoding(enc, cond, opcode, radix, tuple(Operand(*o) for o in operands))
+        InstructionEncoding(enc, cond, opcode, radix, tuple(map(Operand._make, operands)))
         for enc, cond, opcode, radix, operands in d["encodings"]
     )
     return Instruction(
@@ -77,14 +76,14 @@ def _data_format(d: dict) -> DataFormat:
 
 
 def _operand_type(d: dict) -> OperandType:
-    values = tuple(PredefinedValue(n, v, desc) for n, v, desc in d["values"])
+    values = tuple(map(tuple, d["values"]))
     by_name: dict[str, int] = {}
     by_value: dict[int, str] = {}
-    for v in values:
-        by_name.setdefault(v.name.lower(), v.value)
-        by_value.setdefault(v.value, v.name)
+    for name, value, _desc in values:
+        by_name.setdefault(name.lower(), value)
+        by_value.setdefault(value, name)
     return OperandType(
-        name=d["name"], description=d["description"], partitioned=d["partitioned"], values=values,
+        name=d["name"], description=d["description"], partitioned=d["partitioned"], raw_values=values,
         subtypes=tuple(d["subtypes"]), fields=tuple(_field(f) for f in d["fields"]),
         _by_name=MappingProxyType(by_name), _by_value=MappingProxyType(by_value),
     )
