@@ -1,0 +1,166 @@
+"""The tiled GEMM IR: a problem (what to compute) and a config (how to tile it), both immutable.
+
+    D = act(alpha * op(A) @ op(B) + beta * C + bias)        (per batch)
+
+Layout letters follow BLAS on row-major storage: `N` means the operand is stored as written (A is M x K
+row-major, B is K x N row-major); `T` means it is stored transposed (A as K x M, B as N x K, both
+row-major). `NT` — A normal, B transposed — is the common "both K-contiguous" case. C and D are M x N
+row-major. Leading dimensions count elements. The problem's sizes are runtime arguments of the kernel;
+`kernel_class()` says which properties shape the binary (the compile-cache key).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+
+from .dtypes import DType, dtype
+
+LAYOUTS = ("NN", "NT", "TN", "TT")
+BIASES = ("none", "m", "n")          # none, one value per row of D (m), one per column (n)
+ACTIVATIONS = ("none", "relu", "gelu")
+
+# (A, B) -> accumulator; the output D may be cast to any float dtype for float accumulators.
+_ACCUMULATOR = {
+    ("fp32", "fp32"): "fp32", ("fp16", "fp16"): "fp32", ("bf16", "bf16"): "fp32",
+    ("fp8", "fp8"): "fp32", ("fp8", "bf8"): "fp32", ("bf8", "fp8"): "fp32", ("bf8", "bf8"): "fp32",
+    ("int8", "int8"): "int32",
+}
+_FLOAT_OUT = ("fp32", "fp16", "bf16")
+
+
+class IRError(ValueError):
+    """A problem or config that cannot be compiled, with the reason and what would be accepted."""
+
+
+@dataclass(frozen=True)
+class GemmProblem:
+    m: int
+    n: int
+    k: int
+    a: DType
+    b: DType
+    d: DType
+    acc: DType
+    c: DType | None = None
+    layout: str = "NN"
+    batch: int = 1
+    lda: int | None = None
+    ldb: int | None = None
+    ldc: int | None = None
+    ldd: int | None = None
+    alpha: float = 1.0
+    beta: float = 0.0
+    bias: str = "none"
+    activation: str = "none"
+
+    @staticmethod
+    def make(m: int, n: int, k: int, a: str | DType = "fp32", b: str | DType | None = None,
+             d: str | DType | None = None, *, c: str | DType | None = None, acc: str | DType | None = None,
+             layout: str = "NN", batch: int = 1, lda: int | None = None, ldb: int | None = None,
+             ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0, beta: float = 0.0,
+             bias: str = "none", activation: str = "none") -> GemmProblem:
+        """Build and validate a problem; dtypes by name, defaults filled in (B = A, accumulator from the pair,
+        D = A for 16/32-bit floats and fp32 for fp8, int32 for int8)."""
+        da = a if isinstance(a, DType) else dtype(a)
+        db = da if b is None else (b if isinstance(b, DType) else dtype(b))
+        pair = (da.name, db.name)
+        if pair not in _ACCUMULATOR:
+            raise IRError(f"no GEMM for A={da.name}, B={db.name}; supported pairs: "
+                          + ", ".join(f"{x}x{y}" for x, y in _ACCUMULATOR))
+        dacc = dtype(_ACCUMULATOR[pair]) if acc is None else (acc if isinstance(acc, DType) else dtype(acc))
+        if d is None:
+            dd = dacc if da.bits == 8 else da
+        else:
+            dd = d if isinstance(d, DType) else dtype(d)
+        dc = None if c is None else (c if isinstance(c, DType) else dtype(c))
+        p = GemmProblem(m=m, n=n, k=k, a=da, b=db, d=dd, acc=dacc, c=dc, layout=layout.upper(), batch=batch,
+                        lda=lda, ldb=ldb, ldc=ldc, ldd=ldd, alpha=float(alpha), beta=float(beta), bias=bias,
+                        activation=activation)
+        p.validate()
+        return p
+
+    # --- derived ----------------------------------------------------------------------------------
+    @property
+    def a_transposed(self) -> bool:
+        return self.layout[0] == "T"
+
+    @property
+    def b_transposed(self) -> bool:
+        return self.layout[1] == "T"
+
+    @property
+    def a_shape(self) -> tuple[int, int]:
+        """Stored (rows, cols) of A."""
+        return (self.k, self.m) if self.a_transposed else (self.m, self.k)
+
+    @property
+    def b_shape(self) -> tuple[int, int]:
+        return (self.n, self.k) if self.b_transposed else (self.k, self.n)
+
+    @property
+    def lead(self) -> dict[str, int]:
+        """Leading dimensions with defaults (packed storage)."""
+        return {"a": self.lda or self.a_shape[1], "b": self.ldb or self.b_shape[1],
+                "c": self.ldc or self.n, "d": self.ldd or self.n}
+
+    def validate(self) -> None:
+        for name in ("m", "n", "k", "batch"):
+            value = getattr(self, name)
+            if not isinstance(value, int) or value < 1:
+                raise IRError(f"{name} must be a positive integer, got {value!r}")
+        if self.layout not in LAYOUTS:
+            raise IRError(f"layout {self.layout!r} is not one of {', '.join(LAYOUTS)}")
+        if (self.a.name, self.b.name) not in _ACCUMULATOR:
+            raise IRError(f"no GEMM for A={self.a.name}, B={self.b.name}")
+        if self.acc.name != _ACCUMULATOR[(self.a.name, self.b.name)]:
+            raise IRError(f"accumulator for {self.a.name}x{self.b.name} is "
+                          f"{_ACCUMULATOR[(self.a.name, self.b.name)]}, not {self.acc.name}")
+        allowed_out = _FLOAT_OUT if self.acc.kind == "float" else ("int32",)
+        if self.d.name not in allowed_out:
+            raise IRError(f"output dtype {self.d.name} with a {self.acc.name} accumulator; accepted: "
+                          f"{', '.join(allowed_out)}")
+        if self.c is not None and self.c.name not in allowed_out:
+            raise IRError(f"C dtype {self.c.name}; accepted: {', '.join(allowed_out)}")
+        if self.beta != 0.0 and self.c is None:
+            raise IRError("beta is non-zero but there is no C input")
+        if self.bias not in BIASES:
+            raise IRError(f"bias {self.bias!r} is not one of {', '.join(BIASES)}")
+        if self.activation not in ACTIVATIONS:
+            raise IRError(f"activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
+        if self.acc.kind == "int" and (self.activation == "gelu" or self.alpha != int(self.alpha)
+                                       or self.beta != int(self.beta)):
+            raise IRError("int8 GEMM takes integer alpha/beta and no gelu")
+        rows = {"a": self.a_shape[1], "b": self.b_shape[1], "c": self.n, "d": self.n}
+        for op, ld in (("a", self.lda), ("b", self.ldb), ("c", self.ldc), ("d", self.ldd)):
+            if ld is not None and ld < rows[op]:
+                raise IRError(f"ld{op}={ld} is smaller than the stored row length {rows[op]}")
+
+    def kernel_class(self) -> GemmProblem:
+        """The problem with everything that is a runtime argument normalised away: two problems with the same
+        class run with the same kernel."""
+        return replace(self, m=1, n=1, k=1, batch=1, lda=None, ldb=None, ldc=None, ldd=None,
+                       alpha=1.0 if self.alpha == 1.0 else 2.0, beta=0.0 if self.beta == 0.0 else 2.0)
+
+
+@dataclass(frozen=True)
+class GemmConfig:
+    """How to tile: macro tile MT_M x MT_N x DEPTH_K per workgroup, WAVES_M x WAVES_N waves, one MFMA."""
+
+    tile_m: int
+    tile_n: int
+    depth_k: int
+    waves_m: int
+    waves_n: int
+    mfma: str
+    lds_pad: int = 0
+    prefetch: int = 1
+    unroll: int = 1
+    extras: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
+
+    @property
+    def wave_tile(self) -> tuple[int, int]:
+        return self.tile_m // self.waves_m, self.tile_n // self.waves_n
+
+    @property
+    def workgroup_size(self) -> int:
+        return self.waves_m * self.waves_n * 64

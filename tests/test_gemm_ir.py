@@ -1,0 +1,130 @@
+"""The tiled GEMM IR: problems and configs validate with reasons, the text form round-trips, MFMAs are
+found from the spec's data formats (checked against AMD's excerpt), defaults fit the target."""
+
+from __future__ import annotations
+
+import random
+
+import pytest
+
+import isa
+from codegen.dtypes import dtype, element_of, of_numpy
+from codegen.gemm_config import default_config, validate_config
+from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from codegen.gemm_text import format_ir, parse
+from codegen.mfma_catalog import mfma_catalog, mfmas_for
+
+GFX942 = isa.target_profile("gfx942")
+
+
+def test_dtype_lookup():
+    assert dtype("BF16").name == "bf16" and dtype("e4m3").name == "fp8"
+    with pytest.raises(ValueError, match="accepted: fp32"):
+        dtype("fp4")
+    import ml_dtypes
+    import numpy as np
+
+    assert of_numpy(ml_dtypes.bfloat16).name == "bf16" and of_numpy(np.int8).name == "int8"
+    with pytest.raises(ValueError, match="not supported"):
+        of_numpy(np.complex64)
+
+
+def test_element_types_from_spec_formats(excerpt_spec):
+    fmt = excerpt_spec.data_format
+    assert element_of(fmt("FMT_NUM_PK4_BF16")).name == "bf16"
+    assert element_of(fmt("FMT_NUM_PK4_F16")).name == "fp16"
+    assert element_of(fmt("FMT_NUM_PK8_FP8")).name == "fp8"
+    assert element_of(fmt("FMT_NUM_PK8_BF8")).name == "bf8"
+    assert element_of(fmt("FMT_NUM_PK8_I8")).name == "int8"
+    assert element_of(fmt("FMT_NUM_PK16_F32")).name == "fp32"
+
+
+def test_mfma_catalog_from_excerpt(excerpt_spec):
+    by_name = {x.name: x for x in mfma_catalog(excerpt_spec)}
+    x = by_name["V_MFMA_F32_32X32X8_BF16"]
+    assert (x.m, x.n, x.k, x.a.name, x.acc.name, x.a_regs, x.acc_regs) == (32, 32, 8, "bf16", "fp32", 2, 16)
+    mixed = by_name["V_MFMA_F32_16X16X32_BF8_FP8"]
+    assert (mixed.a.name, mixed.b.name, mixed.k) == ("bf8", "fp8", 32)
+    assert by_name["V_MFMA_I32_32X32X16_I8"].acc.name == "int32"
+    assert [m.name for m in mfmas_for(excerpt_spec, dtype("bf16"), dtype("bf16"))] == [
+        "V_MFMA_F32_32X32X8_BF16", "V_MFMA_F32_16X16X16_BF16"]
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    (dict(m=0, n=1, k=1), "m must be a positive"),
+    (dict(m=1, n=1, k=1, a="fp16", b="bf16"), "no GEMM for A=fp16, B=bf16"),
+    (dict(m=1, n=1, k=1, a="bf16", d="int32"), "output dtype int32"),
+    (dict(m=1, n=1, k=1, beta=1.0), "no C input"),
+    (dict(m=1, n=1, k=1, layout="NX"), "layout 'NX'"),
+    (dict(m=4, n=4, k=8, lda=4), "lda=4 is smaller than the stored row length 8"),
+    (dict(m=1, n=1, k=1, a="int8", activation="gelu"), "no gelu"),
+])
+def test_problem_errors(kwargs, message):
+    with pytest.raises(IRError, match=message):
+        GemmProblem.make(**kwargs)
+
+
+def _random_problem(rng: random.Random) -> GemmProblem:
+    a = rng.choice(["fp32", "fp16", "bf16", "fp8", "int8"])
+    floaty = a != "int8"
+    c = rng.choice([None, "fp32"]) if floaty else rng.choice([None, "int32"])
+    return GemmProblem.make(
+        rng.randint(1, 4000), rng.randint(1, 4000), rng.randint(1, 4000), a, c=c,
+        layout=rng.choice(["NN", "NT", "TN", "TT"]), batch=rng.randint(1, 3),
+        alpha=rng.choice([1.0, 0.5, -2.0]) if floaty else 2.0,
+        beta=(rng.choice([0.0, 0.25] if floaty else [0.0, 3.0]) if c else 0.0),
+        bias=rng.choice(["none", "m", "n"]), activation=rng.choice(["none", "relu"]))
+
+
+def test_text_round_trip_random():
+    rng = random.Random(1234)
+    for _ in range(200):
+        p = _random_problem(rng)
+        cfg = GemmConfig(rng.choice([32, 64, 128]), rng.choice([32, 64, 128]), rng.choice([16, 32, 64]),
+                         rng.choice([1, 2]), rng.choice([1, 2]), "V_MFMA_F32_32X32X8_BF16", rng.randint(0, 8),
+                         rng.choice([1, 2]), rng.randint(1, 4))
+        text = format_ir(p, cfg)
+        p2, cfg2 = parse(text)
+        assert (p2, cfg2) == (p, cfg)
+        assert format_ir(p2, cfg2) == text
+
+
+def test_parse_comments_and_problem_only():
+    p, cfg = parse("# a comment\ngemm m=3 n=4 k=5 a=fp16   # trailing\n")
+    assert cfg is None and (p.m, p.n, p.k, p.a.name, p.d.name, p.acc.name) == (3, 4, 5, "fp16", "fp16", "fp32")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("gemm m=1 n=2 k=3 a=bf16 foo=3", r"<gemm>:1:25: unknown key 'foo'.*accepted: m, n"),
+    ("gemm m=1 n=x k=3 a=bf16", r"<gemm>:1:12: n must be an integer"),
+    ("gemm m=1 n=2 k=3 a=bf16\ntile 1x2 waves=1x1", r"<gemm>:2:6: cannot parse"),
+    ("gemm m=1 n=2 k=3 a=bf17", r"unknown dtype 'bf17'"),
+    ("gemm m=1 m=2 n=2 k=3 a=bf16", r"<gemm>:1:10: key 'm' given twice"),
+    ("gemm n=2 k=3 a=bf16", r"gemm needs m="),
+])
+def test_parse_errors_name_the_place(text, message):
+    with pytest.raises(IRError, match=message):
+        parse(text)
+
+
+@pytest.mark.parametrize("a", ["fp32", "fp16", "bf16", "fp8", "int8"])
+@pytest.mark.parametrize("size", [1, 17, 256, 4096])
+def test_default_config_fits(excerpt_spec, a, size):
+    p = GemmProblem.make(size, size, size, a)
+    cfg = default_config(p, excerpt_spec, GFX942)
+    res = validate_config(p, cfg, excerpt_spec, GFX942)
+    assert res.mfma.a == p.a and res.lds_bytes <= 65536 and res.agprs <= 256 and res.workgroup_size <= 1024
+
+
+@pytest.mark.parametrize("cfg, message", [
+    (GemmConfig(256, 256, 64, 1, 1, "V_MFMA_F32_32X32X8_BF16"), "1024 accumulator registers"),
+    (GemmConfig(128, 128, 32, 2, 2, "V_MFMA_F32_16X16X4_F32"), "multiplies fp32xfp32"),
+    (GemmConfig(128, 128, 30, 2, 2, "V_MFMA_F32_32X32X8_BF16"), "not a multiple of the MFMA's K=8"),
+    (GemmConfig(512, 512, 64, 4, 4, "V_MFMA_F32_32X32X8_BF16"), "bytes of LDS"),
+    (GemmConfig(256, 256, 32, 8, 8, "V_MFMA_F32_32X32X8_BF16"), "4096 work-items"),
+    (GemmConfig(64, 64, 32, 2, 2, "V_MFMA_F32_99X99X99_BF16"), "not an MFMA of this spec"),
+])
+def test_config_limits(excerpt_spec, cfg, message):
+    p = GemmProblem.make(256, 256, 256, "bf16")
+    with pytest.raises(IRError, match=message):
+        validate_config(p, cfg, excerpt_spec, GFX942)
