@@ -1,0 +1,275 @@
+"""The kernel contract: one precise description of what a GEMM kernel computes, how to call it and for which
+problems it is legal, whoever generated the kernel. Validated against `specs/contract.schema.yaml`; checked
+against the code object's own metadata; asked, clause by clause, whether a problem is legal.
+"""
+
+from __future__ import annotations
+
+import ast
+import functools
+import math
+import operator
+from collections.abc import Mapping
+from dataclasses import dataclass
+from importlib import resources
+from typing import Any
+
+import jsonschema
+import yaml
+
+from codegen.gemm_ir import GemmProblem
+
+
+class ContractError(ValueError):
+    """A contract that is malformed, unsatisfiable, or contradicts its code object."""
+
+
+@functools.cache
+def schema() -> dict:
+    return yaml.safe_load(resources.files("isa.specs").joinpath("contract.schema.yaml").read_text(encoding="utf-8"))
+
+
+@functools.cache
+def _validator() -> jsonschema.protocols.Validator:
+    cls = jsonschema.validators.validator_for(schema())
+    return cls(schema())
+
+
+def _where(path) -> str:
+    return ".".join(str(p) for p in path) or "(top level)"
+
+
+# --- grid formulas ------------------------------------------------------------------------------------
+_BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
+_NAMES = ("m", "n", "k", "batch")
+
+
+def _ceil_div(a: int, b: int) -> int:
+    return -(-a // b)
+
+
+_FUNCS = {"ceil": None, "min": min, "max": max}
+
+
+def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
+    if isinstance(node, ast.Expression):
+        return _eval(node.body, env)
+    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+        return node.value
+    if isinstance(node, ast.Name) and node.id in _NAMES:
+        return int(env[node.id])
+    if isinstance(node, ast.BinOp) and type(node.op) in _BINOPS:
+        return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
+        if node.func.id == "ceil":
+            (arg,) = node.args
+            if not (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Div)):
+                raise ContractError("ceil() takes a division, e.g. ceil(n/128)")
+            return _ceil_div(_eval(arg.left, env), _eval(arg.right, env))
+        return _FUNCS[node.func.id](*(_eval(a, env) for a in node.args))
+    raise ContractError(f"unsupported element {ast.dump(node)[:60]} in grid formula; allowed: integers, m, n, k, "
+                        f"batch, + - * //, ceil(x/y), min, max")
+
+
+@functools.cache
+def _compile_formula(text: str) -> ast.Expression:
+    try:
+        tree = ast.parse(text, mode="eval")
+    except SyntaxError as exc:
+        raise ContractError(f"grid formula {text!r} does not parse: {exc.msg}") from None
+    _eval(tree, dict.fromkeys(_NAMES, 1))  # reject unsupported syntax at load time
+    return tree
+
+
+def evaluate_formula(text: str, env: Mapping[str, int]) -> int:
+    return _eval(_compile_formula(text), env)
+
+
+# --- the contract -------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class Clause:
+    """One legality clause checked against one problem."""
+
+    name: str
+    ok: bool
+    reason: str
+
+
+class Contract:
+    """A validated contract. `data` is the plain mapping (as embedded in the code object)."""
+
+    __slots__ = ("data", "source")
+
+    def __init__(self, data: Mapping[str, Any], source: str = "<contract>") -> None:
+        self.data = data
+        self.source = source
+
+    @staticmethod
+    def load(obj: Mapping[str, Any] | str | bytes, source: str = "<contract>") -> Contract:
+        """Validate a mapping or YAML text; ContractError names the key and what is allowed."""
+        if isinstance(obj, (str, bytes)):
+            try:
+                obj = yaml.safe_load(obj)
+            except yaml.YAMLError as exc:
+                mark = getattr(exc, "problem_mark", None)
+                where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
+                raise ContractError(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
+        if not isinstance(obj, Mapping):
+            raise ContractError(f"{source}: a contract is a mapping, got {type(obj).__name__}")
+        errors = sorted(_validator().iter_errors(obj), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
+        if errors:
+            best = jsonschema.exceptions.best_match(errors)
+            more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
+            raise ContractError(f"{source}: at {_where(best.absolute_path)}: {best.message}{more}")
+        contract = Contract(obj, source)
+        contract._check_consistent()
+        return contract
+
+    # accessors
+    @property
+    def kernel(self) -> str:
+        return self.data["identity"]["kernel"]
+
+    @property
+    def generator(self) -> str:
+        return self.data["identity"]["generator"]
+
+    @property
+    def target(self) -> str:
+        return self.data["identity"]["target"]
+
+    @property
+    def args(self) -> list[Mapping[str, Any]]:
+        return list(self.data["abi"]["args"])
+
+    @property
+    def workgroup(self) -> tuple[int, int, int]:
+        return tuple(self.data["launch"]["workgroup"])  # type: ignore[return-value]
+
+    @property
+    def lds_bytes(self) -> int:
+        return int(self.data["launch"].get("lds_bytes", 0))
+
+    def grid(self, m: int, n: int, k: int, batch: int = 1) -> tuple[int, int, int]:
+        env = {"m": m, "n": n, "k": k, "batch": batch}
+        return tuple(evaluate_formula(f, env) for f in self.data["launch"]["grid"])  # type: ignore[return-value]
+
+    def _check_consistent(self) -> None:
+        """A contract whose clauses cannot hold together is refused."""
+        abi = self.data["abi"]
+        seen: list[tuple[int, int, str]] = []
+        for arg in abi["args"]:
+            end = arg["offset"] + arg["size"]
+            if end > abi["kernarg_size"]:
+                raise ContractError(f"{self.source}: argument {arg['name']} ends at byte {end}, beyond kernarg_size "
+                                    f"{abi['kernarg_size']}")
+            if arg["offset"] % arg["size"]:
+                raise ContractError(f"{self.source}: argument {arg['name']} at offset {arg['offset']} is not aligned "
+                                    f"to its size {arg['size']}")
+            for start, stop, other in seen:
+                if arg["offset"] < stop and start < end:
+                    raise ContractError(f"{self.source}: arguments {other} and {arg['name']} overlap")
+            seen.append((arg["offset"], end, arg["name"]))
+        roles = [a["role"] for a in abi["args"]]
+        for needed in ("a", "b", "d", "m", "n", "k"):
+            if needed not in roles:
+                raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
+        leg = self.data.get("legality", {})
+        lo, hi = leg.get("min", {}), leg.get("max", {})
+        for dim in ("m", "n", "k"):
+            if dim in lo and dim in hi and lo[dim] > hi[dim]:
+                raise ContractError(f"{self.source}: legality.min.{dim}={lo[dim]} > legality.max.{dim}={hi[dim]}")
+            div = leg.get("divisible", {}).get(dim)
+            if div and dim in hi and hi[dim] < div:
+                raise ContractError(f"{self.source}: no {dim} <= {hi[dim]} is divisible by {div}")
+        for f in self.data["launch"]["grid"]:
+            _compile_formula(f)
+        op = self.data["operation"]
+        if self.data["features"].get("beta") and not self.data["features"].get("c_input"):
+            raise ContractError(f"{self.source}: features.beta needs features.c_input")
+        if op.get("c") is None and self.data["features"].get("c_input"):
+            raise ContractError(f"{self.source}: features.c_input but operation.c is null")
+
+    def check_metadata(self, kernel_meta: Mapping[str, Any]) -> None:
+        """Refuse a contract that contradicts the code object's AMDGPU metadata for its kernel
+        (argument offsets/sizes, kernarg size, workgroup size)."""
+        where = f"{self.source}: contract vs code object metadata of {self.kernel}"
+        ksize = kernel_meta.get(".kernarg_segment_size")
+        explicit = [a for a in kernel_meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
+        by_offset = {int(a[".offset"]): a for a in explicit}
+        for arg in self.args:
+            meta = by_offset.get(arg["offset"])
+            if meta is None:
+                raise ContractError(f"{where}: argument {arg['name']} at offset {arg['offset']} is not in the "
+                                    f"metadata (offsets there: {sorted(by_offset)})")
+            if int(meta[".size"]) != arg["size"]:
+                raise ContractError(f"{where}: argument {arg['name']} has size {arg['size']} in the contract, "
+                                    f"{meta['.size']} in the metadata")
+            is_ptr = meta.get(".value_kind") == "global_buffer"
+            if (arg["role"] in ("a", "b", "c", "d", "bias")) != is_ptr and arg["role"] != "unused":
+                raise ContractError(f"{where}: argument {arg['name']} (role {arg['role']}) is "
+                                    f"{meta.get('.value_kind')} in the metadata")
+        if ksize is not None and int(ksize) < self.data["abi"]["kernarg_size"]:
+            raise ContractError(f"{where}: kernarg_size {self.data['abi']['kernarg_size']} exceeds the metadata's "
+                                f".kernarg_segment_size {ksize}")
+        wg = math.prod(self.workgroup)
+        max_wg = kernel_meta.get(".max_flat_workgroup_size")
+        if max_wg is not None and wg > int(max_wg):
+            raise ContractError(f"{where}: workgroup {self.workgroup} has {wg} work-items, the kernel allows "
+                                f"{max_wg}")
+        reqd = kernel_meta.get(".reqd_workgroup_size")
+        if reqd is not None and tuple(reqd) != self.workgroup:
+            raise ContractError(f"{where}: workgroup {self.workgroup} but the kernel requires {tuple(reqd)}")
+
+    def legality(self, problem: GemmProblem, align: Mapping[str, int] | None = None) -> list[Clause]:
+        """Every clause of the contract against a problem, in a fixed order; `align` gives the byte alignment
+        of each pointer (a, b, c, d, bias) when known."""
+        op, leg, feat = self.data["operation"], self.data.get("legality", {}), self.data["features"]
+        out: list[Clause] = []
+
+        def clause(name: str, ok: bool, why: str) -> None:
+            out.append(Clause(name, bool(ok), "" if ok else why))
+
+        clause("operation.a/b", (op["a"], op["b"]) == (problem.a.name, problem.b.name),
+               f"kernel takes {op['a']}x{op['b']}, problem is {problem.a.name}x{problem.b.name}")
+        clause("operation.d", op["d"] == problem.d.name, f"kernel writes {op['d']}, problem wants {problem.d.name}")
+        clause("operation.acc", op["acc"] == problem.acc.name, f"kernel accumulates in {op['acc']}")
+        clause("operation.layout", op["layout"] == problem.layout,
+               f"kernel layout {op['layout']}, problem {problem.layout}")
+        if problem.c is not None:
+            clause("operation.c", op.get("c") == problem.c.name and feat.get("c_input", False),
+                   f"kernel C input is {op.get('c')}, problem has C {problem.c.name}")
+        clause("features.alpha", problem.alpha == 1.0 or feat.get("alpha", False), "kernel has no alpha")
+        clause("features.beta", problem.beta == 0.0 or feat.get("beta", False), "kernel has no beta * C")
+        clause("features.bias", problem.bias in feat.get("bias", ["none"]),
+               f"bias {problem.bias} not in {feat.get('bias', ['none'])}")
+        clause("features.activation", problem.activation in feat.get("activation", ["none"]),
+               f"activation {problem.activation} not in {feat.get('activation', ['none'])}")
+        clause("legality.batch", problem.batch == 1 or leg.get("batch", False), "kernel is not batched")
+        sizes = {"m": problem.m, "n": problem.n, "k": problem.k}
+        for dim, value in sizes.items():
+            div = leg.get("divisible", {}).get(dim, 1)
+            clause(f"legality.divisible.{dim}", value % div == 0, f"{dim}={value} is not a multiple of {div}")
+            lo = leg.get("min", {}).get(dim, 1)
+            hi = leg.get("max", {}).get(dim)
+            clause(f"legality.min.{dim}", value >= lo, f"{dim}={value} < {lo}")
+            if hi is not None:
+                clause(f"legality.max.{dim}", value <= hi, f"{dim}={value} > {hi}")
+        lead = problem.lead
+        for operand, mult in leg.get("ld_multiple", {}).items():
+            if operand in lead:
+                clause(f"legality.ld_multiple.{operand}", lead[operand] % mult == 0,
+                       f"ld{operand}={lead[operand]} is not a multiple of {mult}")
+        for operand, need in leg.get("align_bytes", {}).items():
+            have = (align or {}).get(operand)
+            if have is not None:
+                clause(f"legality.align_bytes.{operand}", have % need == 0,
+                       f"pointer {operand} is {have}-byte aligned, kernel needs {need}")
+        return out
+
+    def admits(self, problem: GemmProblem, align: Mapping[str, int] | None = None) -> tuple[bool, str]:
+        """(legal, first failing clause and why)."""
+        for c in self.legality(problem, align):
+            if not c.ok:
+                return False, f"{c.name}: {c.reason}"
+        return True, ""
