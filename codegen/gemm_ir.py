@@ -155,6 +155,8 @@ class GemmConfig:
     lds_pad: int = 0
     prefetch: int = 1
     unroll: int = 1
+    vec_a: int = 1      # elements per global load of A along its contiguous dimension
+    vec_b: int = 1
     extras: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property

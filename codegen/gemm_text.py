@@ -34,7 +34,7 @@ _GRAMMAR = r"""
 
 _PROBLEM_KEYS = ("m", "n", "k", "batch", "a", "b", "c", "d", "acc", "layout", "lda", "ldb", "ldc", "ldd",
                  "alpha", "beta", "bias", "act")
-_CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll")
+_CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec")
 
 
 @cache
@@ -64,7 +64,7 @@ def format_problem(p: GemmProblem) -> str:
 
 def format_config(c: GemmConfig) -> str:
     return (f"tile {c.tile_m}x{c.tile_n}x{c.depth_k} waves={c.waves_m}x{c.waves_n} mfma={c.mfma} "
-            f"lds_pad={c.lds_pad} prefetch={c.prefetch} unroll={c.unroll}")
+            f"lds_pad={c.lds_pad} prefetch={c.prefetch} unroll={c.unroll} vec={c.vec_a}x{c.vec_b}")
 
 
 def format_ir(problem: GemmProblem, config: GemmConfig | None = None) -> str:
@@ -136,7 +136,12 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
         wm, wn = (int(x) for x in waves.split("x"))
         if "mfma" not in ckv:
             raise IRError(f"{source}:{shape.line}: tile needs mfma=<instruction name>")
-        config = GemmConfig(tm, tn, tk, wm, wn, str(ckv["mfma"]).upper(),
+        vec = str(ckv.get("vec", "1x1"))
+        if vec.count("x") != 1:
+            tok = ckv["vec"]
+            raise IRError(f"{source}:{tok.line}:{tok.column}: vec must look like 4x4 (A x B), got {vec!r}")
+        va, vb = (int(x) for x in vec.split("x"))
+        config = GemmConfig(tm, tn, tk, wm, wn, str(ckv["mfma"]).upper(), vec_a=va, vec_b=vb,
                             lds_pad=_int(ckv["lds_pad"], "lds_pad", source) if "lds_pad" in ckv else 0,
                             prefetch=_int(ckv["prefetch"], "prefetch", source) if "prefetch" in ckv else 1,
                             unroll=_int(ckv["unroll"], "unroll", source) if "unroll" in ckv else 1)

@@ -239,6 +239,9 @@ class Contract:
         if problem.c is not None:
             clause("operation.c", op.get("c") == problem.c.name and feat.get("c_input", False),
                    f"kernel C input is {op.get('c')}, problem has C {problem.c.name}")
+        if feat.get("c_input", False):
+            clause("features.c_input", problem.c is not None and problem.beta != 0.0,
+                   "kernel reads C (beta * C); the problem has no C or beta = 0")
         clause("features.alpha", problem.alpha == 1.0 or feat.get("alpha", False), "kernel has no alpha")
         clause("features.beta", problem.beta == 0.0 or feat.get("beta", False), "kernel has no beta * C")
         clause("features.bias", problem.bias in feat.get("bias", ["none"]),

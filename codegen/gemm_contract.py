@@ -1,0 +1,63 @@
+"""The kernel contract of a kernel from the direct generator (plain data; `jitgemm.contract` validates it).
+
+What a generated kernel can take follows from its kernel class and config: vector loads need the
+contiguous dimension and leading dimension to be multiples of the vector width and the pointer aligned to
+the vector's bytes; everything else (ragged M/N/K, any batch) is handled by bounds-checked buffer accesses.
+"""
+
+from __future__ import annotations
+
+from .gemm_asm import KERNARG_SIZE, KERNARGS, LoweredKernel
+from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_text import format_ir
+
+GENERATOR = "jitgemm-asm"
+GENERATOR_VERSION = "0.1.0"
+# matrices must stay below 2 GiB: out-of-range accesses use offset 0x80000000 (see gemm_asm.OOB)
+MAX_BYTES = 2**31 - 1
+
+
+def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKernel, target_id: str,
+                  code_sha256: str | None = None, generator: str = GENERATOR) -> dict:
+    p = problem
+    integer = p.acc.kind == "int"
+    args = []
+    for name, offset, size, kind in KERNARGS:
+        role = {"stride_a": "stride_a", "stride_b": "stride_b", "stride_c": "stride_c",
+                "stride_d": "stride_d"}.get(name, name)
+        if kind == "f32" and integer:
+            kind = "i32"
+        args.append({"name": name, "role": role, "offset": offset, "size": size, "type": kind})
+    legality: dict = {"batch": True, "split_k": False, "max": {"m": 2**31 - 1, "n": 2**31 - 1, "k": 2**31 - 1}}
+    ld_multiple, align, divisible = {}, {}, {}
+    for op, vec, eb, transposed in (("a", config.vec_a, p.a.bytes, p.a_transposed),
+                                    ("b", config.vec_b, p.b.bytes, p.b_transposed)):
+        if vec > 1:
+            ld_multiple[op] = vec
+            align[op] = vec * eb
+            # the contiguous dimension must hold whole vectors
+            contiguous = {("a", False): "k", ("a", True): "m", ("b", False): "n", ("b", True): "k"}[(op, transposed)]
+            divisible[contiguous] = max(divisible.get(contiguous, 1), vec)
+    if ld_multiple:
+        legality["ld_multiple"] = ld_multiple
+        legality["align_bytes"] = align
+    if divisible:
+        legality["divisible"] = divisible
+    mfma = config.mfma
+    return {
+        "contract_version": 1,
+        "identity": {"generator": generator, "generator_version": GENERATOR_VERSION, "kernel": lowered.name,
+                     "source": format_ir(p.kernel_class(), config), "target": target_id,
+                     **({"code_sha256": code_sha256} if code_sha256 else {})},
+        "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
+                      "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout},
+        "abi": {"kernarg_size": KERNARG_SIZE, "strides_in": "elements", "args": args},
+        "launch": {"workgroup": [lowered.workgroup_size, 1, 1], "grid": list(lowered.grid),
+                   "lds_bytes": 0},
+        "legality": legality,
+        "features": {"alpha": p.alpha != 1.0, "beta": p.c is not None and p.beta != 0.0,
+                     "c_input": p.c is not None and p.beta != 0.0, "bias": [p.bias],
+                     "activation": [p.activation], "output_cast": p.d != p.acc},
+        "tile": {"m": config.tile_m, "n": config.tile_n, "k": config.depth_k, "mfma": mfma,
+                 "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr},
+    }
