@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from isa.model import DataFormat
@@ -19,8 +18,16 @@ class DType:
     kind: str                 # "float" or "int"
     exponent_bits: int = 0    # for floats
     mantissa_bits: int = 0
-    numpy: type | None = None
+    numpy_name: str = ""      # numpy type: `np.<name>`, or `ml_dtypes.<name>` (imported on first use)
     aliases: tuple[str, ...] = ()
+
+    @property
+    def numpy(self) -> type:
+        if hasattr(np, self.numpy_name):
+            return getattr(np, self.numpy_name)
+        import ml_dtypes
+
+        return getattr(ml_dtypes, self.numpy_name)
 
     @property
     def bytes(self) -> int:
@@ -30,13 +37,13 @@ class DType:
 # fp8 on gfx942 is the FNUZ flavour: no negative zero, one NaN, bias 8 (e4m3) / 16 (e5m2)
 # (LLVM AMDGPU: "FP8 E4M3FNUZ / BF8 E5M2FNUZ" for gfx940-942; ml_dtypes float8_e4m3fnuz / float8_e5m2fnuz).
 DTYPES: dict[str, DType] = {d.name: d for d in (
-    DType("fp32", 32, "float", 8, 23, np.float32, ("f32", "float32")),
-    DType("fp16", 16, "float", 5, 10, np.float16, ("f16", "float16", "half")),
-    DType("bf16", 16, "float", 8, 7, ml_dtypes.bfloat16, ("bfloat16",)),
-    DType("fp8", 8, "float", 4, 3, ml_dtypes.float8_e4m3fnuz, ("e4m3", "fp8e4m3fnuz", "float8_e4m3fnuz")),
-    DType("bf8", 8, "float", 5, 2, ml_dtypes.float8_e5m2fnuz, ("e5m2", "fp8e5m2fnuz", "float8_e5m2fnuz")),
-    DType("int8", 8, "int", numpy=np.int8, aliases=("i8",)),
-    DType("int32", 32, "int", numpy=np.int32, aliases=("i32",)),
+    DType("fp32", 32, "float", 8, 23, "float32", ("f32", "float32")),
+    DType("fp16", 16, "float", 5, 10, "float16", ("f16", "float16", "half")),
+    DType("bf16", 16, "float", 8, 7, "bfloat16", ("bfloat16",)),
+    DType("fp8", 8, "float", 4, 3, "float8_e4m3fnuz", ("e4m3", "fp8e4m3fnuz", "float8_e4m3fnuz")),
+    DType("bf8", 8, "float", 5, 2, "float8_e5m2fnuz", ("e5m2", "fp8e5m2fnuz", "float8_e5m2fnuz")),
+    DType("int8", 8, "int", numpy_name="int8", aliases=("i8",)),
+    DType("int32", 32, "int", numpy_name="int32", aliases=("i32",)),
 )}
 
 _BY_ALIAS = {alias: d for d in DTYPES.values() for alias in (d.name, *d.aliases)}
@@ -54,7 +61,7 @@ def of_numpy(np_dtype) -> DType:
     """The IR dtype of a numpy dtype (bf16 and fp8 through ml_dtypes)."""
     np_dtype = np.dtype(np_dtype)
     for d in DTYPES.values():
-        if d.numpy is not None and np.dtype(d.numpy) == np_dtype:
+        if np.dtype(d.numpy) == np_dtype:
             return d
     raise ValueError(f"numpy dtype {np_dtype} is not supported; accepted: "
                      + ", ".join(f"{d.name} ({np.dtype(d.numpy).name})" for d in DTYPES.values()))

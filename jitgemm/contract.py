@@ -14,7 +14,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import jsonschema
 import yaml
 
 from codegen.gemm_ir import GemmProblem
@@ -30,7 +29,9 @@ def schema() -> dict:
 
 
 @functools.cache
-def _validator() -> jsonschema.protocols.Validator:
+def _validator():
+    import jsonschema  # imported on first validation: it costs ~50 ms at start-up
+
     cls = jsonschema.validators.validator_for(schema())
     return cls(schema())
 
@@ -118,7 +119,9 @@ class Contract:
             raise ContractError(f"{source}: a contract is a mapping, got {type(obj).__name__}")
         errors = sorted(_validator().iter_errors(obj), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
         if errors:
-            best = jsonschema.exceptions.best_match(errors)
+            from jsonschema.exceptions import best_match
+
+            best = best_match(errors)
             more = f" (and {len(errors) - 1} more problem(s))" if len(errors) > 1 else ""
             raise ContractError(f"{source}: at {_where(best.absolute_path)}: {best.message}{more}")
         contract = Contract(obj, source)

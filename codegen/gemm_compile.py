@@ -1,0 +1,113 @@
+"""From a GEMM problem to a code object with the direct generator: choose a config, lower, encode, write the
+code object with computed descriptor, metadata and embedded kernel contract."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, replace
+
+import isa
+from isa.encoder import encode
+from isa.model import Spec
+from isa.targets import TargetProfile
+
+from . import codeobj
+from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
+from .gemm_config import default_config, validate_config
+from .gemm_contract import gemm_contract
+from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_text import format_ir
+
+
+@dataclass(frozen=True)
+class CompiledGemm:
+    problem: GemmProblem          # the kernel class it was compiled for
+    config: GemmConfig
+    name: str
+    code_object: bytes
+    code: bytes
+    contract: dict
+    lowered: LoweredKernel
+    offsets: tuple[int, ...]      # byte offset of each lowered item
+    ir_text: str
+
+
+def kernel_name(problem: GemmProblem, config: GemmConfig) -> str:
+    p = problem
+    tail = f"{p.layout}_{config.tile_m}x{config.tile_n}x{config.depth_k}"
+    digest = hashlib.sha256(format_ir(p.kernel_class(), config).encode()).hexdigest()[:8]
+    return f"jitgemm_{p.a.name}_{p.b.name}_{p.d.name}_{tail}_{digest}"
+
+
+def widest_vectors(problem: GemmProblem, config: GemmConfig) -> GemmConfig:
+    """The widest global loads the problem's shapes and leading dimensions allow (up to 16 bytes)."""
+    p = problem
+    lead = p.lead
+    choices = {}
+    for op, eb, transposed in (("a", p.a.bytes, p.a_transposed), ("b", p.b.bytes, p.b_transposed)):
+        contiguous = {("a", False): p.k, ("a", True): p.m, ("b", False): p.n, ("b", True): p.k}[(op, transposed)]
+        tile_contig = {("a", False): config.depth_k, ("a", True): config.tile_m,
+                       ("b", False): config.tile_n, ("b", True): config.depth_k}[(op, transposed)]
+        vec = 1
+        for cand in (16, 8, 4, 2):
+            if cand * eb <= 16 and contiguous % cand == 0 and lead[op] % cand == 0 and tile_contig % cand == 0:
+                vec = cand
+                break
+        choices[op] = vec
+    return replace(config, vec_a=choices["a"], vec_b=choices["b"])
+
+
+def _fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmConfig:
+    """Shrink vector widths until the tile splits over the work-items and the LDS rows stay aligned."""
+    from .gemm_asm import GemmLowering
+
+    cfg = config
+    while True:
+        try:
+            GemmLowering(problem, cfg, spec, target)
+            return cfg
+        except IRError:
+            if cfg.vec_a == 1 and cfg.vec_b == 1:
+                raise
+            cfg = replace(cfg, vec_a=max(1, cfg.vec_a // 2), vec_b=max(1, cfg.vec_b // 2))
+
+
+def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> GemmConfig:
+    """The default config for the dtypes and size, with the widest vector loads the problem allows."""
+    return _fit_vectors(problem, widest_vectors(problem, default_config(problem, spec, target)), spec, target)
+
+
+def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,
+                 target: str = "gfx942", xnack: str = "any", sramecc: str = "any",
+                 name: str | None = None) -> CompiledGemm:
+    """Compile the kernel class of `problem`. Without a config: the default for the dtypes and size, with the
+    widest vector loads the problem allows."""
+    spec = spec or isa.load_spec(target)
+    profile = isa.target_profile(target)
+    if config is None:
+        config = choose_config(problem, spec, profile)
+    validate_config(problem, config, spec, profile)
+    cls = problem.kernel_class()
+    name = name or kernel_name(problem, config)
+    lowered = lower_gemm(cls, config, spec, profile, name)
+    assembled = encode(lowered.instructions, spec)
+    code = assembled.code
+    target_id = codeobj.target_id(codeobj.targets.target(profile.target), xnack, sramecc).split("--", 1)[1]
+    contract = gemm_contract(cls, config, lowered, target_id, hashlib.sha256(code).hexdigest())
+    integer = cls.acc.kind == "int"
+    args = []
+    for arg_name, offset, size, kind in KERNARGS:
+        if kind == "ptr":
+            args.append(codeobj.KernelArg.buffer(arg_name, type_name="void*"))
+        else:
+            tname = "int" if kind == "i32" or integer else "float"
+            args.append(codeobj.KernelArg(arg_name, size, "by_value", offset=offset, type_name=tname))
+    desc = codeobj.KernelDescription(
+        name=name, code=code, args=args, group_segment_size=lowered.lds_bytes,
+        next_free_vgpr=max(1, lowered.next_free_vgpr), next_free_sgpr=lowered.next_free_sgpr,
+        next_free_agpr=lowered.next_free_agpr, workgroup_id=(True, True, True), workitem_id=0,
+        max_flat_workgroup_size=lowered.workgroup_size, contract=contract,
+    )
+    blob = codeobj.write(desc, profile.target, xnack=xnack, sramecc=sramecc)
+    return CompiledGemm(cls, config, name, blob, code, contract, lowered, assembled.offsets,
+                        format_ir(cls, config))

@@ -1,0 +1,99 @@
+"""`jitgemm.compile`: a GEMM problem to a `Kernel`, through the in-memory and on-disk caches."""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+
+import isa
+from codegen.gemm_compile import CompiledGemm, choose_config, compile_gemm
+from codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
+from codegen.gemm_ir import GemmConfig, GemmProblem
+from codegen.gemm_text import format_ir, parse
+
+from . import kernel_cache
+from .contract import Contract
+
+
+@dataclass(frozen=True)
+class Kernel:
+    """A compiled GEMM kernel: its code object (which describes itself), contract and how it was made."""
+
+    name: str
+    code_object: bytes
+    contract: dict
+    config: GemmConfig
+    problem: GemmProblem          # the kernel class (sizes normalised away)
+    target: str
+    generator: str = GENERATOR
+    from_cache: str = "compiled"  # "compiled", "disk"
+    _asm: list = field(default_factory=list, compare=False, repr=False)
+
+    @property
+    def ir(self) -> str:
+        return format_ir(self.problem, self.config)
+
+    @property
+    def asm(self) -> str:
+        """The kernel's instructions, annotated from the spec (see `jitgemm inspect`)."""
+        if not self._asm:
+            from .inspect import annotated_listing
+
+            self._asm.append(annotated_listing(self.code_object, isa.load_spec(self.target)))
+        return self._asm[0]
+
+    def grid(self, m: int, n: int, batch: int = 1) -> tuple[int, int, int]:
+        return Contract(self.contract).grid(m, n, 1, batch)
+
+    @property
+    def block(self) -> tuple[int, int, int]:
+        return tuple(self.contract["launch"]["workgroup"])  # type: ignore[return-value]
+
+
+_memory: dict[tuple, Kernel] = {}
+_lock = threading.Lock()
+
+
+def _from_compiled(c: CompiledGemm, target: str, source: str) -> Kernel:
+    return Kernel(c.name, c.code_object, c.contract, c.config, c.problem, target, from_cache=source)
+
+
+def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
+            use_disk_cache: bool = True) -> Kernel:
+    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form."""
+    if isinstance(problem, str):
+        problem, parsed_config = parse(problem)
+        config = config or parsed_config
+    spec = isa.load_spec(arch)
+    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch)
+    if config is None:
+        key_mem = key_mem + (problem.lead["a"] % 16, problem.lead["b"] % 16, problem.m % 16, problem.n % 16,
+                             problem.k % 16, problem.m >= 128 and problem.n >= 128, problem.m <= 32)
+    with _lock:
+        hit = _memory.get(key_mem)
+    if hit is not None:
+        return hit
+    if config is None:
+        config = choose_config(problem, spec, isa.target_profile(arch))
+    ir_text = format_ir(problem.kernel_class(), config)
+    disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, GENERATOR, GENERATOR_VERSION)
+    kernel = None
+    if use_disk_cache:
+        entry = kernel_cache.load(disk_key)
+        if entry is not None:
+            blob, record = entry
+            kernel = Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
+                            from_cache="disk")
+    if kernel is None:
+        kernel = _from_compiled(compile_gemm(problem, config, spec=spec, target=arch), arch, "compiled")
+        if use_disk_cache:
+            kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
+                                                               "ir": ir_text, "target": arch})
+    with _lock:
+        _memory[key_mem] = kernel
+    return kernel
+
+
+def clear_memory_cache() -> None:
+    with _lock:
+        _memory.clear()

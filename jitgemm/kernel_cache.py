@@ -1,0 +1,66 @@
+"""The on-disk kernel cache (`~/.cache/jitgemm/kernels`): code objects keyed by everything that shapes the
+binary (IR text of the kernel class and config, spec sha256, target, generator and version).
+
+Each entry is two files written atomically: `<key>.co` (the code object) and `<key>.json` (what was
+compiled, and the sha256 of the code object). An entry whose files are missing, unreadable or whose hash
+does not match is ignored and overwritten: a corrupt cache costs a recompile, never a wrong kernel.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from pathlib import Path
+
+from isa.spec_cache import cache_root
+
+FORMAT = 1
+
+
+def kernel_dir() -> Path:
+    return cache_root() / "kernels"
+
+
+def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, version: str) -> str:
+    text = "\n".join((f"format={FORMAT}", ir_text, spec_sha256, target, generator, version))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+def _atomic_write(path: Path, data: bytes) -> None:
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    try:
+        with os.fdopen(fd, "wb") as fh:
+            fh.write(data)
+        os.replace(tmp, path)
+    except BaseException:
+        Path(tmp).unlink(missing_ok=True)
+        raise
+
+
+def load(key: str) -> tuple[bytes, dict] | None:
+    """(code object, record) of a valid entry, or None."""
+    folder = kernel_dir()
+    try:
+        record = json.loads((folder / f"{key}.json").read_text())
+        blob = (folder / f"{key}.co").read_bytes()
+    except (OSError, ValueError):
+        return None
+    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
+        return None
+    if record.get("sha256") != hashlib.sha256(blob).hexdigest():
+        return None
+    return blob, record
+
+
+def store(key: str, blob: bytes, record: dict) -> None:
+    """Write an entry; a read-only or full disk only loses the cache."""
+    folder = kernel_dir()
+    try:
+        folder.mkdir(parents=True, exist_ok=True)
+        _atomic_write(folder / f"{key}.co", blob)
+        full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
+        _atomic_write(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
+    except OSError:
+        pass

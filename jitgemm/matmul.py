@@ -1,0 +1,166 @@
+"""`jitgemm.matmul(a, b)`: numpy arrays in, numpy array out; the first call for a problem class compiles,
+later calls reuse the kernel. Which kernel ran where is kept for `jitgemm.last_launch()`."""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass
+
+import numpy as np
+
+from codegen.dtypes import DType, dtype, of_numpy
+from codegen.gemm_ir import GemmProblem, IRError
+
+from .compiler import compile
+
+BACKENDS = ("auto", "emu", "hip")
+
+
+class MatmulError(IRError):
+    """Arguments `matmul` cannot run: the message names the argument and what is accepted."""
+
+
+@dataclass(frozen=True)
+class LaunchRecord:
+    kernel: str
+    generator: str
+    backend: str
+    grid: tuple[int, int, int]
+    block: tuple[int, int, int]
+    problem: str
+    seconds: float
+    kernel_source: str     # "compiled", "disk" or "memory"
+
+
+_last = threading.local()
+
+
+def last_launch() -> LaunchRecord | None:
+    """The launch made by the latest `matmul` call in this thread."""
+    return getattr(_last, "record", None)
+
+
+def _operand(x, name: str, batch_ok: bool = True) -> np.ndarray:
+    if not isinstance(x, np.ndarray):
+        raise MatmulError(f"{name}: expected a numpy array, got {type(x).__name__}")
+    if x.ndim not in ((2, 3) if batch_ok else (2,)):
+        raise MatmulError(f"{name}: expected a 2-D array (or 3-D batch), got shape {x.shape}")
+    return x
+
+
+def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
+    """(layout letter, leading dimension, batch stride in elements, buffer covering the data).
+
+    `N`: the last dimension has unit stride; `T`: the one before it does (a transposed view). Anything else
+    (both strides > 1, negative strides) is refused: copy it with np.ascontiguousarray first."""
+    item = x.itemsize
+    if any(s < 0 or s % item for s in x.strides):
+        raise MatmulError(f"{name}: strides {x.strides} are negative or not whole elements; pass "
+                          f"np.ascontiguousarray({name})")
+    st = [s // item for s in x.strides]
+    rows, cols = x.shape[-2:]
+    if st[-1] == 1 or cols == 1:
+        layout, ld = "N", max(st[-2], cols) if rows > 1 else cols
+    elif st[-2] == 1 or rows == 1:
+        layout, ld = "T", max(st[-1], rows) if cols > 1 else rows
+    else:
+        raise MatmulError(f"{name}: neither dimension of shape {x.shape[-2:]} has unit stride (strides "
+                          f"{x.strides}); the kernels take row-major or transposed storage: pass "
+                          f"np.ascontiguousarray({name})")
+    batch_stride = st[0] if x.ndim == 3 else 0
+    # one flat view over every element the kernel may touch
+    if x.ndim == 3:
+        nb = x.shape[0]
+    else:
+        nb = 1
+    inner = (rows - 1) * ld + cols if layout == "N" else (cols - 1) * ld + rows
+    span = (nb - 1) * batch_stride + inner
+    flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=False)
+    return layout, ld, batch_stride, flat
+
+
+def _dt(x: np.ndarray, name: str) -> DType:
+    try:
+        return of_numpy(x.dtype)
+    except ValueError as exc:
+        raise MatmulError(f"{name}: {exc}") from None
+
+
+def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+           out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
+           backend: str = "auto") -> np.ndarray:
+    """D = activation(alpha * a @ b + beta * c + bias) on the GPU (or in the emulator).
+
+    a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
+    ml_dtypes. bias: length M (per row) or N (per column), float32. Returns a new (batch,) M x N array."""
+    if backend not in BACKENDS:
+        raise MatmulError(f"backend={backend!r}; accepted: {', '.join(BACKENDS)}")
+    if backend == "hip":
+        raise MatmulError("backend='hip' is not available in this version: the hip runtime arrives with the "
+                          "selector; use backend='emu' (or 'auto')")
+    start = time.perf_counter()
+    a, b = _operand(a, "a"), _operand(b, "b")
+    if a.shape[-1] != b.shape[-2]:
+        raise MatmulError(f"a is {a.shape}, b is {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ")
+    batch = a.shape[0] if a.ndim == 3 else b.shape[0] if b.ndim == 3 else 1
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]:
+        raise MatmulError(f"batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
+    m, k = a.shape[-2:]
+    n = b.shape[-1]
+    if 0 in (m, n, k, batch):
+        raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
+    la, lda, sa, fa = _storage(a, "a")
+    lb, ldb, sb, fb = _storage(b, "b")
+    da, db = _dt(a, "a"), _dt(b, "b")
+    dd = None
+    if out_dtype is not None:
+        try:
+            dd = of_numpy(out_dtype) if not isinstance(out_dtype, str) else dtype(out_dtype)
+        except ValueError as exc:
+            raise MatmulError(f"out_dtype: {exc}") from None
+    dc = None
+    ldc, sc, fc = 0, 0, None
+    if c is not None:
+        c = _operand(c, "c")
+        want = (batch, m, n) if c.ndim == 3 else (m, n)
+        if c.shape != want:
+            raise MatmulError(f"c has shape {c.shape}; expected {want}")
+        lc, ldc, sc, fc = _storage(c, "c")
+        if lc != "N":
+            raise MatmulError("c must be row-major (unit stride along N); pass np.ascontiguousarray(c)")
+        dc = _dt(c, "c")
+    if beta != 0 and c is None:
+        raise MatmulError("beta is non-zero but no c was given")
+    bias_kind, fbias = "none", None
+    if bias is not None:
+        if not isinstance(bias, np.ndarray) or bias.ndim != 1 or bias.dtype != np.float32:
+            raise MatmulError("bias: expected a 1-D float32 numpy array of length M or N")
+        if bias.shape[0] == m:
+            bias_kind = "m"
+        elif bias.shape[0] == n:
+            bias_kind = "n"
+        else:
+            raise MatmulError(f"bias has length {bias.shape[0]}; expected M={m} or N={n}")
+        fbias = np.ascontiguousarray(bias)
+    try:
+        problem = GemmProblem.make(m, n, k, da, db, dd, c=dc, layout=la + lb, batch=batch, lda=lda, ldb=ldb,
+                                   ldc=ldc or None, ldd=None, alpha=alpha, beta=beta if c is not None else 0.0,
+                                   bias=bias_kind, activation=activation)
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    kernel = compile(problem, arch=arch)
+    d = np.empty((batch, m, n) if batch > 1 or a.ndim == 3 or b.ndim == 3 else (m, n), dtype=problem.d.numpy)
+    d.fill(np.nan if problem.d.kind == "float" else -1)  # poison: every element must be written
+    grid = kernel.grid(m, n, batch)
+    integer = problem.acc.kind == "int"
+    args = [fa, fb, fc, d.reshape(-1), fbias, m, n, k, batch, lda, ldb, ldc or n, n, sa, sb, sc, m * n,
+            int(alpha) if integer else float(alpha), int(beta) if integer else float(beta)]
+    from .emu import emulate
+
+    emulate(kernel.code_object, kernel.name, grid=grid, block=kernel.block, args=args)
+    _last.record = LaunchRecord(kernel.name, kernel.generator, "emu", grid, kernel.block,
+                                f"m={m} n={n} k={k} batch={batch} {problem.a.name}x{problem.b.name}->"
+                                f"{problem.d.name} {problem.layout}", time.perf_counter() - start,
+                                kernel.from_cache)
+    return d
