@@ -1,0 +1,188 @@
+"""`jitgemm compile`, `jitgemm run` and `jitgemm inspect`: the GEMM generator from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+from jitgemm.cli import CliError
+
+
+def _problem_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--m", type=int, required=True)
+    p.add_argument("--n", type=int, required=True)
+    p.add_argument("--k", type=int, required=True)
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
+    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
+    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    p.add_argument("--tile", help="MT_MxMT_NxDEPTH_K, e.g. 128x128x32 (default: chosen for the problem)")
+    p.add_argument("--waves", default=None, help="waves per workgroup, e.g. 2x2 (with --tile)")
+    p.add_argument("--mfma", default=None, help="MFMA instruction (with --tile; default: largest for the dtype)")
+    p.add_argument("--alpha", type=float, default=1.0)
+    p.add_argument("--beta", type=float, default=0.0)
+    p.add_argument("--bias", choices=("none", "m", "n"), default="none")
+    p.add_argument("--act", choices=("none", "relu", "gelu"), default="none")
+    p.add_argument("--arch", default="gfx942")
+
+
+def _problem_and_config(args: argparse.Namespace):
+    import isa
+    from codegen.gemm_compile import choose_config
+    from codegen.gemm_config import default_config
+    from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+    from codegen.gemm_text import parse_dtype_list
+    from codegen.mfma_catalog import mfmas_for
+
+    try:
+        da, db = parse_dtype_list(args.dtype)
+        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype,
+                                   c="fp32" if args.beta and da.kind == "float" else
+                                   ("int32" if args.beta else None),
+                                   layout=args.layout, batch=args.batch, alpha=args.alpha, beta=args.beta,
+                                   bias=args.bias, activation=args.act)
+    except (IRError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+    spec = isa.load_spec(args.arch)
+    profile = isa.target_profile(args.arch)
+    if not args.tile:
+        if args.waves or args.mfma:
+            raise CliError("--waves and --mfma go with --tile")
+        return problem, choose_config(problem, spec, profile), spec
+    try:
+        tm, tn, tk = (int(x) for x in args.tile.lower().split("x"))
+    except ValueError:
+        raise CliError(f"--tile {args.tile!r}: expected MT_MxMT_NxDEPTH_K such as 128x128x32") from None
+    base = default_config(problem, spec, profile)
+    mfma = args.mfma.upper() if args.mfma else None
+    if mfma is None:
+        fitting = [x for x in mfmas_for(spec, problem.a, problem.b) if tm % x.m == 0 and tn % x.n == 0]
+        mfma = fitting[0].name if fitting else base.mfma
+    wm, wn = (2, 2) if args.waves is None else (int(x) for x in args.waves.lower().split("x"))
+    return problem, GemmConfig(tm, tn, tk, wm, wn, mfma, lds_pad=0, prefetch=2), spec
+
+
+def _compile(args: argparse.Namespace):
+    from codegen.gemm_compile import compile_gemm
+    from codegen.gemm_ir import IRError
+
+    problem, config, spec = _problem_and_config(args)
+    try:
+        return problem, compile_gemm(problem, config, spec=spec, target=args.arch)
+    except IRError as exc:
+        raise CliError(str(exc)) from None
+
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    import isa
+    from jitgemm.inspect import annotated_listing
+
+    t0 = time.perf_counter()
+    _, compiled = _compile(args)
+    elapsed = time.perf_counter() - t0
+    out = Path(args.output)
+    try:
+        out.write_bytes(compiled.code_object)
+    except OSError as exc:
+        raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
+    print(f"{compiled.ir_text}")
+    print(f"kernel {compiled.name}: {len(compiled.code)} bytes of code, {compiled.lowered.next_free_vgpr} VGPRs, "
+          f"{compiled.lowered.next_free_agpr} AGPRs, {compiled.lowered.lds_bytes} B LDS; wrote {out} "
+          f"({len(compiled.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    if args.print_asm:
+        print(annotated_listing(compiled.code_object, isa.load_spec(args.arch)), end="")
+    return 0
+
+
+def _random(shape, dt, rng):
+    import numpy as np
+
+    if dt.kind == "int":
+        return rng.integers(-8, 8, size=shape).astype(dt.numpy)
+    return rng.standard_normal(shape).astype(np.float32).astype(dt.numpy)
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    import numpy as np
+
+    import jitgemm
+    from codegen.gemm_ir import IRError
+
+    problem, config, _ = _problem_and_config(args)
+    rng = np.random.default_rng(args.seed)
+    p = problem
+    a = _random((p.batch, *p.a_shape) if p.batch > 1 else p.a_shape, p.a, rng)
+    b = _random((p.batch, *p.b_shape) if p.batch > 1 else p.b_shape, p.b, rng)
+    if p.a_transposed:
+        a = np.swapaxes(a, -1, -2)
+    if p.b_transposed:
+        b = np.swapaxes(b, -1, -2)
+    c = _random((p.batch, p.m, p.n) if p.batch > 1 else (p.m, p.n), p.c, rng) if p.c is not None else None
+    bias = rng.standard_normal(p.m if p.bias == "m" else p.n).astype(np.float32) if p.bias != "none" else None
+    t0 = time.perf_counter()
+    try:
+        d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                           activation=p.activation, arch=args.arch, backend=args.backend)
+    except IRError as exc:
+        raise CliError(str(exc)) from None
+    elapsed = time.perf_counter() - t0
+    ref = reference(a, b, c, p.alpha, p.beta, bias, p.bias, p.activation)
+    got = d.astype(np.float64)
+    err = float(np.max(np.abs(got - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
+    rec = jitgemm.last_launch()
+    print(f"{rec.problem}: kernel {rec.kernel} ({rec.generator}, {rec.kernel_source}) on {rec.backend}, "
+          f"grid {rec.grid}, block {rec.block}")
+    print(f"max relative error vs numpy (float64): {err:.3e}; time {elapsed:.3f} s")
+    return 0
+
+
+def reference(a, b, c, alpha, beta, bias, bias_kind, activation):
+    """numpy float64 reference of D = act(alpha * a @ b + beta * c + bias); bias_kind "m": one per row."""
+    import numpy as np
+
+    out = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64))
+    if c is not None and beta:
+        out = out + beta * c.astype(np.float64)
+    if bias is not None:
+        vec = bias.astype(np.float64)
+        out = out + (vec[:, None] if bias_kind == "m" else vec[None, :])
+    if activation == "relu":
+        out = np.maximum(out, 0)
+    elif activation == "gelu":
+        out = 0.5 * out * (1 + np.tanh(np.sqrt(2 / np.pi) * (out + 0.044715 * out**3)))
+    return out
+
+
+def _cmd_inspect(args: argparse.Namespace) -> int:
+    import isa
+    from jitgemm.inspect import annotated_listing
+
+    try:
+        blob = Path(args.file).read_bytes()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    spec = isa.load_spec(args.spec or args.arch)
+    sys.stdout.write(annotated_listing(blob, spec))
+    return 0
+
+
+def register(sub) -> None:
+    p = sub.add_parser("compile", help="compile a GEMM kernel to a code object")
+    _problem_args(p)
+    p.add_argument("-o", "--output", required=True, help="code object file to write")
+    p.add_argument("--print-asm", action="store_true", help="print the annotated instructions")
+    p.set_defaults(func=_cmd_compile)
+
+    r = sub.add_parser("run", help="compile and run a GEMM on random inputs; compare with numpy")
+    _problem_args(r)
+    r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"))
+    r.add_argument("--seed", type=int, default=0)
+    r.set_defaults(func=_cmd_run)
+
+    i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")
+    i.add_argument("file")
+    i.add_argument("--arch", default="gfx942")
+    i.add_argument("--spec", help="spec file to annotate from (default: the target's)")
+    i.set_defaults(func=_cmd_inspect)
