@@ -146,6 +146,16 @@ class GemmLowering:
         self.emit("s_mov_b32", reg, value, writes=[reg])
         return reg
 
+    def k(self, value: int):
+        """An integer operand for a VOP3 instruction: inline constants as they are, anything else in an SGPR
+        (gfx9 VOP3 encodings take no literal)."""
+        if -16 <= value <= 64:
+            return value
+        cache = self.__dict__.setdefault("_kregs", {})
+        if value not in cache:
+            cache[value] = self.sconst(value)
+        return cache[value]
+
     def vtmp(self, count: int = 1) -> Reg:
         return self.ra.take("v", count)
 
@@ -278,7 +288,7 @@ class GemmLowering:
             lds = self.vtmp()
             emit("v_mul_u32_u24", lds, op.lds_row, fix_local, writes=[lds])
             emit("v_lshlrev_b32", kb, _log2(op.eb, "element size"), k_local, writes=[kb])
-            emit("v_add3_u32", lds, lds, kb, op.lds_base, writes=[lds])
+            emit("v_add3_u32", lds, lds, kb, self.k(op.lds_base), writes=[lds])
             data = self.vtmp(max(1, vb // 4))
             slots.append({"off": off, "fix": fix_local, "k": k_local, "lds": lds, "data": data})
         # how much the global offset advances per K step
@@ -338,7 +348,7 @@ class GemmLowering:
             emit("v_mul_u32_u24", kk, kpl * op.eb, kk, writes=[kk])
             base = self.vtmp()
             emit("v_mul_u32_u24", base, op.lds_row, idx, writes=[base])
-            emit("v_add3_u32", base, base, kk, op.lds_base, writes=[base])
+            emit("v_add3_u32", base, base, kk, self.k(op.lds_base), writes=[base])
             self.frag_base[op.name] = base
 
     def _mfma_step(self) -> None:
@@ -508,7 +518,7 @@ class GemmLowering:
             emit("v_add3_u32", tmp, x, tmp, self.round_reg, writes=[tmp])
             emit("v_lshrrev_b32", tmp, 16, tmp, writes=[tmp])
             emit("v_cmp_o_f32_e64", self.nan_mask, x, x, writes=[self.nan_mask])
-            emit("v_cndmask_b32_e64", x, 0x7FC0, tmp, self.nan_mask, writes=[x])
+            emit("v_cndmask_b32_e64", x, self.k(0x7FC0), tmp, self.nan_mask, writes=[x])
         elif p.d.name == "fp16":
             emit("v_cvt_f16_f32", x, x, writes=[x])
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)
