@@ -6,8 +6,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import numpy as np
-
 from isa.model import DataFormat
 
 
@@ -23,6 +21,8 @@ class DType:
 
     @property
     def numpy(self) -> type:
+        import numpy as np
+
         if hasattr(np, self.numpy_name):
             return getattr(np, self.numpy_name)
         import ml_dtypes
@@ -59,6 +59,8 @@ def dtype(name: str) -> DType:
 
 def of_numpy(np_dtype) -> DType:
     """The IR dtype of a numpy dtype (bf16 and fp8 through ml_dtypes)."""
+    import numpy as np
+
     np_dtype = np.dtype(np_dtype)
     for d in DTYPES.values():
         if np.dtype(d.numpy) == np_dtype:

@@ -7,11 +7,9 @@ import hashlib
 from dataclasses import dataclass, replace
 
 import isa
-from isa.encoder import encode
 from isa.model import Spec
 from isa.targets import TargetProfile
 
-from . import codeobj
 from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
 from .gemm_config import default_config, validate_config
 from .gemm_contract import gemm_contract
@@ -82,6 +80,10 @@ def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec
                  name: str | None = None) -> CompiledGemm:
     """Compile the kernel class of `problem`. Without a config: the default for the dtypes and size, with the
     widest vector loads the problem allows."""
+    from isa.encoder import encode
+
+    from . import codeobj
+
     spec = spec or isa.load_spec(target)
     profile = isa.target_profile(target)
     if config is None:

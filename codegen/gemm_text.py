@@ -11,8 +11,6 @@ from __future__ import annotations
 
 from functools import cache
 
-from lark import Lark, Token, UnexpectedInput
-
 from .dtypes import dtype
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 
@@ -38,7 +36,9 @@ _CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec")
 
 
 @cache
-def _parser() -> Lark:
+def _parser():
+    from lark import Lark  # imported on first parse: printing (cache keys) needs no parser
+
     return Lark(_GRAMMAR, parser="lalr", propagate_positions=True)
 
 
@@ -71,8 +71,8 @@ def format_ir(problem: GemmProblem, config: GemmConfig | None = None) -> str:
     return format_problem(problem) + ("" if config is None else "\n" + format_config(config))
 
 
-def _pairs(tree, accepted: tuple[str, ...], where: str, source: str) -> dict[str, Token]:
-    out: dict[str, Token] = {}
+def _pairs(tree, accepted: tuple[str, ...], where: str, source: str) -> dict:
+    out: dict = {}
     for pair in tree.find_data("pair"):
         key, value = pair.children
         if str(key) not in accepted:
@@ -84,14 +84,14 @@ def _pairs(tree, accepted: tuple[str, ...], where: str, source: str) -> dict[str
     return out
 
 
-def _int(tok: Token, key: str, source: str) -> int:
+def _int(tok, key: str, source: str) -> int:
     try:
         return int(str(tok))
     except ValueError:
         raise IRError(f"{source}:{tok.line}:{tok.column}: {key} must be an integer, got {str(tok)!r}") from None
 
 
-def _float(tok: Token, key: str, source: str) -> float:
+def _float(tok, key: str, source: str) -> float:
     try:
         return float(str(tok))
     except ValueError:
@@ -100,6 +100,8 @@ def _float(tok: Token, key: str, source: str) -> float:
 
 def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | None]:
     """Problem and optional config from the text form; IRError with source:line:col on bad input."""
+    from lark import UnexpectedInput
+
     try:
         tree = _parser().parse(text)
     except UnexpectedInput as exc:

@@ -9,10 +9,13 @@ both are accepted). Unknown elements are ignored.
 from __future__ import annotations
 
 import hashlib
-import xml.etree.ElementTree as ET
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from .errors import SpecError
+
+if TYPE_CHECKING:
+    import xml.etree.ElementTree as ET
 
 DATA_FORMAT_VERSION = 1
 _TRUE = {"true", "1", "yes"}
@@ -237,6 +240,8 @@ def read_xml(path: str | Path, raw: bytes | None = None) -> dict:
             raw = Path(path).read_bytes()
         except OSError as exc:
             raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=path) from None
+    import xml.etree.ElementTree as ET  # only a cache miss parses XML
+
     reader = _Reader(raw, path)
     try:
         root = ET.fromstring(raw)

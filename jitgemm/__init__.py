@@ -7,6 +7,17 @@ __version__ = "0.1.0"
 from codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
 
 from .compiler import Kernel, compile  # noqa: E402
-from .matmul import LaunchRecord, MatmulError, last_launch, matmul  # noqa: E402
+
+_LAZY = {"matmul": "matmul", "last_launch": "matmul", "LaunchRecord": "matmul", "MatmulError": "matmul"}
+
+
+def __getattr__(name: str):
+    """`matmul` and friends import numpy; load them on first use so compile-only users start faster."""
+    if name in _LAZY:
+        import importlib
+
+        return getattr(importlib.import_module(f"jitgemm.{_LAZY[name]}"), name)
+    raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
+
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MatmulError", "compile", "last_launch", "matmul"]

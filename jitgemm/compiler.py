@@ -50,7 +50,8 @@ class Kernel:
         return tuple(self.contract["launch"]["workgroup"])  # type: ignore[return-value]
 
 
-_memory: dict[tuple, Kernel] = {}
+_memory: dict[tuple, Kernel] = {}        # by kernel class (+ the facts the default config depends on)
+_by_problem: dict[tuple, Kernel] = {}    # by the exact problem: the hot path of repeated calls
 _lock = threading.Lock()
 
 
@@ -64,6 +65,9 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
         config = config or parsed_config
+    fast = _by_problem.get((problem, config, arch))
+    if fast is not None:
+        return fast
     spec = isa.load_spec(arch)
     key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch)
     if config is None:
@@ -71,6 +75,8 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
                              problem.k % 16, problem.m >= 128 and problem.n >= 128, problem.m <= 32)
     with _lock:
         hit = _memory.get(key_mem)
+        if hit is not None:
+            _by_problem[(problem, config, arch)] = hit
     if hit is not None:
         return hit
     if config is None:
@@ -91,9 +97,13 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
                                                                "ir": ir_text, "target": arch})
     with _lock:
         _memory[key_mem] = kernel
+        if len(_by_problem) > 4096:
+            _by_problem.clear()
+        _by_problem[(problem, config, arch)] = kernel
     return kernel
 
 
 def clear_memory_cache() -> None:
     with _lock:
         _memory.clear()
+        _by_problem.clear()

@@ -23,5 +23,10 @@ def test_wheel_has_each_path_once(tmp_path):
     assert "isa/specs/releases.yaml" in names and "isa/specs/targets/gfx942.yaml" in names
     assert "isa/specs/amdgpu_isa_cdna3_subset.xml" in names
     assert not any(n.startswith("specs/") for n in names)
+    for package in ("isa", "codegen", "jitgemm"):     # every sub-package of the source tree is shipped
+        for init in (REPO / package).rglob("__init__.py"):
+            assert str(init.relative_to(REPO)) in names, f"{init.relative_to(REPO)} missing from the wheel"
+    for grammar in (REPO / "isa").glob("*.lark"):
+        assert f"isa/{grammar.name}" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]
     assert entry and b"jitgemm = jitgemm.cli:main" in zipfile.ZipFile(wheel).read(entry[0])
