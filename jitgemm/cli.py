@@ -13,6 +13,8 @@ import sys
 # Sub-command modules, in the order `jitgemm --help` lists them.
 COMMAND_MODULES = (
     "jitgemm.commands.spec",
+    "jitgemm.commands.codeobj",
+    "jitgemm.commands.gemm",
 )
 
 

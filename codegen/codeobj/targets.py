@@ -1,0 +1,99 @@
+"""AMDGPU targets a code object can be written for: ELF e_flags and target-id strings.
+
+Facts from LLVM's AMDGPUUsage: "AMDGPU ELF Header" (EF_AMDGPU_MACH_* processor numbers and the code object
+v4+ EF_AMDGPU_FEATURE_XNACK_V4 / EF_AMDGPU_FEATURE_SRAMECC_V4 fields), "Target ID" (the
+`amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-` spelling, features in alphabetical order, omitted when "any"),
+"Register Allocation"/kernel descriptor notes (VGPR encoding granule 8 and the unified VGPR/AGPR file with
+ACCUM_OFFSET on gfx90a and later; architected flat scratch on gfx940 and later). Every number here is
+checked against llvm-mc's output in tests/test_codeobj_targets.py.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from .errors import CodeObjectError
+
+EF_AMDGPU_MACH = 0x0FF
+EF_AMDGPU_FEATURE_XNACK_V4 = 0x300
+EF_AMDGPU_FEATURE_SRAMECC_V4 = 0xC00
+EF_AMDGPU_GENERIC_VERSION = 0xFF000000
+
+# Feature setting <-> field value; the xnack field sits at bit 8, sramecc at bit 10.
+FEATURE_SETTINGS = ("unsupported", "any", "off", "on")
+_SETTING_VALUE = {"any": 1, "off": 2, "on": 3}
+
+
+@dataclass(frozen=True)
+class Target:
+    """What the code object writer needs to know about one processor."""
+
+    name: str
+    mach: int
+    architected_flat_scratch: bool  # gfx940+: flat scratch is not in user SGPRs, and costs 6 extra SGPRs
+    vgpr_encoding_granule: int = 8  # gfx90a+: VGPR blocks of 8 (unified VGPR/AGPR file)
+    sgpr_encoding_granule: int = 8
+    max_vgprs: int = 512  # unified file: 256 arch VGPRs + 256 AGPRs
+    max_arch_vgprs: int = 256
+    max_sgprs: int = 102  # addressable SGPRs before VCC etc. on GFX9
+    max_user_sgprs: int = 16
+    max_lds: int = 65536  # bytes of LDS one workgroup may allocate
+
+
+TARGETS: dict[str, Target] = {
+    "gfx90a": Target("gfx90a", 0x03F, architected_flat_scratch=False),
+    "gfx942": Target("gfx942", 0x04C, architected_flat_scratch=True),
+    "gfx950": Target("gfx950", 0x04F, architected_flat_scratch=True, max_lds=163840),
+}
+_BY_MACH = {t.mach: t for t in TARGETS.values()}
+
+
+def target(name: str) -> Target:
+    """The target named `name` (e.g. "gfx942"), or a CodeObjectError listing the supported ones."""
+    try:
+        return TARGETS[name.lower()]
+    except (KeyError, AttributeError):
+        raise CodeObjectError(f"unsupported target {name!r}; supported: {', '.join(TARGETS)}") from None
+
+
+def check_setting(feature: str, setting: str) -> str:
+    if setting not in _SETTING_VALUE:
+        raise CodeObjectError(f"{feature} setting {setting!r} is not one of 'any', 'on', 'off'")
+    return setting
+
+
+def e_flags(processor: Target, xnack: str = "any", sramecc: str = "any", generic_version: int = 0) -> int:
+    """e_flags of a code object v4+ for `processor` with the given xnack/sramecc settings."""
+    x = _SETTING_VALUE[check_setting("xnack", xnack)]
+    s = _SETTING_VALUE[check_setting("sramecc", sramecc)]
+    return processor.mach | (x << 8) | (s << 10) | ((generic_version & 0xFF) << 24)
+
+
+@dataclass(frozen=True)
+class DecodedFlags:
+    mach: int
+    processor: str | None  # None for a machine number this package has no profile for
+    xnack: str
+    sramecc: str
+    generic_version: int
+
+
+def decode_e_flags(flags: int) -> DecodedFlags:
+    """Split e_flags into processor and feature settings (the code object v4+ layout; LLVM no longer writes
+    v3 or older)."""
+    mach = flags & EF_AMDGPU_MACH
+    known = _BY_MACH.get(mach)
+    return DecodedFlags(mach=mach, processor=known.name if known else None,
+                        xnack=FEATURE_SETTINGS[(flags & EF_AMDGPU_FEATURE_XNACK_V4) >> 8],
+                        sramecc=FEATURE_SETTINGS[(flags & EF_AMDGPU_FEATURE_SRAMECC_V4) >> 10],
+                        generic_version=(flags & EF_AMDGPU_GENERIC_VERSION) >> 24)
+
+
+def target_id(processor: Target, xnack: str = "any", sramecc: str = "any") -> str:
+    """The `amdhsa.target` string, spelled as LLVM spells it."""
+    features = []
+    for name, setting in (("sramecc", sramecc), ("xnack", xnack)):  # alphabetical, as LLVM orders them
+        check_setting(name, setting)
+        if setting != "any":
+            features.append(f"{name}{'+' if setting == 'on' else '-'}")
+    return ":".join([f"amdgcn-amd-amdhsa--{processor.name}", *features])
