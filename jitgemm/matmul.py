@@ -12,7 +12,8 @@ import numpy as np
 from codegen.dtypes import DType, dtype, of_numpy
 from codegen.gemm_ir import GemmProblem, IRError
 
-from .compiler import compile
+from .contract import Contract
+from .packing import ordered_args
 
 BACKENDS = ("auto", "emu", "hip")
 
@@ -30,10 +31,39 @@ class LaunchRecord:
     block: tuple[int, int, int]
     problem: str
     seconds: float
-    kernel_source: str     # "compiled", "disk" or "memory"
+    kernel_source: str     # supplier:candidate that the selector chose
 
 
 _last = threading.local()
+_chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
+
+
+def _alignment(x: np.ndarray | None) -> int:
+    if x is None:
+        return 256
+    address = x.__array_interface__["data"][0]
+    return min(256, address & -address) if address else 256
+
+
+def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
+    """The selector's winner for this exact problem and alignment (memoized), loaded."""
+    from .selector import default_selector
+
+    key = (problem, tuple(sorted(align.items())), arch)
+    hit = _chosen.get(key)
+    if hit is None:
+        selector = default_selector()
+        if selector.target != arch:
+            from .selector import Selector
+
+            selector = Selector(target=arch)
+        cand = selector.select(problem, align)
+        blob, name = cand.load()
+        hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
+        if len(_chosen) > 4096:
+            _chosen.clear()
+        _chosen[key] = hit
+    return hit
 
 
 def last_launch() -> LaunchRecord | None:
@@ -76,7 +106,7 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
         nb = 1
     inner = (rows - 1) * ld + cols if layout == "N" else (cols - 1) * ld + rows
     span = (nb - 1) * batch_stride + inner
-    flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=False)
+    flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=bool(x.flags.writeable))
     return layout, ld, batch_stride, flat
 
 
@@ -149,18 +179,22 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: 
                                    bias=bias_kind, activation=activation)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
-    kernel = compile(problem, arch=arch)
+    align = {"a": _alignment(a), "b": _alignment(b), "c": _alignment(c), "bias": _alignment(bias)}
+    blob, name, contract, source = _choose(problem, align, arch)
     d = np.empty((batch, m, n) if batch > 1 or a.ndim == 3 or b.ndim == 3 else (m, n), dtype=problem.d.numpy)
     d.fill(np.nan if problem.d.kind == "float" else -1)  # poison: every element must be written
-    grid = kernel.grid(m, n, batch)
+    grid = contract.grid(m, n, k, batch)
+    block = contract.workgroup
     integer = problem.acc.kind == "int"
-    args = [fa, fb, fc, d.reshape(-1), fbias, m, n, k, batch, lda, ldb, ldc or n, n, sa, sb, sc, m * n,
-            int(alpha) if integer else float(alpha), int(beta) if integer else float(beta)]
+    values = {"a": fa, "b": fb, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k, "batch": batch,
+              "lda": lda, "ldb": ldb, "ldc": ldc or n, "ldd": n, "stride_a": sa, "stride_b": sb, "stride_c": sc,
+              "stride_d": m * n, "alpha": int(alpha) if integer else float(alpha),
+              "beta": int(beta) if integer else float(beta)}
+    args = ordered_args(contract, values)
     from .emu import emulate
 
-    emulate(kernel.code_object, kernel.name, grid=grid, block=kernel.block, args=args)
-    _last.record = LaunchRecord(kernel.name, kernel.generator, "emu", grid, kernel.block,
+    emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
+    _last.record = LaunchRecord(name, contract.generator, "emu", grid, block,
                                 f"m={m} n={n} k={k} batch={batch} {problem.a.name}x{problem.b.name}->"
-                                f"{problem.d.name} {problem.layout}", time.perf_counter() - start,
-                                kernel.from_cache)
+                                f"{problem.d.name} {problem.layout}", time.perf_counter() - start, source)
     return d

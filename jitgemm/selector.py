@@ -1,0 +1,208 @@
+"""The shared selector: many suppliers, one legality check, one ranking.
+
+`select(problem)` first asks every candidate's contract whether the problem is legal — never by trying the
+kernel — then ranks the legal ones: measured results from the tuning database when there are some for the
+problem class, else a cost model (tile and wave-quantization efficiency, occupancy from registers and LDS,
+the target's peak MFMA rate for the dtype). Ties break on the kernel's identity, so the choice is
+deterministic. The direct generator's fallback kernel (scalar loads) is legal for every shape and
+alignment, so selection never comes back empty for a supported dtype pair.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+import tempfile
+from dataclasses import dataclass
+from pathlib import Path
+
+import isa
+from codegen.gemm_ir import GemmProblem
+from codegen.gemm_text import format_problem
+from isa.spec_cache import cache_root
+
+from .suppliers import Candidate, DirectAsmSupplier, Supplier
+
+
+class SelectionError(ValueError):
+    """No legal kernel: the message lists each candidate and the clause that rejected it."""
+
+
+@dataclass
+class Verdict:
+    candidate: Candidate
+    legal: bool
+    reason: str
+    score: float | None = None      # predicted or measured TFLOP/s; higher is better
+    basis: str = ""                 # "tuning" or "model"
+
+
+def _json_load(path: Path) -> dict:
+    try:
+        data = json.loads(path.read_text())
+        return data if isinstance(data, dict) else {}
+    except (OSError, ValueError):
+        return {}
+
+
+def _json_store(path: Path, data: dict) -> None:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
+    with os.fdopen(fd, "w") as fh:
+        json.dump(data, fh, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+class TuningDB:
+    """Measured seconds per (target, problem class, kernel key), in `~/.cache/jitgemm/tuning/<target>.json`."""
+
+    def __init__(self, folder: Path | None = None) -> None:
+        self.folder = folder or cache_root() / "tuning"
+
+    def _path(self, target: str) -> Path:
+        return self.folder / f"{isa.targets.base_target(target)}.json"
+
+    @staticmethod
+    def problem_key(problem: GemmProblem) -> str:
+        return format_problem(problem)
+
+    def lookup(self, target: str, problem: GemmProblem, kernel_key: str) -> float | None:
+        entry = _json_load(self._path(target)).get(self.problem_key(problem), {})
+        value = entry.get(kernel_key) if isinstance(entry, dict) else None
+        return float(value) if isinstance(value, (int, float)) and value > 0 else None
+
+    def record(self, target: str, problem: GemmProblem, kernel_key: str, seconds: float) -> None:
+        path = self._path(target)
+        data = _json_load(path)
+        data.setdefault(self.problem_key(problem), {})[kernel_key] = float(seconds)
+        _json_store(path, data)
+
+
+class Quarantine:
+    """Kernels that failed qualification, with the failing case; never selected."""
+
+    def __init__(self, path: Path | None = None) -> None:
+        self.path = path or cache_root() / "quarantine.json"
+
+    def reason(self, kernel_key: str) -> str | None:
+        value = _json_load(self.path).get(kernel_key)
+        return str(value) if value else None
+
+    def add(self, kernel_key: str, case: str) -> None:
+        data = _json_load(self.path)
+        data[kernel_key] = case
+        _json_store(self.path, data)
+
+
+def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
+    """Cost model: peak matrix rate x tile efficiency x wave quantization x occupancy x load width."""
+    profile = isa.target_profile(target)
+    peak = float((profile.get("peak_matrix_tflops") or {}).get(problem.a.name if problem.a.name != "bf8" else "fp8",
+                                                                 100.0))
+    tile = candidate.contract.data.get("tile", {})
+    tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
+    m, n, k = problem.m, problem.n, problem.k
+    eff_tile = (m * n) / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)
+    eff_k = k / (math.ceil(k / tk) * tk)
+    tiles = math.ceil(m / tm) * math.ceil(n / tn) * problem.batch
+    cus = int(profile.get("compute_units", 1) or 1)
+    quant = tiles / (math.ceil(tiles / cus) * cus)
+    vgprs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
+    waves_by_regs = max(1, min(8, 512 // max(8, math.ceil(vgprs / 8) * 8)))
+    lds = int(candidate.contract.data["launch"].get("lds_bytes", 0)) + int(tile.get("lds", 0))
+    wg_waves = max(1, math.prod(candidate.contract.workgroup) // 64)
+    if lds:
+        wgs = max(1, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds)
+        waves_by_lds = max(1, wgs * wg_waves // 4)
+    else:
+        waves_by_lds = 8
+    occupancy = min(1.0, min(waves_by_regs, waves_by_lds) / 2)
+    align = candidate.contract.data.get("legality", {}).get("align_bytes", {})
+    width = min(align.get("a", problem.a.bytes), align.get("b", problem.b.bytes))
+    load = 0.5 + 0.5 * min(1.0, width / 16)
+    return peak * eff_tile * eff_k * quant * occupancy * load
+
+
+class Selector:
+    def __init__(self, suppliers: list[Supplier] | None = None, target: str = "gfx942",
+                 tuning: TuningDB | None = None, quarantine: Quarantine | None = None) -> None:
+        self.target = target
+        self.suppliers: list[Supplier] = list(suppliers) if suppliers is not None else [DirectAsmSupplier()]
+        self.tuning = tuning or TuningDB()
+        self.quarantine = quarantine or Quarantine()
+
+    def register(self, supplier: Supplier) -> None:
+        self.suppliers.append(supplier)
+
+    def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
+        """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
+        verdicts = []
+        base = isa.targets.base_target(self.target)
+        for supplier in self.suppliers:
+            try:
+                cands = supplier.candidates(problem, self.target)
+            except Exception as exc:  # a broken supplier must not take the others down
+                verdicts.append(Verdict(Candidate(supplier.name, "(supplier failed)", None, lambda: (b"", "")),  # type: ignore[arg-type]
+                                        False, f"supplier error: {exc}"))
+                continue
+            for cand in cands:
+                if isa.targets.base_target(cand.contract.target) != base:
+                    verdicts.append(Verdict(cand, False, f"identity.target: kernel is for {cand.contract.target}, "
+                                                         f"selecting for {self.target}"))
+                    continue
+                quarantined = self.quarantine.reason(cand.key)
+                if quarantined:
+                    verdicts.append(Verdict(cand, False, f"quarantined: failed qualification ({quarantined})"))
+                    continue
+                ok, why = cand.contract.admits(problem, align)
+                if not ok:
+                    verdicts.append(Verdict(cand, False, why))
+                    continue
+                measured = self.tuning.lookup(self.target, problem, cand.key)
+                if measured is not None:
+                    flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
+                    verdicts.append(Verdict(cand, True, "", flops / measured / 1e12, "tuning"))
+                else:
+                    verdicts.append(Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model"))
+        legal = [v for v in verdicts if v.legal]
+        # measured beats modelled; then score; then a stable identity
+        legal.sort(key=lambda v: (v.basis != "tuning", -(v.score or 0.0), v.candidate.supplier,
+                                  v.candidate.label, v.candidate.key))
+        return legal + [v for v in verdicts if not v.legal]
+
+    def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
+        verdicts = self.evaluate(problem, align)
+        if verdicts and verdicts[0].legal:
+            return verdicts[0].candidate
+        lines = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts)
+        raise SelectionError(f"no legal kernel for {format_problem(problem)} on {self.target}: "
+                             f"{lines or 'no candidates'}")
+
+    def explain(self, problem: GemmProblem, align: dict[str, int] | None = None) -> str:
+        verdicts = self.evaluate(problem, align)
+        rows = [("#", "supplier", "kernel", "verdict", "score", "why")]
+        rank = 0
+        for v in verdicts:
+            if v.legal:
+                rank += 1
+            rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
+                         "kept" if v.legal else "rejected",
+                         f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
+                         v.reason or ("selected" if v.legal and rank == 1 else "")))
+        widths = [max(len(r[i]) for r in rows) for i in range(5)]
+        out = [f"problem: {format_problem(problem)}  target: {self.target}"]
+        for r in rows:
+            out.append("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
+        return "\n".join(out) + "\n"
+
+
+_default: Selector | None = None
+
+
+def default_selector() -> Selector:
+    """The process-wide selector `matmul` uses: the direct generator (and others registered on it)."""
+    global _default
+    if _default is None:
+        _default = Selector()
+    return _default
