@@ -59,5 +59,6 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                      "c_input": p.c is not None and p.beta != 0.0, "bias": [p.bias],
                      "activation": [p.activation], "output_cast": p.d != p.acc},
         "tile": {"m": config.tile_m, "n": config.tile_n, "k": config.depth_k, "mfma": mfma,
-                 "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr},
+                 "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr,
+                 "lds": lowered.lds_bytes},
     }

@@ -96,32 +96,35 @@ class Quarantine:
 
 
 def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
-    """Cost model: peak matrix rate x tile efficiency x wave quantization x occupancy x load width."""
+    """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
+    quantization, against memory time for the bytes the tiles read; the slower one decides."""
     profile = isa.target_profile(target)
-    peak = float((profile.get("peak_matrix_tflops") or {}).get(problem.a.name if problem.a.name != "bf8" else "fp8",
-                                                                 100.0))
+    rates = profile.get("peak_matrix_tflops") or {}
+    peak = float(rates.get("fp8" if problem.a.name == "bf8" else problem.a.name, 100.0)) * 1e12
+    bandwidth = float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9
     tile = candidate.contract.data.get("tile", {})
     tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
-    m, n, k = problem.m, problem.n, problem.k
-    eff_tile = (m * n) / (math.ceil(m / tm) * tm * math.ceil(n / tn) * tn)
-    eff_k = k / (math.ceil(k / tk) * tk)
-    tiles = math.ceil(m / tm) * math.ceil(n / tn) * problem.batch
+    m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
+    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
     cus = int(profile.get("compute_units", 1) or 1)
-    quant = tiles / (math.ceil(tiles / cus) * cus)
-    vgprs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
-    waves_by_regs = max(1, min(8, 512 // max(8, math.ceil(vgprs / 8) * 8)))
-    lds = int(candidate.contract.data["launch"].get("lds_bytes", 0)) + int(tile.get("lds", 0))
-    wg_waves = max(1, math.prod(candidate.contract.workgroup) // 64)
-    if lds:
-        wgs = max(1, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds)
-        waves_by_lds = max(1, wgs * wg_waves // 4)
-    else:
-        waves_by_lds = 8
-    occupancy = min(1.0, min(waves_by_regs, waves_by_lds) / 2)
-    align = candidate.contract.data.get("legality", {}).get("align_bytes", {})
-    width = min(align.get("a", problem.a.bytes), align.get("b", problem.b.bytes))
-    load = 0.5 + 0.5 * min(1.0, width / 16)
-    return peak * eff_tile * eff_k * quant * occupancy * load
+    waves = max(1, math.prod(candidate.contract.workgroup) // 64)
+    regs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
+    waves_per_simd = max(1, min(8, 512 // max(8, math.ceil(regs / 8) * 8)))
+    wgs_by_regs = max(1, 4 * waves_per_simd // waves)
+    lds = int(tile.get("lds", 0)) or int(candidate.contract.data["launch"].get("lds_bytes", 0))
+    wgs_by_lds = max(1, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds) if lds else 16
+    resident = max(1, min(wgs_by_regs, wgs_by_lds, math.ceil(tiles / cus)))
+    simd_use = min(1.0, resident * waves / 4)
+    rounds = math.ceil(tiles / (cus * resident))
+    quantization = tiles / (rounds * cus * resident)
+    padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
+    flops = 2.0 * m * n * k * batch
+    compute = 2.0 * padded * batch / (peak * simd_use * quantization)
+    width = min(candidate.contract.data.get("legality", {}).get("align_bytes", {}).get(x, 1) for x in ("a", "b"))
+    load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
+    moved = tiles * (tm * problem.a.bytes + tn * problem.b.bytes) * k + m * n * batch * problem.d.bytes
+    memory = moved / (bandwidth * load_efficiency)
+    return flops / max(compute, memory) / 1e12
 
 
 class Selector:

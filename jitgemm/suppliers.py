@@ -57,6 +57,7 @@ def _planned_contract(problem: GemmProblem, config: GemmConfig, target: str, gen
     lowered = LoweredKernel("planned", (), lowering.lds_bytes, res.vgprs, 0, res.agprs, config.workgroup_size,
                             (f"ceil(n/{config.tile_n})", f"ceil(m/{config.tile_m})", "batch"))
     data = gemm_contract(problem.kernel_class(), config, lowered, target, generator=generator)
+    data["tile"]["lds"] = lowering.lds_bytes
     return data
 
 
