@@ -117,19 +117,19 @@ def _dt(x: np.ndarray, name: str) -> DType:
         raise MatmulError(f"{name}: {exc}") from None
 
 
-def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
-           out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto") -> np.ndarray:
-    """D = activation(alpha * a @ b + beta * c + bias) on the GPU (or in the emulator).
+@dataclass
+class GemmCall:
+    """A validated call: the problem, the values for each argument role, the output and pointer alignments."""
 
-    a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
-    ml_dtypes. bias: length M (per row) or N (per column), float32. Returns a new (batch,) M x N array."""
-    if backend not in BACKENDS:
-        raise MatmulError(f"backend={backend!r}; accepted: {', '.join(BACKENDS)}")
-    if backend == "hip":
-        raise MatmulError("backend='hip' is not available in this version: the hip runtime arrives with the "
-                          "selector; use backend='emu' (or 'auto')")
-    start = time.perf_counter()
+    problem: GemmProblem
+    values: dict
+    d: np.ndarray
+    align: dict[str, int]
+
+
+def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none") -> GemmCall:
+    """Check the arrays and turn them into a GEMM problem plus argument values (no kernel involved)."""
     a, b = _operand(a, "a"), _operand(b, "b")
     if a.shape[-1] != b.shape[-2]:
         raise MatmulError(f"a is {a.shape}, b is {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ")
@@ -179,22 +179,64 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: 
                                    bias=bias_kind, activation=activation)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
-    align = {"a": _alignment(a), "b": _alignment(b), "c": _alignment(c), "bias": _alignment(bias)}
-    blob, name, contract, source = _choose(problem, align, arch)
     d = np.empty((batch, m, n) if batch > 1 or a.ndim == 3 or b.ndim == 3 else (m, n), dtype=problem.d.numpy)
     d.fill(np.nan if problem.d.kind == "float" else -1)  # poison: every element must be written
-    grid = contract.grid(m, n, k, batch)
-    block = contract.workgroup
     integer = problem.acc.kind == "int"
     values = {"a": fa, "b": fb, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k, "batch": batch,
               "lda": lda, "ldb": ldb, "ldc": ldc or n, "ldd": n, "stride_a": sa, "stride_b": sb, "stride_c": sc,
               "stride_d": m * n, "alpha": int(alpha) if integer else float(alpha),
               "beta": int(beta) if integer else float(beta)}
-    args = ordered_args(contract, values)
-    from .emu import emulate
+    align = {"a": _alignment(a), "b": _alignment(b), "c": _alignment(c), "bias": _alignment(bias)}
+    return GemmCall(problem, values, d, align)
 
-    emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
-    _last.record = LaunchRecord(name, contract.generator, "emu", grid, block,
-                                f"m={m} n={n} k={k} batch={batch} {problem.a.name}x{problem.b.name}->"
-                                f"{problem.d.name} {problem.layout}", time.perf_counter() - start, source)
-    return d
+
+def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
+           source: str = "") -> np.ndarray:
+    """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed)."""
+    start = time.perf_counter()
+    ok, why = contract.admits(call.problem, call.align)
+    if not ok:
+        raise MatmulError(f"kernel {name} cannot take this problem: {why}")
+    p = call.problem
+    grid = contract.grid(p.m, p.n, p.k, p.batch)
+    block = contract.workgroup
+    args = ordered_args(contract, call.values)
+    if backend == "hip":
+        from .hip_runtime import run_hip
+
+        run_hip(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
+    else:
+        from .emu import emulate
+
+        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
+    _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
+                                f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
+                                f"{p.d.name} {p.layout}", time.perf_counter() - start, source)
+    return call.d
+
+
+def _backend(backend: str) -> str:
+    if backend not in BACKENDS:
+        raise MatmulError(f"backend={backend!r}; accepted: {', '.join(BACKENDS)}")
+    if backend == "emu":
+        return "emu"
+    from .hip_runtime import hip_available
+
+    available, why = hip_available()
+    if backend == "hip" and not available:
+        raise MatmulError(f"backend='hip': {why}; use backend='emu' (or 'auto', which falls back to it)")
+    return "hip" if available else "emu"
+
+
+def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+           out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
+           backend: str = "auto") -> np.ndarray:
+    """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
+
+    a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
+    ml_dtypes. bias: length M (per row) or N (per column), float32. Returns a new (batch,) M x N array.
+    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
+    where = _backend(backend)
+    call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
+    blob, name, contract, source = _choose(call.problem, call.align, arch)
+    return launch(call, blob, name, contract, backend=where, source=source)

@@ -96,31 +96,15 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     return 0
 
 
-def _random(shape, dt, rng):
-    import numpy as np
-
-    if dt.kind == "int":
-        return rng.integers(-8, 8, size=shape).astype(dt.numpy)
-    return rng.standard_normal(shape).astype(np.float32).astype(dt.numpy)
-
-
 def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import jitgemm
     from codegen.gemm_ir import IRError
+    from jitgemm.reference import operands, reference
 
-    problem, config, _ = _problem_and_config(args)
-    rng = np.random.default_rng(args.seed)
-    p = problem
-    a = _random((p.batch, *p.a_shape) if p.batch > 1 else p.a_shape, p.a, rng)
-    b = _random((p.batch, *p.b_shape) if p.batch > 1 else p.b_shape, p.b, rng)
-    if p.a_transposed:
-        a = np.swapaxes(a, -1, -2)
-    if p.b_transposed:
-        b = np.swapaxes(b, -1, -2)
-    c = _random((p.batch, p.m, p.n) if p.batch > 1 else (p.m, p.n), p.c, rng) if p.c is not None else None
-    bias = rng.standard_normal(p.m if p.bias == "m" else p.n).astype(np.float32) if p.bias != "none" else None
+    p, _, _ = _problem_and_config(args)
+    a, b, c, bias = operands(p, args.seed)
     t0 = time.perf_counter()
     try:
         d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
@@ -128,31 +112,13 @@ def _cmd_run(args: argparse.Namespace) -> int:
     except IRError as exc:
         raise CliError(str(exc)) from None
     elapsed = time.perf_counter() - t0
-    ref = reference(a, b, c, p.alpha, p.beta, bias, p.bias, p.activation)
-    got = d.astype(np.float64)
-    err = float(np.max(np.abs(got - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
+    ref = reference(p, a, b, c, bias)
+    err = float(np.max(np.abs(d.astype(np.float64) - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
     rec = jitgemm.last_launch()
-    print(f"{rec.problem}: kernel {rec.kernel} ({rec.generator}, {rec.kernel_source}) on {rec.backend}, "
-          f"grid {rec.grid}, block {rec.block}")
+    print(f"{rec.problem}: kernel {rec.kernel} ({rec.kernel_source}) on {rec.backend}, grid {rec.grid}, "
+          f"block {rec.block}")
     print(f"max relative error vs numpy (float64): {err:.3e}; time {elapsed:.3f} s")
     return 0
-
-
-def reference(a, b, c, alpha, beta, bias, bias_kind, activation):
-    """numpy float64 reference of D = act(alpha * a @ b + beta * c + bias); bias_kind "m": one per row."""
-    import numpy as np
-
-    out = alpha * np.matmul(a.astype(np.float64), b.astype(np.float64))
-    if c is not None and beta:
-        out = out + beta * c.astype(np.float64)
-    if bias is not None:
-        vec = bias.astype(np.float64)
-        out = out + (vec[:, None] if bias_kind == "m" else vec[None, :])
-    if activation == "relu":
-        out = np.maximum(out, 0)
-    elif activation == "gelu":
-        out = 0.5 * out * (1 + np.tanh(np.sqrt(2 / np.pi) * (out + 0.044715 * out**3)))
-    return out
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:

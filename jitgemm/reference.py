@@ -1,5 +1,5 @@
-"""Shared by the generator tests: random operands for a GEMM problem, the float64 numpy reference, and the
-tolerance per output dtype."""
+"""Random operands for a GEMM problem, the float64 numpy reference, and the tolerance per output dtype:
+what `jitgemm run`, `jitgemm qualify` and the tests use to judge a kernel."""
 
 from __future__ import annotations
 
@@ -55,11 +55,19 @@ def reference(problem: GemmProblem, a, b, c, bias) -> np.ndarray:
     return out
 
 
+class Mismatch(AssertionError):
+    """A kernel's result differs from the reference beyond the tolerance."""
+
+
 def check(problem: GemmProblem, got: np.ndarray, ref: np.ndarray) -> None:
-    """Every element within the output dtype's rounding of the reference (plus fp32 summation error)."""
-    assert got.shape == ref.shape, (got.shape, ref.shape)
+    """Every element within the output dtype's rounding of the reference (plus fp32 summation error);
+    raises Mismatch naming the first bad element."""
+    if got.shape != ref.shape:
+        raise Mismatch(f"result shape {got.shape}, expected {ref.shape}")
     g = got.astype(np.float64)
-    assert np.all(np.isfinite(g)), "non-finite output (a poisoned element was not written?)"
+    if not np.all(np.isfinite(g)):
+        idx = tuple(int(i) for i in np.argwhere(~np.isfinite(g))[0])
+        raise Mismatch(f"non-finite output at {idx} (an element the kernel did not write keeps its NaN poison)")
     scale = max(1.0, float(np.max(np.abs(ref))))
     tol = OUT_RTOL[problem.d.name] * np.abs(ref) + 1e-6 * problem.k * scale
     if problem.d.kind == "int":
@@ -67,5 +75,5 @@ def check(problem: GemmProblem, got: np.ndarray, ref: np.ndarray) -> None:
     bad = np.abs(g - ref) > tol
     if bad.any():
         idx = tuple(int(i) for i in np.argwhere(bad)[0])
-        raise AssertionError(f"{int(bad.sum())} of {bad.size} elements off; first at {idx}: got {g[idx]}, "
+        raise Mismatch(f"{int(bad.sum())} of {bad.size} elements off; first at {idx}: got {g[idx]}, "
                              f"want {ref[idx]} (tolerance {tol[idx]:.3g})")

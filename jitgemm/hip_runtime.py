@@ -1,0 +1,124 @@
+"""Running kernels on a real AMD GPU through hip-python (imported lazily).
+
+The launch is the emulator's: the same `LaunchDescription` and the same kernarg packing from the kernel's
+metadata (`jitgemm.launch.pack_kernargs`); only where the bytes go differs. Every HIP call's return code is
+checked and a failure names the call. Modules are cached per device and code object. Without ROCm (no
+`libamdhip64.so`) or without a GPU, `hip_available()` says why and `backend="auto"` uses the emulator.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import hashlib
+from collections.abc import Sequence
+from typing import Any
+
+import numpy as np
+
+from isa.errors import IsaError
+
+from .launch import LaunchDescription, explicit_args, pack_kernargs
+
+
+class HipError(IsaError):
+    """A HIP call failed, or HIP is not usable here."""
+
+
+def _hip():
+    """The hip-python module; HipError when it is not installed."""
+    try:
+        from hip import hip
+    except ImportError as exc:
+        raise HipError(f"hip-python is not installed ({exc}); pip install hip-python") from None
+    return hip
+
+
+def _ok(hip, result, call: str):
+    """Unpack a hip-python result tuple, raising HipError with the call's name on any error code."""
+    if not isinstance(result, tuple):
+        result = (result,)
+    err, rest = result[0], result[1:]
+    if int(err) != int(hip.hipError_t.hipSuccess):
+        name = getattr(err, "name", str(err))
+        raise HipError(f"{call} failed: {name} ({int(err)})")
+    if not rest:
+        return None
+    return rest[0] if len(rest) == 1 else rest
+
+
+def hip_available() -> tuple[bool, str]:
+    """(usable, reason): ROCm's runtime loads and at least one device is present."""
+    try:
+        hip = _hip()
+        count = _ok(hip, hip.hipGetDeviceCount(), "hipGetDeviceCount")
+    except HipError as exc:
+        return False, str(exc)
+    except RuntimeError as exc:  # hip-python raises this when libamdhip64.so cannot be loaded
+        return False, f"the ROCm runtime is not available ({exc})"
+    if not count:
+        return False, "no AMD GPU found (hipGetDeviceCount = 0)"
+    return True, f"{count} AMD GPU(s)"
+
+
+_modules: dict[tuple[int, str], Any] = {}
+
+
+def _module(hip, blob: bytes):
+    device = _ok(hip, hip.hipGetDevice(), "hipGetDevice")
+    key = (int(device), hashlib.sha256(blob).hexdigest())
+    if key not in _modules:
+        _modules[key] = _ok(hip, hip.hipModuleLoadData(blob), "hipModuleLoadData")
+    return _modules[key]
+
+
+def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
+            lds_bytes: int = 0) -> None:
+    """Launch `kernel` and wait for it; numpy arrays in `args` are copied to the device and back."""
+    from codegen import codeobj
+
+    try:
+        hip = _hip()
+        meta_kernel = codeobj.read(code_object).kernel(kernel)
+    except codeobj.CodeObjectError as exc:
+        raise HipError(f"cannot launch {kernel}: {exc}") from None
+    launch = LaunchDescription.make(kernel, grid, block, args, lds_bytes)
+    try:
+        module = _module(hip, code_object)
+        function = _ok(hip, hip.hipModuleGetFunction(module, kernel.encode()), "hipModuleGetFunction")
+        device_ptrs: dict[int, Any] = {}
+        copies: list[tuple[np.ndarray, Any]] = []
+        try:
+            for index, value in enumerate(launch.args):
+                if isinstance(value, np.ndarray):
+                    host = np.ascontiguousarray(value)
+                    ptr = _ok(hip, hip.hipMalloc(max(1, host.nbytes)), "hipMalloc")
+                    device_ptrs[index] = ptr
+                    _ok(hip, hip.hipMemcpy(ptr, host, host.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice),
+                        "hipMemcpy (host to device)")
+                    if value.flags.writeable:
+                        copies.append((value, ptr))
+            segment = pack_kernargs(
+                meta_kernel.args, launch, segment_size=int(meta_kernel.metadata.get(".kernarg_segment_size", 0)),
+                pointer_of=lambda value, index: int(device_ptrs[index]) if index in device_ptrs else int(value))
+            # one opaque argument holding the whole segment: hip-python lays `extra` out as given
+            blob = (ctypes.c_ubyte * len(segment)).from_buffer_copy(bytes(segment))
+            _ok(hip, hip.hipModuleLaunchKernel(function, *launch.grid, *launch.block, sharedMemBytes=launch.lds_bytes,
+                                               stream=None, kernelParams=None, extra=(blob,)),
+                "hipModuleLaunchKernel")
+            _ok(hip, hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
+            for host, ptr in copies:
+                out = np.empty_like(np.ascontiguousarray(host))
+                _ok(hip, hip.hipMemcpy(out, ptr, out.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost),
+                    "hipMemcpy (device to host)")
+                host[...] = out
+        finally:
+            for ptr in device_ptrs.values():
+                hip.hipFree(ptr)
+    except RuntimeError as exc:
+        raise HipError(f"the ROCm runtime is not available ({exc})") from None
+
+
+def explicit_count(code_object: bytes, kernel: str) -> int:
+    from codegen import codeobj
+
+    return len(explicit_args(codeobj.read(code_object).kernel(kernel).args))
