@@ -157,3 +157,117 @@ class PrebuiltSupplier(Supplier):
 
             out.append(Candidate(self.name, f"{path.name}:{kernel}", contract, load))
         return out
+
+
+class TritonSupplier(Supplier):
+    """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` for the target (on the CPU) and
+    describes the result with a contract made from its compile metadata and the code object's `.args`.
+    The kernel computes D = A @ B only (no alpha, C, bias or activation): legality says so per clause."""
+
+    name = "triton"
+    _TYPES = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4b8", "bf8": "fp8e5b16", "int8": "i8",
+              "int32": "i32"}
+
+    def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4) -> None:
+        self.blocks = blocks
+        self.num_warps = num_warps
+        self._compiled: dict[tuple, tuple[bytes, str, dict]] = {}
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import triton  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def _compile(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+        key = (problem.a.name, problem.b.name, problem.d.name, problem.layout, target, block)
+        if key not in self._compiled:
+            from triton.backends.compiler import GPUTarget
+            from triton.compiler import ASTSource
+            from triton.compiler import compile as triton_compile
+
+            from .triton_gemm import gemm_kernel
+
+            t = self._TYPES
+            sig = {"a_ptr": f"*{t[problem.a.name]}", "b_ptr": f"*{t[problem.b.name]}", "d_ptr": f"*{t[problem.d.name]}"}
+            sig.update({name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                                                 "stride_dm")})
+            sig.update({name: "constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC_INT")})
+            bm, bn, bk = block
+            src = ASTSource(gemm_kernel, sig, constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                                          "ACC_INT": problem.acc.kind == "int"})
+            compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                                      options={"num_warps": self.num_warps})
+            blob = compiled.asm["hsaco"]
+            meta = compiled.metadata
+            self._compiled[key] = (blob, meta.name, {"shared": int(getattr(meta, "shared", 0) or 0),
+                                                     "num_warps": int(meta.num_warps)})
+        return self._compiled[key]
+
+    def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+        from codegen import codeobj
+
+        kernel = codeobj.read(blob).kernel(name)
+        explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]
+        a_n, b_n = not problem.a_transposed, not problem.b_transposed
+        roles = [("a", None), ("b", None), ("d", None), ("m", None), ("n", None), ("k", None),
+                 ("lda", None) if a_n else ("const", 1), ("const", 1) if a_n else ("lda", None),
+                 ("ldb", None) if b_n else ("const", 1), ("const", 1) if b_n else ("ldb", None), ("ldd", None)]
+        names = ["a_ptr", "b_ptr", "d_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                 "stride_dm"]
+        # Triton 3 appends scratch-buffer pointers (global and profile scratch) that a launch passes as null
+        extra = explicit[len(roles):]
+        if len(explicit) < len(roles) or any(a.get(".value_kind") != "global_buffer" for a in extra):
+            raise ContractError(f"Triton kernel {name} has {len(explicit)} explicit arguments, expected {len(roles)} "
+                                f"plus trailing scratch pointers")
+        roles += [("unused", None)] * len(extra)
+        names += [f"scratch{i}" for i in range(len(extra))]
+        args = []
+        for arg_name, (role, value), meta in zip(names, roles, explicit, strict=True):
+            entry = {"name": arg_name, "role": role, "offset": int(meta[".offset"]), "size": int(meta[".size"]),
+                     "type": "ptr" if meta.get(".value_kind") == "global_buffer" else "i32"}
+            if value is not None:
+                entry["value"] = value
+            args.append(entry)
+        bm, bn, bk = block
+        return {
+            "contract_version": 1,
+            "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
+                         "source": "jitgemm/triton_gemm.py:gemm_kernel", "target": isa.targets.base_target(target),
+                         "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
+            "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
+                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout},
+            "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": "elements",
+                    "args": args},
+            "launch": {"workgroup": [info["num_warps"] * 64, 1, 1],
+                       "grid": [f"ceil(n/{bn})", f"ceil(m/{bm})", "1"], "lds_bytes": info["shared"]},
+            "legality": {"batch": False, "split_k": False,
+                         "max": {"m": 2**31 - 1, "n": 2**31 - 1, "k": 2**31 - 1}},
+            "features": {"alpha": False, "beta": False, "c_input": False, "bias": ["none"], "activation": ["none"],
+                         "output_cast": problem.d != problem.acc},
+            "tile": {"m": bm, "n": bn, "k": bk, "vgprs": int(kernel.metadata.get(".vgpr_count", 128)),
+                     "agprs": int(kernel.metadata.get(".agpr_count", 0)), "lds": info["shared"]},
+        }
+
+    def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
+        if not self.available() or problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+            return []
+        out = []
+        for block in self.blocks:
+            blob, name, info = self._compile(problem, target, block)
+            contract = Contract.load(self._contract(problem, target, block, blob, name, info),
+                                     f"triton:{name}")
+
+            def load(blob=blob, name=name):
+                return blob, name
+
+            out.append(Candidate(self.name, f"{block[0]}x{block[1]}x{block[2]}", contract, load))
+        return out
+
+
+def _triton_version() -> str:
+    import triton
+
+    return str(triton.__version__)
