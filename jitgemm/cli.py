@@ -15,6 +15,8 @@ COMMAND_MODULES = (
     "jitgemm.commands.spec",
     "jitgemm.commands.codeobj",
     "jitgemm.commands.gemm",
+    "jitgemm.commands.select",
+    "jitgemm.commands.asm", "jitgemm.commands.disasm",
 )
 
 
