@@ -77,9 +77,10 @@ def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> Ge
 
 def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,
                  target: str = "gfx942", xnack: str = "any", sramecc: str = "any",
-                 name: str | None = None) -> CompiledGemm:
+                 name: str | None = None, embed_contract: bool = True) -> CompiledGemm:
     """Compile the kernel class of `problem`. Without a config: the default for the dtypes and size, with the
-    widest vector loads the problem allows."""
+    widest vector loads the problem allows. `embed_contract=False` leaves the contract out of the metadata
+    (for a sidecar file instead)."""
     from isa.encoder import encode
 
     from . import codeobj
@@ -108,7 +109,7 @@ def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec
         name=name, code=code, args=args, group_segment_size=lowered.lds_bytes,
         next_free_vgpr=max(1, lowered.next_free_vgpr), next_free_sgpr=lowered.next_free_sgpr,
         next_free_agpr=lowered.next_free_agpr, workgroup_id=(True, True, True), workitem_id=0,
-        max_flat_workgroup_size=lowered.workgroup_size, contract=contract,
+        max_flat_workgroup_size=lowered.workgroup_size, contract=contract if embed_contract else None,
     )
     blob = codeobj.write(desc, profile.target, xnack=xnack, sramecc=sramecc)
     return CompiledGemm(cls, config, name, blob, code, contract, lowered, assembled.offsets,
