@@ -255,43 +255,44 @@ class GemmLowering:
 
     # --- global -> LDS ---------------------------------------------------------------------------------
     def _plan_slots(self, op: _Operand):
-        """Per load slot: the in-tile (row, col) as VGPRs, the advancing global offset, the LDS offset, data regs."""
+        """Load slots of one operand. Work-item t loads vectors t, t + T, t + 2T, ... of the stored tile, so
+        every slot is the first one moved by a compile-time (row, col) delta: the work-item keeps one base
+        (in-tile fixed and k index, global offset, LDS address) and per slot only its data registers."""
         emit = self.emit
         ld = self.args[f"ld{op.name}"]
-        cv_log = _log2(op.cols_t // op.vec, "vectors per row")
-        vb = op.vec * op.eb
-        slots = []
-        # the fixed-dim origin of this workgroup's tile
+        vpr = op.cols_t // op.vec                     # vectors per stored row
+        cv_log = _log2(vpr, "vectors per row")
         origin = self.row0 if op.name == "a" else self.col0
-        lin, grow, gcol, kb = self.setup_scratch
+        r, ccol = self.vtmp(), self.vtmp()
+        emit("v_lshrrev_b32", r, cv_log, self.tid, writes=[r])
+        emit("v_and_b32", ccol, vpr - 1, self.tid, writes=[ccol])
+        if op.vec > 1:
+            emit("v_lshlrev_b32", ccol, _log2(op.vec, "vec"), ccol, writes=[ccol])
+        k_local, fix_local = (ccol, r) if op.k_is_col else (r, ccol)
+        grow, gcol, kb = self.setup_scratch[:3]
+        if op.k_is_col:        # stored rows are the fixed dimension
+            emit("v_add_u32", grow, origin, r, writes=[grow])
+            emit("v_mov_b32", gcol, ccol, writes=[gcol])
+        else:
+            emit("v_mov_b32", grow, r, writes=[grow])
+            emit("v_add_u32", gcol, origin, ccol, writes=[gcol])
+        off = self.vtmp()
+        emit("v_mul_lo_u32", off, grow, ld, writes=[off])
+        emit("v_add_u32", off, off, gcol, writes=[off])
+        if op.eb > 1:
+            emit("v_lshlrev_b32", off, _log2(op.eb, "element size"), off, writes=[off])
+        lds = self.vtmp()
+        emit("v_mul_u32_u24", lds, op.lds_row, fix_local, writes=[lds])
+        emit("v_lshlrev_b32", kb, _log2(op.eb, "element size"), k_local, writes=[kb])
+        emit("v_add3_u32", lds, lds, kb, self.k(op.lds_base), writes=[lds])
+        slots = []
+        vb = op.vec * op.eb
         for i in range(op.slots // self.threads):
-            emit("v_add_u32", lin, i * self.threads, self.tid, writes=[lin])
-            r, ccol = self.vtmp(), self.vtmp()
-            emit("v_lshrrev_b32", r, cv_log, lin, writes=[r])
-            emit("v_and_b32", ccol, (1 << cv_log) - 1, lin, writes=[ccol])
-            if op.vec > 1:
-                emit("v_lshlrev_b32", ccol, _log2(op.vec, "vec"), ccol, writes=[ccol])
-            # in-tile k index and fixed index
-            k_local, fix_local = (ccol, r) if op.k_is_col else (r, ccol)
-            # global (row, col): the fixed dim is offset by the tile origin
-            if op.k_is_col:       # rows are the fixed dim
-                emit("v_add_u32", grow, origin, r, writes=[grow])
-                emit("v_mov_b32", gcol, ccol, writes=[gcol])
-            else:                 # cols are the fixed dim
-                emit("v_mov_b32", grow, r, writes=[grow])
-                emit("v_add_u32", gcol, origin, ccol, writes=[gcol])
-            off = self.vtmp()
-            emit("v_mul_lo_u32", off, grow, ld, writes=[off])
-            emit("v_add_u32", off, off, gcol, writes=[off])
-            if op.eb > 1:
-                emit("v_lshlrev_b32", off, _log2(op.eb, "element size"), off, writes=[off])
-            lds = self.vtmp()
-            emit("v_mul_u32_u24", lds, op.lds_row, fix_local, writes=[lds])
-            emit("v_lshlrev_b32", kb, _log2(op.eb, "element size"), k_local, writes=[kb])
-            emit("v_add3_u32", lds, lds, kb, self.k(op.lds_base), writes=[lds])
-            data = self.vtmp(max(1, vb // 4))
-            slots.append({"off": off, "fix": fix_local, "k": k_local, "lds": lds, "data": data})
-        # how much the global offset advances per K step
+            lin = i * self.threads                # vector index delta of this slot
+            drow, dcol = lin // vpr, (lin % vpr) * op.vec
+            dk, dfix = (dcol, drow) if op.k_is_col else (drow, dcol)
+            slots.append({"drow": drow, "dcol": dcol, "dk": dk, "dfix": dfix,
+                          "lds_delta": dfix * op.lds_row + dk * op.eb, "data": self.vtmp(max(1, vb // 4))})
         if op.k_is_col:
             step = self.c.depth_k * op.eb
         else:
@@ -300,22 +301,36 @@ class GemmLowering:
         rem_fix = self.ra.take("s")
         bound = self.args["m"] if op.name == "a" else self.args["n"]
         emit("s_sub_u32", rem_fix, bound, origin, writes=[rem_fix])
-        return {"slots": slots, "step": step, "rem_fix": rem_fix, "op": op}
+        return {"slots": slots, "step": step, "rem_fix": rem_fix, "op": op, "off": off, "fix": fix_local,
+                "k": k_local, "lds": lds, "ld": ld}
 
     def _issue_loads(self, plan, rem_k: Reg) -> None:
+        """Bounds: the slot's element is in range when fix0 + dfix < rem_fix and k0 + dk < rem_k, i.e. the base
+        indices against bounds lowered by the slot's deltas (signed: the lowered bound may go negative)."""
         emit, op = self.emit, plan["op"]
-        vaddr = self.vaddr
+        vaddr, sb, sk, so = self.vaddr, self.sbound, self.kbound, self.soff
         for slot in plan["slots"]:
-            emit("v_cmp_gt_u32", VCC, plan["rem_fix"], slot["fix"], writes=[VCC])
-            emit("v_cmp_gt_u32_e64", self.mask, rem_k, slot["k"], writes=[self.mask])
+            emit("s_sub_i32", sb, plan["rem_fix"], slot["dfix"], writes=[sb])
+            emit("s_sub_i32", sk, rem_k, slot["dk"], writes=[sk])
+            emit("v_cmp_gt_i32", VCC, sb, plan["fix"], writes=[VCC])
+            emit("v_cmp_gt_i32_e64", self.mask, sk, plan["k"], writes=[self.mask])
             emit("s_and_b64", VCC, VCC, self.mask, writes=[VCC])
-            emit("v_cndmask_b32", vaddr, OOB, slot["off"], VCC, writes=[vaddr])
+            delta = slot["dcol"] * op.eb
+            if slot["drow"]:
+                emit("s_mul_i32", so, plan["ld"], slot["drow"] * op.eb, writes=[so])
+                if delta:
+                    emit("s_add_u32", so, so, delta, writes=[so])
+                emit("v_add_u32", vaddr, so, plan["off"], writes=[vaddr])
+            elif delta:
+                emit("v_add_u32", vaddr, delta, plan["off"], writes=[vaddr])
+            else:
+                emit("v_mov_b32", vaddr, plan["off"], writes=[vaddr])
+            emit("v_cndmask_b32", vaddr, OOB, vaddr, VCC, writes=[vaddr])
             emit(_LOAD[op.vec * op.eb], slot["data"], vaddr, self.rsrc[op.name], 0, offen=True,
                  writes=[slot["data"]])
 
     def _advance(self, plan) -> None:
-        for slot in plan["slots"]:
-            self.emit("v_add_u32", slot["off"], plan["step"], slot["off"], writes=[slot["off"]])
+        self.emit("v_add_u32", plan["off"], plan["step"], plan["off"], writes=[plan["off"]])
 
     def _write_lds(self, plan) -> None:
         emit, op = self.emit, plan["op"]
@@ -323,7 +338,7 @@ class GemmLowering:
         for slot in plan["slots"]:
             data = slot["data"]
             if op.k_is_col or op.vec == 1:      # the vector is contiguous in LDS too
-                emit(_DS_WRITE[vb], slot["lds"], data, writes=[])
+                emit(_DS_WRITE[vb], plan["lds"], data, offset=slot["lds_delta"] or None, writes=[])
                 continue
             for e in range(op.vec):             # scatter: element e goes to the next LDS row
                 word = Reg("v", data.index + (e * op.eb) // 4)
@@ -332,7 +347,8 @@ class GemmLowering:
                 if shift:
                     src = self.scratch
                     emit("v_lshrrev_b32", src, shift, word, writes=[src])
-                emit(_DS_WRITE[op.eb], slot["lds"], src, offset=e * op.lds_row or None, writes=[])
+                emit(_DS_WRITE[op.eb], plan["lds"], src, offset=(slot["lds_delta"] + e * op.lds_row) or None,
+                     writes=[])
 
     # --- MFMA steps ------------------------------------------------------------------------------------
     def _fragment_bases(self) -> None:
@@ -375,7 +391,8 @@ class GemmLowering:
         self.mask = ra.take("s", 2)
         self.vaddr = self.vtmp()
         self.scratch = self.vtmp()
-        self.setup_scratch = [self.vtmp() for _ in range(4)]
+        self.setup_scratch = [self.vtmp() for _ in range(3)]
+        self.sbound, self.kbound, self.soff = ra.take("s"), ra.take("s"), ra.take("s")
         plans = [self._plan_slots(self.A), self._plan_slots(self.B)]
         self._fragment_bases()
         self.frag_a = [self.vtmp(self.mfma.a_regs) for _ in range(self.blocks_m)]

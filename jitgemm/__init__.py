@@ -8,7 +8,7 @@ from codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
 
 from .compiler import Kernel, compile  # noqa: E402
 
-_LAZY = {"matmul": "matmul", "last_launch": "matmul", "LaunchRecord": "matmul", "MatmulError": "matmul"}
+_LAZY = {"matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu"}
 
 
 def __getattr__(name: str):

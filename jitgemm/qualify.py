@@ -62,7 +62,7 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
                       quarantine: Quarantine | None = None) -> QualifyResult:
     """Run `cases` random legal problems; on the first mismatch or fault, quarantine the kernel."""
     from .emu import EmulatorError
-    from .matmul import MatmulError, launch, prepare
+    from .api import MatmulError, launch, prepare
 
     rng = random.Random(seed)
     blob, name = candidate.load()

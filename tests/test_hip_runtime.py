@@ -14,7 +14,7 @@ from codegen.gemm_compile import compile_gemm
 from codegen.gemm_ir import GemmProblem
 from jitgemm import hip_runtime
 from jitgemm.launch import LaunchDescription, pack_kernargs
-from jitgemm.matmul import MatmulError, _backend
+from jitgemm.api import MatmulError, _backend
 from tests.oracles import require_module
 
 
