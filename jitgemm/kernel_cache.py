@@ -8,6 +8,7 @@ does not match is ignored and overwritten: a corrupt cache costs a recompile, ne
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 import os
@@ -23,8 +24,25 @@ def kernel_dir() -> Path:
     return cache_root() / "kernels"
 
 
+@functools.cache
+def generator_fingerprint() -> str:
+    """sha256 of the source of everything that turns IR into bytes (the generators, the encoder, the
+    code-object writer): a changed generator never meets a kernel cached by an older one."""
+    import codegen
+    import isa
+
+    digest = hashlib.sha256()
+    for package in (codegen, isa):
+        root = Path(package.__file__).parent
+        for path in sorted(root.rglob("*.py")) + sorted(root.glob("*.lark")):
+            digest.update(str(path.relative_to(root)).encode())
+            digest.update(path.read_bytes())
+    return digest.hexdigest()
+
+
 def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, version: str) -> str:
-    text = "\n".join((f"format={FORMAT}", ir_text, spec_sha256, target, generator, version))
+    text = "\n".join((f"format={FORMAT}", ir_text, spec_sha256, target, generator, version,
+                      generator_fingerprint()))
     return hashlib.sha256(text.encode()).hexdigest()
 
 

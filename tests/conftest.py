@@ -5,6 +5,20 @@ import pytest
 from tests.oracles import require_excerpt
 
 
+@pytest.fixture(autouse=True, scope="session")
+def _private_cache(tmp_path_factory):
+    """Tests never read or write the user's ~/.cache/jitgemm (a stale kernel there could hide a bug)."""
+    import os
+
+    old = os.environ.get("JITGEMM_CACHE_DIR")
+    os.environ["JITGEMM_CACHE_DIR"] = str(tmp_path_factory.mktemp("jitgemm-cache"))
+    yield
+    if old is None:
+        os.environ.pop("JITGEMM_CACHE_DIR", None)
+    else:
+        os.environ["JITGEMM_CACHE_DIR"] = old
+
+
 @pytest.fixture(scope="session")
 def excerpt_path():
     """Path of AMD's verbatim CDNA3 excerpt (../shared); skips, or fails under JITGEMM_REQUIRE_ORACLES=1."""
