@@ -85,14 +85,63 @@ def counter_lookup(spec, profile) -> Callable[[str], tuple[str, ...]]:
     return counters
 
 
+def hazard_class(name: str) -> str:
+    """The class an instruction belongs to for the hazard table (LLVM mnemonic spelling)."""
+    if name.startswith("v_mfma"):
+        return "mfma"
+    if name.startswith(("v_readfirstlane", "v_readlane")):
+        return "readlane"
+    if name.startswith(("buffer_", "global_", "flat_", "scratch_", "ds_")):
+        return "memory"
+    if name.startswith("v_"):
+        return "valu"
+    return "salu"
+
+
 class Emitter:
     """An instruction list with automatic waits. `counter_of(name)` gives the counters an instruction
-    increments (see `counter_lookup`)."""
+    increments (see `counter_lookup`); `hazards` is the target's table of (writer class, reader class,
+    wait states) for data hazards the hardware does not interlock — `s_nop` is inserted to cover them."""
 
-    def __init__(self, counter_of) -> None:
+    def __init__(self, counter_of, hazards: Iterable[dict] = ()) -> None:
         self.code: list = []
         self._counter_of = counter_of
         self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
+        self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards]
+        self._horizon = max([w for _, _, w in self._rules] + [0])
+        self._recent: list[tuple[str, set[RegKey], int]] = []   # (class, written, wait states it covers)
+        self._log: list[tuple[str, set[RegKey], set[RegKey], int]] = []   # every item: class, read, written, covers
+        self._labels: dict[str, int] = {}
+
+    def _cover_hazards(self, cls: str, read: set[RegKey]) -> None:
+        need = 0
+        for writer, reader, states in self._rules:
+            if reader != cls:
+                continue
+            elapsed = 0
+            for wcls, written, covers in reversed(self._recent):
+                if elapsed >= states:
+                    break
+                if wcls == writer and written & read:
+                    need = max(need, states - elapsed)
+                    break
+                elapsed += covers
+        while need > 0:
+            n = min(need, 8)
+            self.code.append(Instruction("s_nop", (Imm(n - 1),)))
+            self._note("salu", set(), n)
+            need -= n
+
+    def _note(self, cls: str, written: set[RegKey], covers: int = 1, read: set[RegKey] | None = None) -> None:
+        self._log.append((cls, read or set(), written, covers))
+        self._recent.append((cls, written, covers))
+        total, keep = 0, 0
+        for _, _, c in reversed(self._recent):
+            total += c
+            keep += 1
+            if total > self._horizon:
+                break
+        del self._recent[: len(self._recent) - keep]
 
     # --- waits -------------------------------------------------------------------------------------
     def _wait_for(self, keys: set[RegKey]) -> None:
@@ -141,18 +190,55 @@ class Emitter:
         for op in (operands if reads is None else reads):
             read |= reg_keys(op)
         self._wait_for(read | written)
+        cls = hazard_class(name)
+        self._cover_hazards(cls, read)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
         inst = Instruction(name, tuple(_operand(o) for o in operands), mods)
         self.code.append(inst)
+        self._note(cls, written, read=read)
         for counter in self._counter_of(name):
             self._queues[counter].append(_Pending(written, scalar=name.startswith("s_")))
         return inst
 
     def label(self, name: str) -> None:
+        """A branch target. Fall-through keeps the hazard history; a backward branch to it checks the loop's
+        tail against its head (see `branch`)."""
         self.code.append(LabelDef(name))
+        self._labels[name] = len(self._log)
 
     def branch(self, name: str, target: str) -> None:
+        """A branch; when it goes back to a label already emitted, the instructions at the label follow this
+        branch too, so hazards from the tail into the head are covered with s_nop before the branch."""
+        if target in self._labels:
+            head = self._log[self._labels[target]:]
+            saved = list(self._recent)
+            self._note("salu", set())           # the branch itself is one wait state
+            need = 0
+            elapsed_head = 0
+            for cls, read, _written, covers in head:
+                if elapsed_head >= self._horizon:
+                    break
+                for writer, reader, states in self._rules:
+                    if reader != cls:
+                        continue
+                    elapsed = elapsed_head
+                    for wcls, written, c in reversed(self._recent):
+                        if elapsed >= states:
+                            break
+                        if wcls == writer and written & read:
+                            need = max(need, states - elapsed)
+                            break
+                        elapsed += c
+                elapsed_head += covers
+            self._recent = saved
+            del self._log[-1]
+            while need > 0:
+                n = min(need, 8)
+                self.code.append(Instruction("s_nop", (Imm(n - 1),)))
+                self._note("salu", set(), n)
+                need -= n
         self.code.append(Instruction(name, (Label(target),)))
+        self._note("salu", set())
 
     def raw(self, inst: Instruction) -> None:
         self.code.append(inst)

@@ -100,7 +100,7 @@ class GemmLowering:
         self.res = validate_config(problem, config, spec, target)
         self.mfma = self.res.mfma
         self.threads = config.workgroup_size
-        self.e = Emitter(counter_lookup(spec, target))
+        self.e = Emitter(counter_lookup(spec, target), target.get("hazards") or ())
         self.ra = RegAlloc({"s": int(target.get("sgprs", 102)), "v": int(target.get("arch_vgprs", 256)),
                             "a": int(target.get("agprs", 256))})
         self._check_shapes()
@@ -429,9 +429,6 @@ class GemmLowering:
     # --- epilogue --------------------------------------------------------------------------------------
     def _epilogue(self) -> None:
         emit, ra, m = self.emit, self.ra, self.mfma
-        wait_states = int(self.target.get("mfma_read_wait_states", 19))
-        for _ in range(-(-wait_states // 8)):
-            emit("s_nop", 7)
         groups = 64 // m.n
         rbase, cbase = self.vtmp(), self.vtmp()
         emit("v_lshrrev_b32", rbase, _log2(m.n, "mfma n"), self.lane, writes=[rbase])
