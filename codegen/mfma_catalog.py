@@ -36,8 +36,14 @@ class Mfma:
         return 2 * self.m * self.n * self.k
 
 
+_CATALOGS: dict[str, tuple[Mfma, ...]] = {}
+
+
 def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
-    """Single-block MFMAs of the spec whose operands the IR's dtypes describe."""
+    """Single-block MFMAs of the spec whose operands the IR's dtypes describe (computed once per spec)."""
+    cached = _CATALOGS.get(spec.sha256) if spec.sha256 else None
+    if cached is not None:
+        return cached
     out = []
     for inst in spec.instructions:
         match = _NAME.match(inst.name)
@@ -64,7 +70,10 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
             out.append(Mfma(inst.name, ie.encoding_name, m, n, k, a, b, acc,
                             ops["SRC0"].size // 32, ops["SRC1"].size // 32, ops["VDST"].size // 32))
             break
-    return tuple(out)
+    result = tuple(out)
+    if spec.sha256:
+        _CATALOGS[spec.sha256] = result
+    return result
 
 
 def mfmas_for(spec: Spec, a: DType, b: DType) -> tuple[Mfma, ...]:
