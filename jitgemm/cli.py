@@ -17,6 +17,7 @@ COMMAND_MODULES = (
     "jitgemm.commands.gemm",
     "jitgemm.commands.select",
     "jitgemm.commands.asm", "jitgemm.commands.disasm",
+    "jitgemm.commands.emulate",
 )
 
 

@@ -224,7 +224,7 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
         imm = rng.randrange(1, 0x10000)
         tail = f" offset:{imm:#x}"
         form.expected["OFFSET"] = imm
-    elif name in ("ENC_MUBUF", "ENC_MTBUF"):
+    elif name in ("ENC_MUBUF", "ENC_MTBUF") and explicit:   # cache controls (buffer_wbl2) take no address
         imm = rng.randrange(0x1000)
         fmt = " format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT]" if name == "ENC_MTBUF" else ""
         tail = f"{fmt} offen offset:{imm}"
@@ -589,7 +589,7 @@ def test_build_regenerates_the_committed_file(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == SUBSET.read_bytes(), "specs/amdgpu_isa_cdna3_subset.xml is stale: run build.py"
-    assert SUBSET.stat().st_size < 3_000_000
+    assert SUBSET.stat().st_size < 4_000_000
 
 
 def test_build_reports_bad_facts_with_their_place(tmp_path):

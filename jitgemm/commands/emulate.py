@@ -1,0 +1,135 @@
+"""`jitgemm emulate FILE.co`: run a kernel of a gfx942 code object in the ISA emulator, or (`--check`) list every
+instruction the emulator cannot run before running anything.
+
+Run mode takes the launch on the command line: `--grid`/`--block` as X[,Y,Z], and one `--arg` per kernel
+argument in order: `null`, a scalar `i32:5` / `u32:7` / `i64:-1` / `f32:1.5` / `f16:0.5`, or a buffer
+`TYPE:SHAPE:FILL` such as `f32:1024:zeros`, `bf16:256x256:rand`, `f32:100:ones` (fills: zeros, ones, rand
+(standard normal, seed 0), iota). It prints the run statistics and a checksum of every buffer.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+
+from jitgemm.cli import CliError
+
+_TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "fp8": "float8_e4m3fnuz",
+          "bf8": "float8_e5m2fnuz", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
+          "u32": "uint32", "i64": "int64", "u64": "uint64"}
+
+
+def register(subparsers: argparse._SubParsersAction) -> None:
+    p = subparsers.add_parser("emulate", help="run a gfx942 kernel in the ISA emulator, or check it can be run",
+                              description="Run a kernel of an AMDGPU code object on the CPU (ISA emulator), or "
+                              "with --check list the instructions the emulator has no semantics for.")
+    p.add_argument("file", metavar="FILE.co", help="code object (ELF)")
+    p.add_argument("--check", action="store_true", help="list unsupported instructions of every kernel and exit "
+                   "(status 1 when any)")
+    p.add_argument("--kernel", metavar="NAME", help="kernel to run or check (default: the only one / all)")
+    p.add_argument("--grid", default="1", metavar="X[,Y,Z]", help="workgroups per dimension (default 1)")
+    p.add_argument("--block", default="64", metavar="X[,Y,Z]", help="work-items per workgroup (default 64)")
+    p.add_argument("--arg", action="append", default=[], metavar="SPEC",
+                   help="one kernel argument, in order: null, TYPE:VALUE (scalar) or TYPE:SHAPE:FILL (buffer)")
+    p.add_argument("--lds", type=int, default=0, metavar="BYTES", help="dynamic LDS bytes (sharedMemBytes)")
+    p.add_argument("--max-steps", type=int, default=None, metavar="N", help="scheduler step limit")
+    p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: gfx942's)")
+    p.set_defaults(func=_emulate)
+
+
+def _dims(text: str, what: str) -> tuple[int, ...]:
+    try:
+        dims = tuple(int(x) for x in text.split(","))
+    except ValueError:
+        raise CliError(f"--{what} {text!r}: expected X[,Y,Z] positive integers") from None
+    if not 1 <= len(dims) <= 3 or min(dims) < 1:
+        raise CliError(f"--{what} {text!r}: expected 1 to 3 positive integers")
+    return dims
+
+
+def parse_arg(text: str, index: int):
+    """A kernel argument from its command-line spelling (see the module docstring)."""
+    import ml_dtypes
+    import numpy as np
+
+    where = f"--arg #{index + 1} {text!r}"
+    if text == "null":
+        return None
+    parts = text.split(":")
+    if len(parts) < 2 or parts[0] not in _TYPES:
+        raise CliError(f"{where}: expected null, TYPE:VALUE or TYPE:SHAPE:FILL with TYPE one of "
+                       f"{', '.join(_TYPES)}")
+    name = _TYPES[parts[0]]
+    dtype = np.dtype(getattr(ml_dtypes, name) if hasattr(ml_dtypes, name) and not hasattr(np, name)
+                     else getattr(np, name))
+    second = parts[1]
+    if len(parts) == 2:
+        try:
+            value = float(second) if dtype.kind == "f" else int(second, 0)
+        except ValueError:
+            raise CliError(f"{where}: {second!r} is not a {parts[0]} value") from None
+        if parts[0] in ("f32", "f16", "f64", "i32", "u32", "i64", "u64", "i16", "u16", "i8", "u8"):
+            return np.array(value).astype(dtype)[()]
+        raise CliError(f"{where}: scalar arguments take f16/f32/f64 or an integer type")
+    if len(parts) != 3:
+        raise CliError(f"{where}: a buffer is TYPE:SHAPE:FILL (e.g. f32:256x256:rand)")
+    fill = parts[2]
+    try:
+        shape = tuple(int(x) for x in second.split("x"))
+    except ValueError:
+        raise CliError(f"{where}: shape {second!r} must be N or NxM...") from None
+    count = int(np.prod(shape))
+    if fill == "zeros":
+        arr = np.zeros(shape, dtype)
+    elif fill == "ones":
+        arr = np.ones(shape, np.float32).astype(dtype)
+    elif fill == "rand":
+        arr = np.random.default_rng(0).standard_normal(shape).astype(dtype)
+    elif fill == "iota":
+        arr = np.arange(count).reshape(shape).astype(dtype)
+    else:
+        raise CliError(f"{where}: fill {fill!r} is not one of zeros, ones, rand, iota")
+    return arr
+
+
+def _emulate(args: argparse.Namespace) -> int:
+    import isa
+    from codegen.codeobj import read
+    from jitgemm.emu import check, engine
+
+    try:
+        data = open(args.file, "rb").read()
+    except OSError as exc:
+        raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+    co = read(data)
+    spec = isa.load_spec(args.spec) if args.spec else None
+    if args.check:
+        missing = check(co, args.kernel, spec=spec)
+        bad = 0
+        for name, ops in missing.items():
+            if not ops:
+                print(f"kernel {name}: every instruction has emulator semantics")
+                continue
+            bad += len(ops)
+            print(f"kernel {name}: {len(ops)} instruction(s) without emulator semantics:")
+            for op in ops:
+                print(f"  0x{op.pc:04x}  {op.text:<48}  {op.problem}")
+        return 1 if bad else 0
+    values = [parse_arg(text, i) for i, text in enumerate(args.arg)]
+    t0 = time.perf_counter()
+    kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
+    stats = engine.emulate(co, args.kernel, grid=_dims(args.grid, "grid"), block=_dims(args.block, "block"),
+                           args=values, lds_bytes=args.lds, spec=spec, **kwargs)
+    wall = time.perf_counter() - t0
+    print(f"kernel {stats.kernel}: {stats.waves} waves, {stats.steps} steps, {stats.wave_instructions} "
+          f"wave-instructions, {stats.lane_instructions} lane-instructions in {stats.seconds:.3f} s "
+          f"({stats.lane_instructions_per_second / 1e6:.1f} M lane-instr/s; {wall:.3f} s with setup)")
+    for i, v in enumerate(values):
+        if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
+            import numpy as np
+
+            f = v.astype(np.float64)
+            print(f"  arg {i}: {v.dtype}{list(v.shape)} sum={f.sum():.6g} abs-max={np.abs(f).max():.6g}")
+    sys.stdout.flush()
+    return 0

@@ -1,0 +1,14 @@
+"""The ISA emulator: runs gfx942 code objects on the CPU, all waves of a grid vectorized with numpy.
+
+Instructions are decoded from the loaded MR-ISA spec (isa.decoder); their semantics are this package's own
+(semantics_alu.py holds the ALU statements as data, semantics_mem.py the memory families, mfma.py the matrix
+instructions). `emulate()` is the entry point; `check()` lists what a code object needs that is missing.
+"""
+
+from __future__ import annotations
+
+from .engine import Program, RunStats, check, emulate
+from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
+
+__all__ = ["EmulatorError", "MemoryFault", "Program", "RunStats", "StepLimitExceeded", "UnsupportedInstruction",
+           "check", "emulate"]

@@ -1,0 +1,378 @@
+"""Running a launch: initial wave state from the kernel descriptor, the scheduler, and `emulate()`.
+
+All waves of the grid are resident at once. Each step picks the lowest PC among the running waves and
+executes that instruction for every running wave at that PC in one vectorized call (waves of different
+workgroups that run the same code therefore move in lockstep); divergence inside a wave is EXEC's business.
+A wave at `s_barrier` waits until every wave of its workgroup has arrived or ended.
+
+Initial state follows AMDGPUUsage "Initial Kernel Execution State" for GFX9 (gfx90a/gfx942): user SGPRs in
+the order private segment buffer, dispatch ptr, queue ptr, kernarg segment ptr, dispatch id, flat scratch
+init, private segment size, then preloaded kernarg dwords; system SGPRs workgroup id X/Y/Z and workgroup
+info after the user SGPRs; work-item ids packed in v0 (X [9:0], Y [19:10], Z [29:20]). A kernel that
+preloads kernargs starts 256 bytes into its code, as on firmware that supports preloading (the first 256
+bytes are the compatibility prologue that loads the same values).
+"""
+
+from __future__ import annotations
+
+import os
+import struct
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
+
+from .dispatch import Builder, Op
+from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
+from .memory import ByteStore, GlobalMemory
+from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
+from .program import Decoded, decode_kernel
+from .state import AT_BARRIER, RUNNING, WAVE, Waves
+
+LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
+DEFAULT_MAX_STEPS = 10_000_000
+PRELOAD_ENTRY = 256
+
+
+@dataclass
+class RunStats:
+    """What a run cost: scheduler steps (one instruction for one group of waves), wave-instructions,
+    lane-instructions (64 per wave-instruction of a vector/memory op, 1 per scalar one) and wall time."""
+
+    kernel: str
+    waves: int
+    steps: int = 0
+    wave_instructions: int = 0
+    lane_instructions: int = 0
+    seconds: float = 0.0
+    per_op: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def lane_instructions_per_second(self) -> float:
+        return self.lane_instructions / self.seconds if self.seconds else 0.0
+
+
+class Program:
+    """A kernel decoded and compiled to ops once; reusable across launches."""
+
+    def __init__(self, kernel, spec) -> None:
+        self.kernel = kernel
+        self.spec = spec
+        self.decoded: list[Decoded] = decode_kernel(kernel.code, spec)
+        slots = register_slots(spec)
+        scan = Operands(spec, slots, 0)
+        for d in self.decoded:
+            if d.inst is not None:
+                for op in d.inst.operands:
+                    scan.note_regs(op)
+        self.vgprs = max(scan.max_vgpr + 1, 1)
+        self.agprs = max(scan.max_agpr + 1, 0)
+        self.slots = slots
+        builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name)
+        self.ops: dict[int, Op] = {}
+        for d in self.decoded:
+            try:
+                self.ops[d.pc] = builder.build(d)
+            except EmulatorError as exc:
+                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, str(exc))
+            except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
+                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+
+    def unsupported(self) -> list[Op]:
+        """Ops the emulator cannot run (no semantics, or undecodable words), in code order."""
+        return [op for op in self.ops.values() if op.run is None]
+
+
+class Context:
+    """What ops see while running: register state, memories, the kernel's name."""
+
+    def __init__(self, st: Waves, mem: GlobalMemory, lds: ByteStore, lds_size: int, kernel: str,
+                 workgroups: int) -> None:
+        self.st = st
+        self.mem = mem
+        self.lds = lds
+        self.lds_size = lds_size
+        self.kernel = kernel
+        self.workgroups = workgroups
+
+    def group_size(self, w) -> int:
+        return self.st.count if isinstance(w, slice) else len(w)
+
+    def lds_offsets(self, w, sel, addr: np.ndarray, nbytes: int, d: Decoded) -> np.ndarray:
+        """Byte offsets into the LDS store of lanes `sel` (indices into the (G, 64) group) accessing
+        workgroup-relative `addr` (taken modulo 2**32, as the hardware adds ADDR and offset); a fault for
+        accesses outside the workgroup's allocation."""
+        waves = (np.arange(self.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+        addr = np.asarray(addr, np.int64) & 0xFFFFFFFF  # LDS addresses are 32-bit sums (ADDR + offset wraps)
+        bad = (addr < 0) | (addr + nbytes > self.lds_size)
+        if bad.any():
+            i = int(np.argmax(bad))
+            raise MemoryFault(f"LDS access outside the workgroup's {self.lds_size} bytes ({d.text})",
+                              int(addr[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), self.kernel)
+        return self.st.workgroup[waves] * self.lds_size + addr
+
+    def release_barriers(self) -> None:
+        st = self.st
+        waiting = st.status == AT_BARRIER
+        if not waiting.any():
+            return
+        running = np.bincount(st.workgroup[st.status == RUNNING], minlength=self.workgroups)
+        release = waiting & (running[st.workgroup] == 0)
+        st.status[release] = RUNNING
+
+
+def _load_code_object(code_object) -> Any:
+    from codegen.codeobj.reader import CodeObject, read
+
+    if isinstance(code_object, CodeObject):
+        return code_object
+    if isinstance(code_object, (str, os.PathLike)):
+        path = Path(code_object)
+        try:
+            data = path.read_bytes()
+        except OSError as exc:
+            raise EmulatorError(f"cannot read code object {path}: {exc.strerror}") from None
+        return read(data)
+    if isinstance(code_object, (bytes, bytearray, memoryview)):
+        return read(bytes(code_object))
+    raise EmulatorError(f"code_object must be bytes, a path or a CodeObject, got {type(code_object).__name__}")
+
+
+def _pick_kernel(co, name: str | None):
+    if name is None:
+        if len(co.kernels) != 1:
+            raise EmulatorError(f"the code object has {len(co.kernels)} kernels; name one of: "
+                                f"{', '.join(k.name for k in co.kernels)}")
+        return co.kernels[0]
+    return co.kernel(name)
+
+
+_PROGRAMS: dict[tuple[bytes, int], Program] = {}
+
+
+def program_for(kernel, spec) -> Program:
+    key = (kernel.code, id(spec))
+    prog = _PROGRAMS.get(key)
+    if prog is None:
+        if len(_PROGRAMS) > 32:
+            _PROGRAMS.clear()
+        prog = _PROGRAMS[key] = Program(kernel, spec)
+    return prog
+
+
+def _default_spec():
+    import isa
+
+    return isa.load_spec("gfx942")
+
+
+def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address: int) -> bytes:
+    """An AQL kernel dispatch packet (hsa_kernel_dispatch_packet_t) for the dispatch-ptr user SGPRs."""
+    (bx, by, bz), (gx, gy, gz) = launch.block, launch.grid
+    dims = 3 if gz * bz > 1 else 2 if gy * by > 1 else 1
+    return struct.pack("<HHHHHHIIIIIQQQQ", 2 | (1 << 8), dims, bx, by, bz, 0, gx * bx, gy * by, gz * bz, 0,
+                       group_size, 0, kernarg_address, 0, 0)
+
+
+def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = 64,
+            args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS
+            ) -> RunStats:
+    """Run one kernel of a gfx942 code object on the CPU.
+
+    `grid` counts workgroups, `block` work-items per workgroup; `args` are numpy arrays (global buffers,
+    written back in place), Python/numpy scalars, and None for a null pointer, packed by the kernel's
+    metadata `.args`. `lds_bytes` adds dynamic LDS (as `sharedMemBytes` of `hipModuleLaunchKernel`).
+    """
+    co = _load_code_object(code_object)
+    k = _pick_kernel(co, kernel)
+    launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
+    spec = spec if spec is not None else _default_spec()
+    prog = program_for(k, spec)
+    return run_program(prog, k, launch, max_steps=max_steps)
+
+
+def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS) -> RunStats:
+    desc = k.descriptor
+    meta = k.metadata
+    wg_size = launch.workgroup_size
+    max_wg = int(meta.get(".max_flat_workgroup_size", 1024) or 1024)
+    if wg_size > max_wg:
+        raise LaunchError(f"kernel {k.name!r}: block {launch.block} has {wg_size} work-items; the kernel allows "
+                          f"at most {max_wg} (.max_flat_workgroup_size)")
+    if desc.enable_wavefront_size32:
+        raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave64 (gfx9) code")
+    if desc.private_segment_fixed_size or desc.uses_dynamic_stack:
+        raise EmulatorError(f"kernel {k.name!r} uses scratch memory ({desc.private_segment_fixed_size} bytes per "
+                            "work-item), which the emulator does not model")
+    lds_size = desc.group_segment_fixed_size + launch.lds_bytes
+    if lds_size > LDS_LIMIT:
+        raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
+                          f"{launch.lds_bytes} dynamic = {lds_size} exceed the {LDS_LIMIT} bytes of a gfx942 "
+                          "workgroup")
+
+    # --- memory: buffers, kernarg segment, dispatch packet -------------------------------------------
+    mem = GlobalMemory()
+    names = {}
+    for a in meta.get(".args", []):
+        if not str(a.get(".value_kind", "")).startswith("hidden_"):
+            names[len(names)] = a.get(".name") or f"argument {len(names)}"
+
+    def pointer_of(value, index):
+        if isinstance(value, np.ndarray):
+            return mem.map(f"{names.get(index, f'argument {index}')} ({value.dtype}{list(value.shape)})", value,
+                           target=value)
+        raise LaunchError(f"kernel {k.name!r} argument {names.get(index, index)}: the emulator takes numpy arrays "
+                          f"for buffers (device addresses are for the hip runtime)")
+
+    segment = int(meta.get(".kernarg_segment_size", desc.kernarg_size) or desc.kernarg_size)
+    kernargs = pack_kernargs(meta.get(".args", []), launch, segment_size=segment, pointer_of=pointer_of,
+                             hidden={"hidden_shared_base": SHARED_APERTURE_HI,
+                                     "hidden_private_base": PRIVATE_APERTURE_HI})
+    kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
+    packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
+    mem.freeze()
+
+    # --- waves ---------------------------------------------------------------------------------------
+    waves_per_wg = -(-wg_size // WAVE)
+    n_wg = launch.workgroup_count
+    n = n_wg * waves_per_wg
+    st = Waves(n, prog.vgprs, prog.agprs, prog.slots)
+    wave_ids = np.arange(n)
+    st.workgroup[:] = wave_ids // waves_per_wg
+    st.wave_in_group[:] = wave_ids % waves_per_wg
+    item0 = st.wave_in_group * WAVE
+    items = item0[:, None] + np.arange(WAVE)[None, :]
+    active = items < wg_size
+    exec_bits = np.packbits(active, axis=1, bitorder="little").view("<u8")[:, 0]
+    st.set_exec64(slice(None), exec_bits)
+    bx, by, _ = launch.block
+    tx, ty, tz = items % bx, (items // bx) % by, items // (bx * by)
+    vid = desc.enable_vgpr_workitem_id
+    v0 = tx.astype(np.uint32)
+    if vid >= 1:
+        v0 |= ty.astype(np.uint32) << 10
+    if vid >= 2:
+        v0 |= tz.astype(np.uint32) << 20
+    st.v[:, 0, :] = np.where(active, v0, 0)
+
+    s = 0
+    def put64(value):
+        nonlocal s
+        st.s[:, s] = value & 0xFFFFFFFF
+        st.s[:, s + 1] = value >> 32
+        s += 2
+    if desc.enable_sgpr_private_segment_buffer:
+        s += 4
+    if desc.enable_sgpr_dispatch_ptr:
+        put64(packet_address)
+    if desc.enable_sgpr_queue_ptr:
+        put64(0)
+    if desc.enable_sgpr_kernarg_segment_ptr:
+        put64(kernarg_address)
+    if desc.enable_sgpr_dispatch_id:
+        put64(0)
+    if desc.enable_sgpr_flat_scratch_init:
+        put64(0)
+    if desc.enable_sgpr_private_segment_size:
+        s += 1
+    entry = 0
+    if desc.kernarg_preload_spec_length:
+        words = np.frombuffer(bytes(kernargs) + bytes(4 * 64), np.uint32)
+        first = desc.kernarg_preload_spec_offset
+        count = desc.kernarg_preload_spec_length
+        st.s[:, s:s + count] = words[first:first + count]
+        s += count
+        entry = PRELOAD_ENTRY
+    s = max(s, desc.user_sgpr_count)
+    gx, gy, _ = launch.grid
+    wg = st.workgroup
+    for enabled, value in ((desc.enable_sgpr_workgroup_id_x, wg % gx),
+                           (desc.enable_sgpr_workgroup_id_y, (wg // gx) % gy),
+                           (desc.enable_sgpr_workgroup_id_z, wg // (gx * gy))):
+        if enabled:
+            st.s[:, s] = value
+            s += 1
+    if desc.enable_sgpr_workgroup_info:
+        s += 1
+    st.pc[:] = entry
+    if entry not in prog.ops:
+        raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
+
+    lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
+    ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
+    stats = RunStats(k.name, n)
+    t0 = time.perf_counter()
+    _schedule(prog, ctx, stats, max_steps)
+    stats.seconds = time.perf_counter() - t0
+    mem.write_back()
+    return stats
+
+
+def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> None:
+    st = ctx.st
+    ops = prog.ops
+    n = st.count
+    everyone = slice(None)
+    steps = wave_instr = lane_instr = 0
+    status = st.status
+    pcs = st.pc
+    while True:
+        running = status == RUNNING
+        if running.all():
+            p = int(pcs.min())
+            at = pcs == p
+            if at.all():
+                w = everyone
+                g = n
+            else:
+                w = np.flatnonzero(at)
+                g = len(w)
+        else:
+            if not running.any():
+                if (status == AT_BARRIER).any():
+                    stuck = np.flatnonzero(status == AT_BARRIER)
+                    raise EmulatorError(f"kernel {ctx.kernel!r}: waves {stuck[:8].tolist()} wait at s_barrier "
+                                        "for waves of their workgroup that ended")
+                break
+            p = int(pcs[running].min())
+            w = np.flatnonzero(running & (pcs == p))
+            g = len(w)
+        op = ops.get(p)
+        if op is None:
+            raise EmulatorError(f"kernel {ctx.kernel!r}: wave {int(np.arange(n)[w][0])} jumped to PC 0x{p:x}, "
+                                "which is not the start of an instruction of the kernel")
+        if op.run is None:
+            raise UnsupportedInstruction(op.name if op.name.startswith(".long") else op.text, op.pc, ctx.kernel,
+                                         op.problem)
+        steps += 1
+        if steps > max_steps:
+            raise StepLimitExceeded(f"kernel {ctx.kernel!r} ran past the step limit of {max_steps} scheduler steps "
+                                    f"(at PC 0x{p:x}: {op.text}); raise max_steps if the kernel is meant to run "
+                                    "this long")
+        wave_instr += g
+        lane_instr += g * op.lane_ops
+        pcs[w] = p + op.size
+        try:
+            op.run(ctx, w)
+        except EmulatorError:
+            raise
+        except (KeyError, IndexError, ValueError, TypeError, ArithmeticError) as exc:
+            raise EmulatorError(f"kernel {ctx.kernel!r}: the emulator failed on {op.text} at PC 0x{p:x} "
+                                f"({type(exc).__name__}: {exc}); please report it with the code object") from exc
+    stats.steps = steps
+    stats.wave_instructions = wave_instr
+    stats.lane_instructions = lane_instr
+
+
+def check(code_object, kernel: str | None = None, *, spec=None) -> dict[str, list[Op]]:
+    """The instructions of each kernel (or one) that the emulator cannot run, before running anything."""
+    co = _load_code_object(code_object)
+    spec = spec if spec is not None else _default_spec()
+    kernels = [_pick_kernel(co, kernel)] if kernel is not None else list(co.kernels)
+    return {k.name: program_for(k, spec).unsupported() for k in kernels}
+

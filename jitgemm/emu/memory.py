@@ -1,0 +1,136 @@
+"""Memory of an emulated launch: a flat global address space made of the launched buffers, and LDS.
+
+Buffers are laid out from BASE upwards, each followed by an unmapped guard gap, so an access past the end
+of a buffer (or through a null or truncated pointer) lands outside every buffer and is reported as a
+fault naming the address, instead of silently reading a neighbour or wrapping around a numpy array.
+Every access is a vectorized gather/scatter over lanes; callers pass byte offsets into the store.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+BASE = 1 << 32  # first buffer address: above 4 GiB, so a pointer truncated to 32 bits faults
+GUARD = 1 << 16  # unmapped bytes after each buffer
+ALIGN = 256
+
+
+class ByteStore:
+    """A byte array with lane-vectorized loads and stores of bytes and dwords at int64 offsets."""
+
+    def __init__(self, data: np.ndarray) -> None:
+        self.data = data  # uint8, length a multiple of 4
+        self.words = data.view(np.uint32)
+
+    def load_dwords(self, off: np.ndarray, count: int) -> np.ndarray:
+        """(N, count) uint32 from byte offsets `off` (N,)."""
+        if off.size and not (off & 3).any():
+            return self.words[(off >> 2)[:, None] + np.arange(count)]
+        raw = self.data[off[:, None] + np.arange(4 * count)]
+        return np.ascontiguousarray(raw).view(np.uint32).reshape(len(off), count)
+
+    def load_bytes(self, off: np.ndarray, count: int) -> np.ndarray:
+        return self.data[off[:, None] + np.arange(count)]
+
+    def store_dwords(self, off: np.ndarray, values: np.ndarray) -> None:
+        count = values.shape[1]
+        if off.size and not (off & 3).any():
+            self.words[(off >> 2)[:, None] + np.arange(count)] = values
+            return
+        raw = np.ascontiguousarray(values.astype(np.uint32)).view(np.uint8).reshape(len(off), 4 * count)
+        self.data[off[:, None] + np.arange(4 * count)] = raw
+
+    def store_bytes(self, off: np.ndarray, values: np.ndarray) -> None:
+        self.data[off[:, None] + np.arange(values.shape[1])] = values
+
+
+@dataclass
+class Segment:
+    name: str
+    address: int
+    size: int
+    target: np.ndarray | None  # the caller's array, written back after the run
+    writable: bool
+
+
+class GlobalMemory(ByteStore):
+    """The launched buffers in one flat address space. Build with `map()`, then `freeze()` before use."""
+
+    def __init__(self) -> None:
+        self.segments: list[Segment] = []
+        self._next = BASE
+        self._pending: list[tuple[Segment, np.ndarray]] = []
+        self._by_id: dict[int, int] = {}
+
+    def map(self, name: str, data: np.ndarray | bytes, *, target: np.ndarray | None = None,
+            writable: bool = True) -> int:
+        """Place `data` in the address space; returns its address. The same array mapped twice shares
+        one address (so aliasing arguments alias on the device too)."""
+        if target is not None and id(target) in self._by_id:
+            return self._by_id[id(target)]
+        raw = np.frombuffer(bytes(data), np.uint8) if isinstance(data, (bytes, bytearray)) else \
+            np.ascontiguousarray(data).reshape(-1).view(np.uint8)
+        seg = Segment(name, self._next, raw.size, target, writable)
+        self.segments.append(seg)
+        self._pending.append((seg, raw))
+        self._next = _align(self._next + raw.size + GUARD, ALIGN)
+        if target is not None:
+            self._by_id[id(target)] = seg.address
+        return seg.address
+
+    def freeze(self) -> None:
+        heap = np.zeros(_align(self._next - BASE, 4), np.uint8)
+        for seg, raw in self._pending:
+            heap[seg.address - BASE:seg.address - BASE + seg.size] = raw
+        self._pending = []
+        super().__init__(heap)
+        self._starts = np.array([s.address for s in self.segments] or [0], np.uint64)
+        self._ends = np.array([s.address + s.size for s in self.segments] or [0], np.uint64)
+        self._writable = np.array([s.writable for s in self.segments] or [False])
+
+    def valid(self, addr: np.ndarray, size: int, *, write: bool = False) -> np.ndarray:
+        """Lanes whose `size`-byte access at `addr` (uint64) lies inside one mapped buffer."""
+        idx = np.searchsorted(self._starts, addr, side="right").astype(np.int64) - 1
+        idx_c = np.maximum(idx, 0)
+        ok = (idx >= 0) & (addr >= self._starts[idx_c]) & (addr + np.uint64(size) <= self._ends[idx_c])
+        if write:
+            ok &= self._writable[idx_c]
+        return ok
+
+    def offsets(self, addr: np.ndarray) -> np.ndarray:
+        return (addr - np.uint64(BASE)).astype(np.int64)
+
+    def segment_at(self, address: int) -> Segment | None:
+        for seg in self.segments:
+            if seg.address <= address < seg.address + max(seg.size, 1):
+                return seg
+        return None
+
+    def describe(self, address: int) -> str:
+        """Where an address lies relative to the buffers, for fault messages."""
+        best = None
+        for seg in self.segments:
+            if seg.address <= address < seg.address + seg.size:
+                return f"inside {seg.name} at offset {address - seg.address}"
+            if address >= seg.address + seg.size:
+                best = seg
+        if address == 0 or address < BASE:
+            return f"null or invalid pointer; buffers start at 0x{BASE:x}"
+        if best is not None:
+            return f"{address - best.address - best.size} bytes past the end of {best.name} ({best.size} bytes)"
+        return "outside every buffer"
+
+    def write_back(self) -> None:
+        """Copy every writable buffer into the caller's array (in place)."""
+        for seg in self.segments:
+            if seg.target is None or not seg.writable or seg.size == 0:
+                continue
+            raw = self.data[seg.address - BASE:seg.address - BASE + seg.size]
+            flat = raw.view(seg.target.dtype).reshape(seg.target.shape)
+            np.copyto(seg.target, flat)
+
+
+def _align(value: int, align: int) -> int:
+    return (value + align - 1) // align * align

@@ -1,0 +1,144 @@
+"""Matrix fused multiply-add (MFMA) semantics: D = A x B + C over the lanes of a wave64.
+
+What an MFMA computes (M x N x K, block count, element types, register counts) comes from the spec: element
+types and per-lane register counts from the operands' data formats, the shape from the instruction name
+(AMD's and LLVM's naming, V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types>), checked against the operand sizes.
+
+Lane layouts (AMD's matrix instruction calculator, `--detail-instruction` output for CDNA3, and the CDNA3
+ISA guide, section "Dependency and Layout" of the matrix arithmetic chapter; the authority that confirms
+them in this project is Triton-compiled GEMMs matching numpy, tests/test_emu_triton.py):
+
+- A (M x K): lane l holds row i = l % M; with G = 64 / M lane groups, group g = l // M holds
+  k = g * kper + j for element j of its registers (one block), or is block g with k = j (G blocks).
+- B (K x N): the same with column n = l % N.
+- C and D (per block M x N, M*N/64 registers per lane and block): lane l holds column n = l % N; register r
+  of block b = r // R holds row (r' // 4) * 4G + 4 * (l // N) + r' % 4 with r' = r % R.
+- CBSZ/ABID: block b takes its A from block (b // 2**CBSZ) * 2**CBSZ + ABID (broadcast of one A block to
+  a group of 2**CBSZ blocks); BLGP permutes the lanes B is read from (0: none, 1/2: lanes 0-31/32-63
+  broadcast, 3: rotate down by 16 lanes, 4-7: lanes 16*(BLGP-4)..+15 broadcast).
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from functools import cache
+
+import numpy as np
+
+from .values import Fmt
+
+WAVE = 64
+_NAME = re.compile(r"^V_MFMA_(?P<acc>F32|I32|F64)_(?P<m>\d+)X(?P<n>\d+)X(?P<k>\d+)(?:_(?P<blocks>\d+)B)?"
+                   r"(?:_(?P<rest>\w+))?$")
+
+
+class MfmaShapeError(ValueError):
+    pass
+
+
+@dataclass(frozen=True)
+class MfmaShape:
+    name: str
+    m: int
+    n: int
+    k: int
+    blocks: int
+    a: Fmt   # element format of A (one component)
+    b: Fmt
+    acc: Fmt
+    a_regs: int
+    b_regs: int
+    c_regs: int
+    kper: int   # A/B elements per lane
+    xf32: bool  # inputs rounded to 10 mantissa bits (XF32 variants)
+
+
+def mfma_shape(name: str, a: Fmt, b: Fmt, acc: Fmt, a_bits: int, b_bits: int, c_bits: int) -> MfmaShape:
+    """Shape of an MFMA from its spec name and operand formats/sizes; MfmaShapeError when they disagree."""
+    m_ = _NAME.match(name.upper())
+    if not m_:
+        raise MfmaShapeError(f"{name}: not an MFMA name of the form V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types>")
+    m, n, k = int(m_.group("m")), int(m_.group("n")), int(m_.group("k"))
+    blocks = int(m_.group("blocks") or 1)
+    xf32 = "XF32" in (m_.group("rest") or "")
+    if m != n or WAVE % m:
+        raise MfmaShapeError(f"{name}: only square M=N shapes dividing the wave are modelled")
+    kper = a_bits // a.bits
+    groups = WAVE // m
+    if blocks == 1 and groups * kper != k:
+        raise MfmaShapeError(f"{name}: {kper} A elements per lane x {groups} lane groups != K={k}")
+    if blocks > 1 and (blocks != groups or kper != k):
+        raise MfmaShapeError(f"{name}: {blocks} blocks need {groups} lane groups of K={k} elements, "
+                             f"operands hold {kper}")
+    c_regs = c_bits // 32
+    if c_regs * WAVE != m * n * blocks * (acc.bits // 32) or m * n < WAVE:
+        raise MfmaShapeError(f"{name}: {c_regs} accumulator registers per lane do not hold {blocks} blocks of "
+                             f"{m}x{n}")
+    return MfmaShape(name, m, n, k, blocks, a, b, acc, a_bits // 32, b_bits // 32, c_regs, kper, xf32)
+
+
+@cache
+def _d_layout(m: int, n: int, blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(block, row, col) of each (lane, register) of C/D."""
+    groups = WAVE // n
+    per_block = m * n // WAVE
+    lane = np.arange(WAVE)[:, None]
+    reg = np.arange(per_block * blocks)[None, :]
+    block = np.broadcast_to(reg // per_block, (WAVE, per_block * blocks))
+    r = reg % per_block
+    row = (r // 4) * 4 * groups + 4 * (lane // n) + r % 4
+    col = np.broadcast_to(lane % n, row.shape)
+    return block, row, col
+
+
+_BLGP = {
+    0: np.arange(WAVE), 1: np.arange(WAVE) % 32, 2: 32 + np.arange(WAVE) % 32, 3: (np.arange(WAVE) + 16) % WAVE,
+    4: np.arange(WAVE) % 16, 5: 16 + np.arange(WAVE) % 16, 6: 32 + np.arange(WAVE) % 16, 7: 48 + np.arange(WAVE) % 16,
+}
+
+
+def _elements(bits: np.ndarray, fmt: Fmt, xf32: bool) -> np.ndarray:
+    """(G, 64, regs) uint32 -> (G, 64, elements) float64 / int64."""
+    regs = np.ascontiguousarray(bits, np.uint32)
+    raw = regs.view(fmt.dtype)
+    if fmt.kind == "f":
+        vals = raw.astype(np.float64)
+        if xf32:  # round to 10 mantissa bits (nearest even)
+            f32 = raw.astype(np.float32).view(np.uint32).astype(np.uint64)
+            lsb = (f32 >> 13) & 1
+            f32 = ((f32 + 0xFFF + lsb) & ~np.uint64(0x1FFF)).astype(np.uint32)
+            vals = f32.view(np.float32).astype(np.float64)
+        return vals
+    return raw.astype(np.int64)
+
+
+def mfma(shape: MfmaShape, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray,
+         cbsz: int = 0, abid: int = 0, blgp: int = 0) -> np.ndarray:
+    """D registers (G, 64, c_regs) uint32 from A, B, C registers (G, 64, regs) uint32."""
+    g = a_bits.shape[0]
+    m, n, kper, blocks = shape.m, shape.n, shape.kper, shape.blocks
+    groups = WAVE // m
+    if blgp:
+        b_bits = b_bits[:, _BLGP[blgp]]
+    a = _elements(a_bits, shape.a, shape.xf32).reshape(g, groups, m, kper)
+    b = _elements(b_bits, shape.b, shape.xf32).reshape(g, groups, n, kper)
+    if blocks == 1:
+        a_mat = a.transpose(0, 2, 1, 3).reshape(g, 1, m, groups * kper)
+        b_mat = b.transpose(0, 1, 3, 2).reshape(g, 1, groups * kper, n)
+    else:
+        a_mat = a
+        b_mat = b.transpose(0, 1, 3, 2)
+        if cbsz:
+            size = 1 << cbsz
+            src = (np.arange(blocks) // size) * size + abid
+            a_mat = a_mat[:, np.minimum(src, blocks - 1)]
+    prod = np.matmul(a_mat, b_mat)  # (G, blocks, M, N)
+    block, row, col = _d_layout(m, n, blocks)
+    gathered = prod[:, block, row, col]  # (G, 64, c_regs)
+    c = np.ascontiguousarray(np.broadcast_to(c_bits, gathered.shape), np.uint32)
+    if shape.acc.kind == "f":
+        d = (gathered + c.view(np.float32).astype(np.float64)).astype(np.float32)
+        return d.view(np.uint32)
+    d = gathered + c.view(np.int32).astype(np.int64)
+    return d.astype(np.uint32)

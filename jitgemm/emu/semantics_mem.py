@@ -1,0 +1,649 @@
+"""Semantics of the memory instructions: scalar loads, global/flat, buffer (MUBUF) and LDS (DS) accesses.
+
+How wide an access is and how a narrow load is extended come from the spec: the implicit memory operand
+(OPR_GPUMEM for global/buffer, OPR_DSMEM for LDS) carries the access size and data format (FMT_NUM_U16 for
+GLOBAL_LOAD_USHORT, FMT_NUM_I8 for a sign-extending byte load, FMT_NUM_F32 for GLOBAL_ATOMIC_ADD_F32). What
+an atomic does is read from its name (ADD, SMIN, CMPSWAP, ...) over that typed memory operand.
+
+Global accesses are checked against the launched buffers: an active lane outside every buffer raises a
+MemoryFault naming address, PC, wave and lane. Buffer accesses follow the resource descriptor's bounds rule
+instead (an out-of-range lane reads 0 and does not store), as the hardware does. LDS accesses outside the
+workgroup's allocation are faults too (a real GPU returns 0 there; a kernel that relies on that is rare and
+an emulator bug is likelier).
+"""
+
+from __future__ import annotations
+
+import re
+
+import numpy as np
+
+from isa.instruction import Imm, Off, Reg
+
+from .errors import MemoryFault
+from .errors import NoSemantics as Unsupported
+from .operands import SHARED_APERTURE_HI
+from .values import Fmt, operand_fmt
+
+_MASK32 = np.uint64(0xFFFFFFFF)
+
+
+def _mem_operand(b, d, kind: str):
+    """(size in bits, Fmt, is_load, is_store) from the implicit OPR_GPUMEM / OPR_DSMEM operands."""
+    load = store = False
+    size = 32
+    fmt = None
+    for o in d.implicit_operands():
+        if o.operand_type != kind:
+            continue
+        size = o.size
+        fmt = operand_fmt(b.spec, o.data_format, o.size)
+        load |= o.input
+        store |= o.output
+    return size, fmt, load, store
+
+
+def _fault(ctx, d, what, addr, w, lanes_bad, detail_fn=None):
+    st = ctx.st
+    waves = np.arange(st.count)[w] if isinstance(w, slice) else np.asarray(w)
+    gi, li = np.argwhere(lanes_bad)[0]
+    address = int(np.asarray(addr)[gi, li])
+    detail = detail_fn(address) if detail_fn else ""
+    raise MemoryFault(f"{what} ({d.text})", address, d.pc, int(waves[gi]), int(li), ctx.kernel, detail)
+
+
+def _extend(raw_bytes: np.ndarray, fmt: Fmt | None, nbytes: int) -> np.ndarray:
+    """(..., nbytes) uint8 -> (...) uint32, sign-extended when the memory format is signed."""
+    if nbytes == 1:
+        v = raw_bytes[..., 0]
+        return v.view(np.int8).astype(np.int32).view(np.uint32) if fmt is not None and fmt.kind == "i" \
+            else v.astype(np.uint32)
+    v = np.ascontiguousarray(raw_bytes).view(np.uint16)[..., 0]
+    return v.view(np.int16).astype(np.int32).view(np.uint32) if fmt is not None and fmt.kind == "i" \
+        else v.astype(np.uint32)
+
+
+def _d16(name: str) -> str | None:
+    if "D16_HI" in name:
+        return "hi"
+    if "D16" in name:
+        return "lo"
+    return None
+
+
+def _merge_d16(old: np.ndarray, value: np.ndarray, half: str) -> np.ndarray:
+    old = old.astype(np.uint32)
+    v = value.astype(np.uint32) & np.uint32(0xFFFF)
+    if half == "hi":
+        return (old & np.uint32(0xFFFF)) | (v << np.uint32(16))
+    return (old & np.uint32(0xFFFF0000)) | v
+
+
+def _data_regs(src, st, w, regs: int) -> np.ndarray:
+    """(G, 64, regs) uint32 from a VGPR data operand."""
+    bits = np.asarray(src.read(st, w))
+    if bits.dtype == np.uint64:
+        bits = np.ascontiguousarray(bits).view(np.uint32).reshape(bits.shape + (2,))
+    if bits.ndim == 2:
+        bits = bits[..., None]
+    return bits
+
+
+# --- atomics ---------------------------------------------------------------------------------------------
+
+_ATOMIC = re.compile(r"ATOMIC_(PK_ADD|ADD|SUB|SMIN|UMIN|SMAX|UMAX|MIN|MAX|AND|OR|XOR|SWAP|CMPSWAP|INC|DEC)"
+                     r"(?:_(F16|BF16|F32|F64))?(?:_X2)?$")
+_DS_ATOMIC = re.compile(r"^DS_(ADD|SUB|RSUB|INC|DEC|MIN|MAX|AND|OR|XOR|MSKOR|WRXCHG|CMPST|PK_ADD)(_RTN)?_"
+                        r"(U32|I32|F32|U64|I64|F64|B32|B64|F16|BF16)$")
+
+
+def _atomic_apply(op: str, old, data, cmp=None):
+    if op == "ADD":
+        return old + data
+    if op == "SUB":
+        return old - data
+    if op == "RSUB":
+        return data - old
+    if op in ("SMIN", "UMIN", "MIN"):
+        return np.fmin(old, data) if old.dtype.kind == "f" else np.minimum(old, data)
+    if op in ("SMAX", "UMAX", "MAX"):
+        return np.fmax(old, data) if old.dtype.kind == "f" else np.maximum(old, data)
+    if op == "AND":
+        return old & data
+    if op == "OR":
+        return old | data
+    if op == "XOR":
+        return old ^ data
+    if op in ("SWAP", "WRXCHG"):
+        return data
+    if op in ("CMPSWAP", "CMPST"):
+        return np.where(old == cmp, data, old)
+    if op == "INC":
+        return np.where(old >= data, 0, old + 1).astype(old.dtype)
+    if op == "DEC":
+        return np.where((old == 0) | (old > data), data, old - 1).astype(old.dtype)
+    raise ValueError(op)
+
+
+def _atomic_dtype(op: str, fmt: Fmt | None, nbytes: int, name: str) -> np.dtype:
+    if fmt is not None and fmt.kind == "f" and fmt.count == 1:
+        return fmt.dtype
+    signed = op in ("SMIN", "SMAX") or name.endswith(("I32", "I64"))
+    return np.dtype({(4, False): np.uint32, (4, True): np.int32, (8, False): np.uint64, (8, True): np.int64}[
+        (nbytes, signed)])
+
+
+def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndarray, cmp: np.ndarray | None,
+                packed: bool) -> np.ndarray:
+    """Read-modify-write at byte offsets `offs` (N,) in lane order; returns the values before each lane's
+    update (lanes hitting the same address see each other's updates in order)."""
+    nbytes = dtype.itemsize if not packed else 4
+    n = len(offs)
+    raw_old = store.load_bytes(offs, nbytes)
+    uniq = len(np.unique(offs)) == n
+    if uniq:
+        old = np.ascontiguousarray(raw_old).view(dtype if not packed else np.float16)
+        if packed:
+            old = old.reshape(n, 2)
+            new = (old.astype(np.float32) + data.view(np.float16).reshape(n, 2).astype(np.float32)).astype(np.float16)
+        else:
+            old = old.reshape(n)
+            new = _atomic_apply(op, old, data.view(dtype).reshape(n),
+                                None if cmp is None else cmp.view(dtype).reshape(n)).astype(dtype)
+        store.store_bytes(offs, np.ascontiguousarray(new).view(np.uint8).reshape(n, nbytes))
+        return raw_old
+    out = np.empty_like(raw_old)
+    for i in range(n):  # conflicting lanes: one at a time, in lane order
+        o = offs[i:i + 1]
+        cur = store.load_bytes(o, nbytes)
+        out[i] = cur[0]
+        if packed:
+            old = np.ascontiguousarray(cur).view(np.float16)
+            new = (old.astype(np.float32) + data[i:i + 1].view(np.float16).astype(np.float32)).astype(np.float16)
+        else:
+            old = np.ascontiguousarray(cur).view(dtype)
+            new = _atomic_apply(op, old, data[i:i + 1].view(dtype),
+                                None if cmp is None else cmp[i:i + 1].view(dtype)).astype(dtype)
+        store.store_bytes(o, np.ascontiguousarray(new).view(np.uint8).reshape(1, nbytes))
+    return out
+
+
+# --- scalar memory ---------------------------------------------------------------------------------------
+
+def smem(b, d):
+    name = d.name
+    f = d.by_field()
+    if not name.startswith(("S_LOAD_DWORD", "S_BUFFER_LOAD_DWORD")):
+        if name in ("S_DCACHE_WB", "S_DCACHE_INV", "S_DCACHE_WB_VOL", "S_DCACHE_INV_VOL", "S_MEMTIME",
+                    "S_MEMREALTIME"):
+            if name in ("S_MEMTIME", "S_MEMREALTIME"):
+                dst = b.ops.dst(d.inst.operands[0], 64)
+                return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint64))
+            return lambda ctx, w: None
+        raise Unsupported("no semantics for this scalar memory instruction")
+    sdata = f.get("SDATA")
+    regs = sdata.count
+    dst = b.ops.dst(sdata, 32 * regs)
+    base = b.ops.src(f["SBASE"], 64 if name.startswith("S_LOAD") else 128)
+    off_op = f.get("SOFFSET", f.get("OFFSET"))
+    imm = int(d.modifier("offset", 0) or 0)
+    off_src = None
+    if isinstance(off_op, Imm):
+        imm += int(off_op.value)
+    elif off_op is not None:
+        off_src = b.ops.src(off_op, 32)
+    buffer = name.startswith("S_BUFFER")
+
+    def run(ctx, w):
+        st = ctx.st
+        if buffer:
+            rsrc = np.asarray(base.read(st, w)).astype(np.uint64)
+            addr = rsrc[:, 0] | ((rsrc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))
+        else:
+            addr = np.asarray(base.read(st, w)).astype(np.uint64)
+        addr = addr + np.uint64(imm & 0xFFFFFFFFFFFFFFFF)
+        if off_src is not None:
+            addr = addr + np.asarray(off_src.read(st, w)).astype(np.uint64)
+        addr = addr & ~np.uint64(3)
+        ok = ctx.mem.valid(addr, 4 * regs)
+        if not ok.all():
+            _fault(ctx, d, "scalar load", addr[:, None], w, ~ok[:, None], ctx.mem.describe)
+        vals = ctx.mem.load_dwords(ctx.mem.offsets(addr), regs)
+        dst.write(st, w, vals if regs > 1 else vals[:, 0])
+    return run
+
+
+# --- global / flat ---------------------------------------------------------------------------------------
+
+def flat(b, d):
+    name = d.name
+    if name.startswith("SCRATCH_"):
+        raise Unsupported("scratch (private) memory is not modelled")
+    f = d.by_field()
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    offset = int(d.modifier("offset", 0) or 0)
+    addr_op = f["ADDR"]
+    saddr_op = f.get("SADDR")
+    use_saddr = saddr_op is not None and not isinstance(saddr_op, Off)
+    addr_src = b.ops.src(addr_op, 32 if use_saddr else 64)
+    saddr_src = b.ops.src(saddr_op, 64) if use_saddr else None
+    is_flat = name.startswith("FLAT_")
+    atomic = _ATOMIC.search(name)
+    nbytes = size_bits // 8
+    half = _d16(name)
+    vdst = f.get("VDST")
+    data_op = f.get("DATA")
+
+    def addresses(ctx, w):
+        st = ctx.st
+        if saddr_src is None:
+            a = np.asarray(addr_src.read(st, w)).astype(np.uint64)
+        else:
+            base = np.asarray(saddr_src.read(st, w)).astype(np.uint64)[:, None]
+            a = base + np.asarray(addr_src.read(st, w)).astype(np.uint64)
+        return a + np.uint64(offset & 0xFFFFFFFFFFFFFFFF) if offset >= 0 else a - np.uint64(-offset)
+
+    def checked(ctx, w, addr, lanes, write: bool):
+        """(global lanes, global byte offsets, LDS lanes, LDS offsets) for active lanes, or a fault."""
+        lds_lanes = np.zeros_like(lanes)
+        if is_flat:
+            lds_lanes = lanes & ((addr >> np.uint64(32)) == np.uint64(SHARED_APERTURE_HI))
+        glanes = lanes & ~lds_lanes
+        ok = ctx.mem.valid(addr, nbytes, write=write)
+        bad = glanes & ~ok
+        if bad.any():
+            _fault(ctx, d, "store" if write else "load", addr, w, bad, ctx.mem.describe)
+        return glanes, lds_lanes
+
+    if atomic:
+        op = atomic.group(1)
+        dtype = _atomic_dtype(op, mfmt, nbytes, name)
+        packed = op == "PK_ADD"
+        data_regs = max(1, nbytes // 4) * (2 if op == "CMPSWAP" else 1)
+        data_src = b.ops.src(data_op, 32 * data_regs)
+        dst = b.ops.dst(vdst, nbytes * 8) if vdst is not None else None
+
+        def run_atomic(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr = addresses(ctx, w)
+            glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
+            if lds_lanes.any():
+                raise MemoryFault(f"flat atomic to LDS ({d.text}) is not modelled", 0, d.pc, 0, 0, ctx.kernel)
+            data = _data_regs(data_src, st, w, data_regs)
+            sel = np.nonzero(glanes)
+            offs = ctx.mem.offsets(addr[sel])
+            words = nbytes // 4 if nbytes >= 4 else 1
+            src_data = np.ascontiguousarray(data[sel][:, :words]).view(np.uint8).reshape(len(offs), -1)
+            src_data = src_data[:, :max(nbytes, 4)]
+            cmp = None
+            if op == "CMPSWAP":
+                cmp = np.ascontiguousarray(data[sel][:, words:2 * words]).view(np.uint8).reshape(len(offs), -1)
+            old = _atomic_rmw(ctx.mem, offs, op, dtype, src_data, cmp, packed)
+            if dst is not None:
+                full = np.zeros(lanes.shape + (max(1, nbytes // 4),), np.uint32)
+                full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), -1)
+                dst.write(st, w, full if nbytes > 4 else full[..., 0], glanes)
+        return run_atomic
+
+    if is_load:
+        dst = b.ops.dst(vdst, max(32, size_bits))
+        regs = max(1, size_bits // 32)
+
+        def run_load(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr = addresses(ctx, w)
+            glanes, lds_lanes = checked(ctx, w, addr, lanes, False)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            if glanes.any():
+                sel = np.nonzero(glanes)
+                offs = ctx.mem.offsets(addr[sel])
+                out[sel] = _load(ctx.mem, offs, nbytes, mfmt)
+            if lds_lanes.any():
+                sel = np.nonzero(lds_lanes)
+                offs = ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d)
+                out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_load
+
+    if is_store:
+        regs = max(1, size_bits // 32)
+        data_src = b.ops.src(data_op, 32 * regs)
+
+        def run_store(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr = addresses(ctx, w)
+            glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
+            data = _data_regs(data_src, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
+                if not lanes_sel.any():
+                    continue
+                sel = np.nonzero(lanes_sel)
+                offs = (ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d) if lds
+                        else ctx.mem.offsets(addr[sel]))
+                _store(store, offs, data[sel], nbytes)
+        return run_store
+    raise Unsupported("no semantics for this flat instruction")
+
+
+def _load(store, offs: np.ndarray, nbytes: int, fmt: Fmt | None) -> np.ndarray:
+    if nbytes >= 4:
+        return store.load_dwords(offs, nbytes // 4)
+    return _extend(store.load_bytes(offs, nbytes), fmt, nbytes)[:, None]
+
+
+def _store(store, offs: np.ndarray, data: np.ndarray, nbytes: int) -> None:
+    if nbytes >= 4:
+        store.store_dwords(offs, data[:, : nbytes // 4])
+    else:
+        raw = np.ascontiguousarray(data[:, 0].astype(np.uint32)).view(np.uint8).reshape(len(offs), 4)[:, :nbytes]
+        store.store_bytes(offs, raw)
+
+
+# --- buffer (MUBUF) ------------------------------------------------------------------------------------------
+
+def mubuf(b, d):
+    """Buffer accesses through a V# resource: address = base + SOFFSET + offset [+ VGPR offset] [+ stride *
+    (VGPR index [+ lane])]; a lane whose offset lies past num_records (raw buffers, per dword) or whose
+    index is at or past num_records (strided buffers) reads 0 and does not store."""
+    name = d.name
+    f = d.by_field()
+    if name in ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL"):
+        return lambda ctx, w: None  # cache write-back/invalidate: memory here has no caches
+    if "SRSRC" not in f:
+        raise Unsupported("buffer instruction without a resource operand")
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    if "FORMAT" in name:
+        raise Unsupported("typed (FORMAT) buffer accesses are not modelled")
+    offset = int(d.modifier("offset", 0) or 0)
+    offen = bool(d.modifier("offen"))
+    idxen = bool(d.modifier("idxen"))
+    to_lds = bool(d.modifier("lds"))
+    vaddr = f.get("VADDR")
+    nv = int(offen) + int(idxen)
+    vaddr_src = b.ops.src(vaddr, 32 * nv) if nv and isinstance(vaddr, Reg) else None
+    rsrc_src = b.ops.src(f["SRSRC"], 128)
+    soff = f.get("SOFFSET")
+    soff_src = b.ops.src(soff, 32) if soff is not None else None
+    nbytes = size_bits // 8
+    regs = max(1, nbytes // 4)
+    half = _d16(name)
+    vdata = f.get("VDATA")
+    atomic = _ATOMIC.search(name)
+
+    def locate(ctx, w, lanes):
+        st = ctx.st
+        rsrc = np.asarray(rsrc_src.read(st, w)).astype(np.uint64)  # (G, 4)
+        base = rsrc[:, 0] | ((rsrc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))
+        stride = (rsrc[:, 1] >> np.uint64(16)) & np.uint64(0x3FFF)
+        num_records = rsrc[:, 2]
+        add_tid = ((rsrc[:, 3] >> np.uint64(23)) & np.uint64(1)).astype(bool)
+        n = lanes.shape[0]
+        voff = np.zeros((n, 64), np.uint64)
+        vidx = np.zeros((n, 64), np.uint64)
+        if vaddr_src is not None:
+            v = np.asarray(vaddr_src.read(st, w))
+            if v.dtype == np.uint64:
+                v = np.ascontiguousarray(v).view(np.uint32).reshape(v.shape + (2,))
+            if v.ndim == 2:
+                v = v[..., None]
+            if idxen:
+                vidx = v[..., 0].astype(np.uint64)
+                if offen:
+                    voff = v[..., 1].astype(np.uint64)
+            elif offen:
+                voff = v[..., 0].astype(np.uint64)
+        index = vidx + np.where(add_tid[:, None], np.arange(64, dtype=np.uint64)[None, :], np.uint64(0))
+        sbase = np.asarray(soff_src.read(st, w)).astype(np.uint64)[:, None] if soff_src is not None else np.uint64(0)
+        off = voff + np.uint64(offset)
+        addr = base[:, None] + sbase + off + stride[:, None] * index
+        strided = (stride != 0)[:, None] | np.uint64(idxen).astype(bool) | add_tid[:, None]
+        return addr, off, index, num_records[:, None], strided
+
+    def in_range(off, index, num_records, strided, k: int, width: int):
+        """Lanes whose k-th element (`width` bytes) is in range."""
+        raw_ok = off + np.uint64(k * width + width) <= num_records
+        return np.where(strided, index < num_records, raw_ok)
+
+    if atomic:
+        raise Unsupported("buffer atomics are not modelled")
+
+    if is_load:
+        dst = b.ops.dst(vdata, max(32, size_bits)) if vdata is not None and not to_lds else None
+
+        def run_load(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr, off, index, nrec, strided = locate(ctx, w, lanes)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            width = 4 if nbytes >= 4 else nbytes
+            for k in range(regs):
+                ok = lanes & in_range(off, index, nrec, strided, k, width)
+                a = addr + np.uint64(4 * k)
+                valid = ctx.mem.valid(a, width)
+                bad = ok & ~valid
+                if bad.any():
+                    _fault(ctx, d, "buffer load inside the descriptor's range but outside every buffer", a, w,
+                           bad, ctx.mem.describe)
+                if ok.any():
+                    sel = np.nonzero(ok)
+                    out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
+            if to_lds:
+                m0 = st.s[w, st.m0_slot].astype(np.int64) & 0xFFFF
+                lds_addr = m0[:, None] + offset + 4 * np.arange(64)[None, :]
+                sel = np.nonzero(lanes)
+                offs = ctx.lds_offsets(w, sel, lds_addr[sel], 4, d)
+                ctx.lds.store_dwords(offs, out[sel][:, :1])
+                return
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_load
+
+    if is_store:
+        data_src = b.ops.src(vdata, 32 * regs)
+
+        def run_store(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr, off, index, nrec, strided = locate(ctx, w, lanes)
+            data = _data_regs(data_src, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            width = 4 if nbytes >= 4 else nbytes
+            for k in range(regs):
+                ok = lanes & in_range(off, index, nrec, strided, k, width)
+                a = addr + np.uint64(4 * k)
+                valid = ctx.mem.valid(a, width, write=True)
+                bad = ok & ~valid
+                if bad.any():
+                    _fault(ctx, d, "buffer store inside the descriptor's range but outside every buffer", a, w,
+                           bad, ctx.mem.describe)
+                if ok.any():
+                    sel = np.nonzero(ok)
+                    _store(ctx.mem, ctx.mem.offsets(a[sel]), data[sel][:, k:k + 1], width)
+        return run_store
+    raise Unsupported("no semantics for this buffer instruction")
+
+
+# --- LDS (DS) ----------------------------------------------------------------------------------------------------
+
+def ds(b, d):
+    name = d.name
+    f = d.by_field()
+    if bool(d.modifier("gds")):
+        raise Unsupported("GDS is not modelled")
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_DSMEM")
+    nbytes = size_bits // 8
+    addr_src = b.ops.src(f["ADDR"], 32) if "ADDR" in f else None
+    offset = int(d.modifier("offset", 0) or 0)
+    off0 = int(d.modifier("offset0", 0) or 0)
+    off1 = int(d.modifier("offset1", 0) or 0)
+    two = "READ2" in name or "WRITE2" in name
+    st64 = "ST64" in name
+    half = _d16(name)
+    vdst = f.get("VDST")
+
+    if name in ("DS_SWIZZLE_B32", "DS_BPERMUTE_B32", "DS_PERMUTE_B32"):
+        return _ds_lane_ops(b, d, f, offset)
+    if name == "DS_NOP":
+        return lambda ctx, w: None
+
+    def base_addr(ctx, w):
+        return np.asarray(addr_src.read(ctx.st, w)).astype(np.int64)
+
+    if two:
+        scale = nbytes * (64 if st64 else 1)
+        elem_regs = max(1, nbytes // 4)
+        if "READ2" in name:
+            dst = b.ops.dst(vdst, 2 * 8 * nbytes)
+
+            def run_read2(ctx, w):
+                st = ctx.st
+                lanes = st.exec_lanes(w)
+                a = base_addr(ctx, w)
+                sel = np.nonzero(lanes)
+                out = np.zeros(lanes.shape + (2 * elem_regs,), np.uint32)
+                for k, o in enumerate((off0, off1)):
+                    offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
+                    out[sel + (slice(k * elem_regs, (k + 1) * elem_regs),)] = ctx.lds.load_dwords(offs, elem_regs)
+                dst.write(st, w, out, lanes)
+            return run_read2
+        data0 = b.ops.src(f["DATA0"], 8 * nbytes)
+        data1 = b.ops.src(f["DATA1"], 8 * nbytes)
+
+        def run_write2(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            a = base_addr(ctx, w)
+            sel = np.nonzero(lanes)
+            for o, src in ((off0, data0), (off1, data1)):
+                offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
+                ctx.lds.store_dwords(offs, _data_regs(src, st, w, elem_regs)[sel])
+        return run_write2
+
+    atomic = _DS_ATOMIC.match(name)
+    if atomic:
+        op = atomic.group(1)
+        dtype = _atomic_dtype(op if op not in ("MIN", "MAX") or not name.endswith("I32") else "S" + op, mfmt,
+                              max(4, nbytes), name)
+        if name.endswith(("I32", "I64")) and op in ("MIN", "MAX"):
+            dtype = np.dtype(np.int32 if nbytes == 4 else np.int64)
+        packed = op == "PK_ADD"
+        regs = max(1, nbytes // 4)
+        data0 = b.ops.src(f["DATA0"], 8 * nbytes)
+        data1 = b.ops.src(f["DATA1"], 8 * nbytes) if "DATA1" in f else None
+        dst = b.ops.dst(vdst, 8 * nbytes) if vdst is not None else None
+        if op == "MSKOR":
+            raise Unsupported("DS_MSKOR is not modelled")
+
+        def run_atomic(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            a = base_addr(ctx, w)
+            sel = np.nonzero(lanes)
+            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            dat = np.ascontiguousarray(_data_regs(data0, st, w, regs)[sel]).view(np.uint8).reshape(len(offs), -1)
+            cmp = None
+            if data1 is not None:
+                # DS_CMPST: DATA0 is the compare value, DATA1 the new value
+                cmp, dat = dat, np.ascontiguousarray(_data_regs(data1, st, w, regs)[sel]).view(np.uint8).reshape(
+                    len(offs), -1)
+            old = _atomic_rmw(ctx.lds, offs, op, dtype, dat, cmp, packed)
+            if dst is not None:
+                full = np.zeros(lanes.shape + (regs,), np.uint32)
+                full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), regs)
+                dst.write(st, w, full if regs > 1 else full[..., 0], lanes)
+        return run_atomic
+
+    if is_load and vdst is not None:
+        regs = max(1, nbytes // 4)
+        dst = b.ops.dst(vdst, max(32, 8 * nbytes))
+
+        def run_read(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            a = base_addr(ctx, w)
+            sel = np.nonzero(lanes)
+            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_read
+
+    if is_store:
+        regs = max(1, nbytes // 4)
+        data0 = b.ops.src(f["DATA0"], max(32, 8 * nbytes))
+
+        def run_write(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            a = base_addr(ctx, w)
+            sel = np.nonzero(lanes)
+            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            data = _data_regs(data0, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            _store(ctx.lds, offs, data[sel], nbytes)
+        return run_write
+    raise Unsupported("no semantics for this LDS instruction")
+
+
+def _ds_lane_ops(b, d, f, offset: int):
+    """Cross-lane moves through the LDS crossbar (no LDS memory is touched)."""
+    name = d.name
+    dst = b.ops.dst(f["VDST"], 32)
+    lane = np.arange(64)
+    if name == "DS_SWIZZLE_B32":
+        data = b.ops.src(f["DATA0"], 32)
+        if offset & 0x8000:  # quad permute mode: 2 bits per lane of a quad
+            src_lane = (lane & ~3) + ((offset >> (2 * (lane & 3))) & 3)
+        else:  # bit mode within groups of 32 lanes
+            and_mask, or_mask, xor_mask = offset & 0x1F, (offset >> 5) & 0x1F, (offset >> 10) & 0x1F
+            src_lane = (lane & ~31) | ((((lane & 31) & and_mask) | or_mask) ^ xor_mask)
+
+        def run_swizzle(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            v = np.asarray(data.read(st, w))
+            if v.ndim == 1:
+                v = np.broadcast_to(v[:, None], lanes.shape)
+            moved = np.where(lanes[:, src_lane], v[:, src_lane], 0)
+            dst.write(st, w, moved, lanes)
+        return run_swizzle
+    addr = b.ops.src(f["ADDR"], 32)
+    data = b.ops.src(f["DATA0"], 32)
+
+    def run_perm(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        v = np.asarray(data.read(st, w))
+        if v.ndim == 1:
+            v = np.broadcast_to(v[:, None], lanes.shape)
+        a = np.asarray(addr.read(st, w))
+        if a.ndim == 1:
+            a = np.broadcast_to(a[:, None], lanes.shape)
+        target = ((a.astype(np.int64) + offset) >> 2) & 63
+        n = lanes.shape[0]
+        rows = np.arange(n)[:, None]
+        if name == "DS_BPERMUTE_B32":  # each lane reads the lane it addresses
+            moved = np.where(lanes[rows, target], v[rows, target], 0)
+            dst.write(st, w, moved, lanes)
+            return
+        out = np.zeros(lanes.shape, np.uint32)  # DS_PERMUTE_B32: each lane writes the lane it addresses
+        for g in range(n):
+            act = np.nonzero(lanes[g])[0]
+            out[g, target[g, act]] = v[g, act]
+        dst.write(st, w, out, lanes)
+    return run_perm

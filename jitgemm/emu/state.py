@@ -1,0 +1,59 @@
+"""The register state of every wave of a launch, as numpy arrays over waves (and lanes).
+
+All waves of the grid live in one set of arrays so an instruction runs for a whole group of waves (those at
+the same PC) in one numpy operation: SGPRs (W, 128) uint32 with VCC, M0 and EXEC at their operand-encoding
+slots, VGPRs and AGPRs (W, regs, 64) uint32 (AGPRs after the VGPRs), SCC (W,) bool, PC (W,) int64.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+
+WAVE = 64
+SGPR_SLOTS = 128
+LANE_BITS = np.uint64(1) << np.arange(WAVE, dtype=np.uint64)
+LANE_INDEX = np.arange(WAVE, dtype=np.uint32)
+
+RUNNING, AT_BARRIER, DONE = 0, 1, 2
+
+
+class Waves:
+    """Register files of all waves; `w` arguments are an index array or slice selecting waves."""
+
+    def __init__(self, count: int, vgprs: int, agprs: int, slots: dict[str, int]) -> None:
+        self.count = count
+        self.s = np.zeros((count, SGPR_SLOTS), np.uint32)
+        self.s64 = self.s.view(np.uint64)  # (W, 64): even-aligned SGPR pairs
+        self.vgprs = vgprs
+        self.v = np.zeros((count, vgprs + agprs, WAVE), np.uint32)
+        self.scc = np.zeros(count, np.bool_)
+        self.pc = np.zeros(count, np.int64)
+        self.status = np.full(count, RUNNING, np.int8)
+        self.workgroup = np.zeros(count, np.int64)  # linear workgroup index
+        self.wave_in_group = np.zeros(count, np.int64)
+        self.slots = slots  # named register -> SGPR slot (vcc_lo, exec_lo, m0, ...)
+        self.exec_slot = slots["exec_lo"]
+        self.vcc_slot = slots["vcc_lo"]
+        self.m0_slot = slots["m0"]
+
+    # --- EXEC / lane masks ---------------------------------------------------------------------
+    def exec64(self, w) -> np.ndarray:
+        return self.s64[w, self.exec_slot // 2]
+
+    def set_exec64(self, w, value: np.ndarray) -> None:
+        self.s64[w, self.exec_slot // 2] = value
+
+    def exec_lanes(self, w) -> np.ndarray:
+        """(G, 64) bool: the lanes EXEC enables."""
+        return (self.exec64(w)[:, None] & LANE_BITS) != 0
+
+
+def lanes_of(mask64: np.ndarray) -> np.ndarray:
+    """(G,) uint64 lane masks -> (G, 64) bool."""
+    return (np.asarray(mask64, np.uint64)[..., None] & LANE_BITS) != 0
+
+
+def mask_of(lanes: np.ndarray) -> np.ndarray:
+    """(G, 64) bool -> (G,) uint64 lane masks."""
+    packed = np.packbits(np.ascontiguousarray(lanes, np.bool_), axis=-1, bitorder="little")
+    return np.ascontiguousarray(packed).view("<u8")[..., 0]
