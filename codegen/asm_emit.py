@@ -85,6 +85,30 @@ def counter_lookup(spec, profile) -> Callable[[str], tuple[str, ...]]:
     return counters
 
 
+_INLINE_FLOATS = {0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 0.15915494309189535}
+
+
+def scalar_sources(operands, written: set[RegKey]) -> set:
+    """The distinct SGPRs, special registers and literals a VALU instruction reads (its constant-bus uses)."""
+    uses = set()
+    for op in operands:
+        if isinstance(op, SrcMods):
+            op = op.operand
+        if isinstance(op, Reg):
+            if op.kind == "v" or op.kind == "a":
+                continue
+            keys = reg_keys(op)
+            if keys and keys <= written and op is operands[0]:
+                continue    # the destination (an SGPR mask written by a VOP3 compare)
+            uses.add((op.kind, op.index))
+        elif isinstance(op, Imm):
+            v = op.value
+            inline = (-16 <= v <= 64) if isinstance(v, int) else (float(v) in _INLINE_FLOATS or v == 0.0)
+            if not inline:
+                uses.add(("literal", v))
+    return uses
+
+
 def hazard_class(name: str) -> str:
     """The class an instruction belongs to for the hazard table (LLVM mnemonic spelling)."""
     if name.startswith("v_mfma"):
@@ -191,6 +215,11 @@ class Emitter:
             read |= reg_keys(op)
         self._wait_for(read | written)
         cls = hazard_class(name)
+        if cls in ("valu", "mfma") and not name.startswith(("v_readlane", "v_writelane")):
+            uses = scalar_sources([_operand(o) for o in operands], written)
+            if len(uses) > 1:
+                raise ValueError(f"{name} would read {len(uses)} scalar values ({sorted(map(str, uses))}); "
+                                 "gfx9 VALU instructions may read one SGPR or literal (constant bus)")
         self._cover_hazards(cls, read)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
         inst = Instruction(name, tuple(_operand(o) for o in operands), mods)

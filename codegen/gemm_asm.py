@@ -146,6 +146,16 @@ class GemmLowering:
         self.emit("s_mov_b32", reg, value, writes=[reg])
         return reg
 
+    def vconst(self, value: int) -> Reg:
+        """A VGPR holding a constant, made once: VALU instructions may read only one SGPR or literal
+        (the constant-bus limit of gfx9), so a constant next to an SGPR or VCC operand lives in a VGPR."""
+        cache = self.__dict__.setdefault("_vconsts", {})
+        if value not in cache:
+            reg = self.vtmp()
+            self.emit("v_mov_b32", reg, value, writes=[reg])
+            cache[value] = reg
+        return cache[value]
+
     def k(self, value: int):
         """An integer operand for a VOP3 instruction: inline constants as they are, anything else in an SGPR
         (gfx9 VOP3 encodings take no literal)."""
@@ -325,7 +335,7 @@ class GemmLowering:
                 emit("v_add_u32", vaddr, delta, plan["off"], writes=[vaddr])
             else:
                 emit("v_mov_b32", vaddr, plan["off"], writes=[vaddr])
-            emit("v_cndmask_b32", vaddr, OOB, vaddr, VCC, writes=[vaddr])
+            emit("v_cndmask_b32", vaddr, self.oob, vaddr, VCC, writes=[vaddr])
             emit(_LOAD[op.vec * op.eb], slot["data"], vaddr, self.rsrc[op.name], 0, offen=True,
                  writes=[slot["data"]])
 
@@ -389,6 +399,7 @@ class GemmLowering:
     def _main_loop(self) -> None:
         emit, ra = self.emit, self.ra
         self.mask = ra.take("s", 2)
+        self.oob = self.vconst(OOB)
         self.vaddr = self.vtmp()
         self.scratch = self.vtmp()
         self.setup_scratch = [self.vtmp() for _ in range(3)]
@@ -433,9 +444,12 @@ class GemmLowering:
         rbase, cbase = self.vtmp(), self.vtmp()
         emit("v_lshrrev_b32", rbase, _log2(m.n, "mfma n"), self.lane, writes=[rbase])
         emit("v_lshlrev_b32", rbase, 2, rbase, writes=[rbase])
-        emit("v_add3_u32", rbase, rbase, self.wrow, self.row0, writes=[rbase])
+        origin = self.ra.take("s")
+        emit("s_add_u32", origin, self.wrow, self.row0, writes=[origin])
+        emit("v_add_u32", rbase, origin, rbase, writes=[rbase])
         emit("v_and_b32", cbase, m.n - 1, self.lane, writes=[cbase])
-        emit("v_add3_u32", cbase, cbase, self.wcol, self.col0, writes=[cbase])
+        emit("s_add_u32", origin, self.wcol, self.col0, writes=[origin])
+        emit("v_add_u32", cbase, origin, cbase, writes=[cbase])
         row, col, x, off, tmp, tmp2 = (self.vtmp() for _ in range(6))
         cmask = ra.take("s", 2)
         consts = self._epilogue_constants()
@@ -472,7 +486,7 @@ class GemmLowering:
         emit("v_add_u32", off, off, col, writes=[off])
         if eb > 1:
             emit("v_lshlrev_b32", off, _log2(eb, "element size"), off, writes=[off])
-        emit("v_cndmask_b32", off, OOB, off, VCC, writes=[off])
+        emit("v_cndmask_b32", off, self.oob, off, VCC, writes=[off])
 
     def _load_scalar(self, dst: Reg, rsrc: Reg, off: Reg, dtype) -> None:
         """Load one element as f32 (or i32) into dst."""
@@ -502,7 +516,7 @@ class GemmLowering:
         if p.bias != "none":
             index = row if p.bias == "m" else col
             emit("v_lshlrev_b32", off, 2, index, writes=[off])
-            emit("v_cndmask_b32", off, OOB, off, VCC, writes=[off])
+            emit("v_cndmask_b32", off, self.oob, off, VCC, writes=[off])
             emit("buffer_load_dword", tmp, off, self.rsrc["bias"], 0, offen=True, writes=[tmp])
             emit("v_add_u32" if integer else "v_add_f32", x, x, tmp, writes=[x])
         if p.activation == "relu":
@@ -532,7 +546,7 @@ class GemmLowering:
             emit("v_add3_u32", tmp, x, tmp, self.round_reg, writes=[tmp])
             emit("v_lshrrev_b32", tmp, 16, tmp, writes=[tmp])
             emit("v_cmp_o_f32_e64", self.nan_mask, x, x, writes=[self.nan_mask])
-            emit("v_cndmask_b32_e64", x, self.k(0x7FC0), tmp, self.nan_mask, writes=[x])
+            emit("v_cndmask_b32_e64", x, self.vconst(0x7FC0), tmp, self.nan_mask, writes=[x])
         elif p.d.name == "fp16":
             emit("v_cvt_f16_f32", x, x, writes=[x])
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)

@@ -52,3 +52,27 @@ def test_readelf_sees_kernel_and_contract(tmp_path):
     out = subprocess.run([readelf, "--notes", "--dyn-syms", str(path)], capture_output=True, text=True, check=True)
     assert f"{compiled.name}.kd" in out.stdout and "jitgemm.contract" in out.stdout
     assert ".group_segment_fixed_size: " + str(compiled.lowered.lds_bytes) in out.stdout
+
+
+@pytest.mark.parametrize("problem", CASES, ids=lambda p: f"{p.a.name}-{p.layout}-{p.activation}")
+def test_llvm_mc_accepts_generated_text_and_gives_our_bytes(tmp_path, problem):
+    """Every generated instruction is legal for LLVM's assembler (operand classes, constant-bus limit, literal
+    rules) and encodes to exactly our bytes."""
+    from elftools.elf.elffile import ELFFile
+
+    from isa.instruction import LabelDef
+    from isa.printer import format_item
+
+    llvm_mc = require_tool("llvm-mc")
+    compiled = compile_gemm(problem)
+    lines = [f"{item.name}:" if isinstance(item, LabelDef) else "  " + format_item(item)
+             for item in compiled.lowered.instructions]
+    src = tmp_path / "k.s"
+    src.write_text("\n".join(lines) + "\n")
+    obj = tmp_path / "k.o"
+    out = subprocess.run([llvm_mc, "-arch=amdgcn", "-mcpu=gfx942", "-filetype=obj", str(src), "-o", str(obj)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[:2000]
+    with open(obj, "rb") as fh:
+        text = ELFFile(fh).get_section_by_name(".text").data()
+    assert text == compiled.code
