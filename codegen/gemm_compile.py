@@ -109,6 +109,7 @@ def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec
         name=name, code=code, args=args, group_segment_size=lowered.lds_bytes,
         next_free_vgpr=max(1, lowered.next_free_vgpr), next_free_sgpr=lowered.next_free_sgpr,
         next_free_agpr=lowered.next_free_agpr, workgroup_id=(True, True, True), workitem_id=0,
+        float_denorm_mode_32=3,  # keep fp32 denormals (IEEE results, as LLVM's compute kernels do)
         max_flat_workgroup_size=lowered.workgroup_size, contract=contract if embed_contract else None,
     )
     blob = codeobj.write(desc, profile.target, xnack=xnack, sramecc=sramecc)

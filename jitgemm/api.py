@@ -164,8 +164,10 @@ def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha:
         raise MatmulError("beta is non-zero but no c was given")
     bias_kind, fbias = "none", None
     if bias is not None:
-        if not isinstance(bias, np.ndarray) or bias.ndim != 1 or bias.dtype != np.float32:
-            raise MatmulError("bias: expected a 1-D float32 numpy array of length M or N")
+        want = np.int32 if (da.kind, db.kind) == ("int", "int") else np.float32
+        if not isinstance(bias, np.ndarray) or bias.ndim != 1 or bias.dtype != want:
+            raise MatmulError(f"bias: expected a 1-D {np.dtype(want).name} numpy array of length M or N (the "
+                              f"accumulator's type)")
         if bias.shape[0] == m:
             bias_kind = "m"
         elif bias.shape[0] == n:
@@ -234,7 +236,8 @@ def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: 
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
-    ml_dtypes. bias: length M (per row) or N (per column), float32. Returns a new (batch,) M x N array.
+    ml_dtypes. bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,)
+    M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
     where = _backend(backend)
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)

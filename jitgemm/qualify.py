@@ -61,8 +61,8 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
 def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
                       quarantine: Quarantine | None = None) -> QualifyResult:
     """Run `cases` random legal problems; on the first mismatch or fault, quarantine the kernel."""
-    from .emu import EmulatorError
     from .api import MatmulError, launch, prepare
+    from .emu import EmulatorError
 
     rng = random.Random(seed)
     blob, name = candidate.load()

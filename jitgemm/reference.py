@@ -36,7 +36,9 @@ def operands(problem: GemmProblem, seed: int = 0):
     c = stored(p.m, p.n, lead["c"], p.c) if p.c is not None else None
     bias = None
     if p.bias != "none":
-        bias = rng.standard_normal(p.m if p.bias == "m" else p.n).astype(np.float32)
+        size = p.m if p.bias == "m" else p.n
+        bias = (rng.integers(-50, 50, size=size).astype(np.int32) if p.acc.kind == "int"
+                else rng.standard_normal(size).astype(np.float32))
     return a, b, c, bias
 
 

@@ -64,8 +64,9 @@ def test_epilogues(kw):
     run(GemmProblem.make(33, 40, 24, "fp16", d="fp32", layout="NT", **kw))
 
 
-def test_int8_epilogue():
-    run(GemmProblem.make(20, 36, 50, "int8", c="int32", beta=2.0, alpha=3.0, bias="none", activation="relu"))
+@pytest.mark.parametrize("bias", ["none", "m", "n"])
+def test_int8_epilogue(bias):
+    run(GemmProblem.make(20, 36, 50, "int8", c="int32", beta=2.0, alpha=3.0, bias=bias, activation="relu"))
 
 
 def test_batched():
