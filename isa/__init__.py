@@ -22,3 +22,26 @@ __all__ = [
     "locate_spec",
     "target_profile",
 ]
+
+# Assembler and disassembler, loaded on first use so that `import isa` stays light for code that only
+# reads specs. `isa.Instruction` above is the spec's instruction; the assembly-level instruction object
+# is `isa.AsmInstruction` (the same class as `isa.instruction.Instruction`).
+_ASM_EXPORTS = {
+    "assemble": "assembler", "encode": "encoder", "decode": "decoder", "disassemble": "printer",
+    "format_instruction": "printer", "AsmError": "asm_errors", "EncodeError": "asm_errors",
+    "Reg": "instruction", "Imm": "instruction", "Label": "instruction", "LabelDef": "instruction",
+    "Off": "instruction", "OFF": "instruction", "SrcMods": "instruction", "Counters": "instruction",
+    "Data": "instruction", "Align": "instruction",
+}
+__all__ += ["AsmInstruction", *sorted(_ASM_EXPORTS)]
+
+
+def __getattr__(name: str):
+    import importlib
+
+    if name == "AsmInstruction":
+        return importlib.import_module(".instruction", __name__).Instruction
+    module = _ASM_EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module 'isa' has no attribute {name!r}")
+    return getattr(importlib.import_module(f".{module}", __name__), name)

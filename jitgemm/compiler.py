@@ -3,16 +3,20 @@
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import isa
 from codegen.gemm_compile import CompiledGemm, choose_config, compile_gemm
 from codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
-from codegen.gemm_ir import GemmConfig, GemmProblem
+from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from codegen.gemm_text import format_ir, parse
 
 from . import kernel_cache
 from .contract import Contract
+
+# generator option -> the generator name contracts carry
+GENERATORS = {"asm": GENERATOR, "llvm": "jitgemm-llvm"}
 
 
 @dataclass(frozen=True)
@@ -28,6 +32,7 @@ class Kernel:
     generator: str = GENERATOR
     from_cache: str = "compiled"  # "compiled", "disk"
     _asm: list = field(default_factory=list, compare=False, repr=False)
+    _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
 
     @property
     def ir(self) -> str:
@@ -42,12 +47,51 @@ class Kernel:
             self._asm.append(annotated_listing(self.code_object, isa.load_spec(self.target)))
         return self._asm[0]
 
+    @property
+    def stages(self) -> Mapping[str, str]:
+        """The inspectable stages, each made on first access: "ir" (the tiled GEMM IR) and "asm" (annotated
+        instructions) for every kernel; the direct generator's "asm" is its own listing, and LLVM kernels add
+        "llir" (the LLVM IR the generator built) and "amdgcn" (LLVM's assembly text)."""
+        producers: dict[str, Callable[[], str]] = {"ir": lambda: self.ir, "asm": lambda: self.asm}
+        if self.generator == GENERATORS["llvm"]:
+            from codegen.llvm.compile import assembly_text, build_llir
+
+            def llir() -> str:
+                if "llir" not in self._stages:
+                    self._stages["llir"] = build_llir(self.problem, self.config, name=self.name, target=self.target)
+                return self._stages["llir"]
+
+            producers["llir"] = llir
+            producers["amdgcn"] = lambda: assembly_text(llir(), target=self.target, kernel=self.name)
+        return _Stages(producers, self._stages)
+
     def grid(self, m: int, n: int, batch: int = 1) -> tuple[int, int, int]:
         return Contract(self.contract).grid(m, n, 1, batch)
 
     @property
     def block(self) -> tuple[int, int, int]:
         return tuple(self.contract["launch"]["workgroup"])  # type: ignore[return-value]
+
+
+class _Stages(Mapping):
+    """A read-only mapping whose values are produced on first access and kept (in the kernel's cache)."""
+
+    def __init__(self, producers: dict[str, Callable[[], str]], cache: dict) -> None:
+        self._producers = producers
+        self._cache = cache
+
+    def __getitem__(self, key: str) -> str:
+        if key not in self._producers:
+            raise KeyError(f"no stage {key!r}; this kernel has: {', '.join(self._producers)}")
+        if key not in self._cache:
+            self._cache[key] = self._producers[key]()
+        return self._cache[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._producers)
+
+    def __len__(self) -> int:
+        return len(self._producers)
 
 
 _memory: dict[tuple, Kernel] = {}        # by kernel class (+ the facts the default config depends on)
@@ -60,38 +104,53 @@ def _from_compiled(c: CompiledGemm, target: str, source: str) -> Kernel:
 
 
 def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
-            use_disk_cache: bool = True) -> Kernel:
-    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form."""
+            use_disk_cache: bool = True, generator: str = "asm") -> Kernel:
+    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
+    `generator`: "asm" (the direct generator) or "llvm" (LLVM IR through llvmlite and LLVM's AMDGPU backend)."""
+    if generator not in GENERATORS:
+        raise IRError(f"generator={generator!r}; accepted: {', '.join(GENERATORS)}")
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
         config = config or parsed_config
-    fast = _by_problem.get((problem, config, arch))
+    fast = _by_problem.get((problem, config, arch, generator))
     if fast is not None:
         return fast
     spec = isa.load_spec(arch)
-    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch)
+    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch, generator)
     if config is None:
         key_mem = key_mem + (problem.lead["a"] % 16, problem.lead["b"] % 16, problem.m % 16, problem.n % 16,
                              problem.k % 16, problem.m >= 128 and problem.n >= 128, problem.m <= 32)
     with _lock:
         hit = _memory.get(key_mem)
         if hit is not None:
-            _by_problem[(problem, config, arch)] = hit
+            _by_problem[(problem, config, arch, generator)] = hit
     if hit is not None:
         return hit
+    if generator == "llvm":
+        from codegen.llvm.compile import choose_config as choose
+        from codegen.llvm.compile import compile_gemm_llvm, generator_version
+
+        version = generator_version()
+    else:
+        choose, version = choose_config, GENERATOR_VERSION
     if config is None:
-        config = choose_config(problem, spec, isa.target_profile(arch))
+        config = choose(problem, spec, isa.target_profile(arch))
     ir_text = format_ir(problem.kernel_class(), config)
-    disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, GENERATOR, GENERATOR_VERSION)
+    disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, GENERATORS[generator], version)
     kernel = None
     if use_disk_cache:
         entry = kernel_cache.load(disk_key)
         if entry is not None:
             blob, record = entry
             kernel = Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                            from_cache="disk")
+                            generator=GENERATORS[generator], from_cache="disk")
     if kernel is None:
-        kernel = _from_compiled(compile_gemm(problem, config, spec=spec, target=arch), arch, "compiled")
+        if generator == "llvm":
+            c = compile_gemm_llvm(problem, config, spec=spec, target=arch)
+            kernel = Kernel(c.name, c.code_object, c.contract, c.config, c.problem, arch,
+                            generator=GENERATORS[generator], _stages={"llir": c.llir})
+        else:
+            kernel = _from_compiled(compile_gemm(problem, config, spec=spec, target=arch), arch, "compiled")
         if use_disk_cache:
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
                                                                "ir": ir_text, "target": arch})
@@ -99,7 +158,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
             _by_problem.clear()
-        _by_problem[(problem, config, arch)] = kernel
+        _by_problem[(problem, config, arch, generator)] = kernel
     return kernel
 
 

@@ -70,6 +70,10 @@ def _compile(args: argparse.Namespace):
 
     problem, config, spec = _problem_and_config(args)
     try:
+        if args.generator == "llvm":
+            from codegen.llvm import compile_gemm_llvm
+
+            return problem, compile_gemm_llvm(problem, config, spec=spec, target=args.arch)
         return problem, compile_gemm(problem, config, spec=spec, target=args.arch)
     except IRError as exc:
         raise CliError(str(exc)) from None
@@ -79,6 +83,8 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     import isa
     from jitgemm.inspect import annotated_listing
 
+    if args.print_llir and args.generator != "llvm":
+        raise CliError("--print-llir goes with --generator llvm (the direct generator makes no LLVM IR)")
     t0 = time.perf_counter()
     _, compiled = _compile(args)
     elapsed = time.perf_counter() - t0
@@ -88,9 +94,14 @@ def _cmd_compile(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
     print(f"{compiled.ir_text}")
-    print(f"kernel {compiled.name}: {len(compiled.code)} bytes of code, {compiled.lowered.next_free_vgpr} VGPRs, "
-          f"{compiled.lowered.next_free_agpr} AGPRs, {compiled.lowered.lds_bytes} B LDS; wrote {out} "
-          f"({len(compiled.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    if args.generator == "llvm":
+        vgprs, agprs, lds = compiled.vgprs, compiled.agprs, compiled.lds_bytes
+    else:
+        vgprs, agprs, lds = compiled.lowered.next_free_vgpr, compiled.lowered.next_free_agpr, compiled.lowered.lds_bytes
+    print(f"kernel {compiled.name}: {len(compiled.code)} bytes of code, {vgprs} VGPRs, {agprs} AGPRs, {lds} B LDS; "
+          f"wrote {out} ({len(compiled.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    if args.print_llir:
+        print(compiled.llir, end="")
     if args.print_asm:
         print(annotated_listing(compiled.code_object, isa.load_spec(args.arch)), end="")
     return 0
@@ -103,12 +114,22 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from codegen.gemm_ir import IRError
     from jitgemm.reference import operands, reference
 
-    p, _, _ = _problem_and_config(args)
+    p, config, _ = _problem_and_config(args)
     a, b, c, bias = operands(p, args.seed)
     t0 = time.perf_counter()
     try:
-        d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
-                           activation=p.activation, arch=args.arch, backend=args.backend)
+        if args.generator:   # that generator's kernel for the config, instead of the selector's choice
+            from jitgemm import api
+            from jitgemm.contract import Contract
+
+            kernel = jitgemm.compile(p, config, arch=args.arch, generator=args.generator)
+            call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                               activation=p.activation)
+            d = api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
+                           backend=api._backend(args.backend), source=f"{kernel.generator}:{args.generator}")
+        else:
+            d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                               activation=p.activation, arch=args.arch, backend=args.backend)
     except IRError as exc:
         raise CliError(str(exc)) from None
     elapsed = time.perf_counter() - t0
@@ -139,12 +160,17 @@ def register(sub) -> None:
     _problem_args(p)
     p.add_argument("-o", "--output", required=True, help="code object file to write")
     p.add_argument("--print-asm", action="store_true", help="print the annotated instructions")
+    p.add_argument("--generator", choices=("asm", "llvm"), default="asm",
+                   help="asm: the direct generator (default); llvm: LLVM IR through llvmlite and LLVM's backend")
+    p.add_argument("--print-llir", action="store_true", help="print the LLVM IR (with --generator llvm)")
     p.set_defaults(func=_cmd_compile)
 
     r = sub.add_parser("run", help="compile and run a GEMM on random inputs; compare with numpy")
     _problem_args(r)
     r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"))
     r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--generator", choices=("asm", "llvm"), default=None,
+                   help="run this generator's kernel for the config (default: the selector's choice)")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")

@@ -561,6 +561,59 @@ def _saturate_fp8(values: np.ndarray, dtype) -> np.ndarray:
     return v.astype(dtype)
 
 
+def _fma_mix(b: Builder, d: Decoded) -> RunFn:
+    """Mixed-precision FMA (V_FMA_MIX_F32, V_FMA_MIXLO/HI_F16): source i is the f16 half op_sel[i] picks when
+    op_sel_hi[i] is set, else an f32; `-x`/`|x|` apply; the product-sum is rounded once from float64 (exact
+    product of two f32 values) to f32, or to f16 into the low/high half keeping the other half."""
+    srcs, dsts = _bind(b, d, vector=True)
+    mods = dict(d.inst.modifiers)
+    op_sel = tuple(mods.get("op_sel", (0, 0, 0))) + (0, 0, 0)
+    op_sel_hi = tuple(mods.get("op_sel_hi", (0, 0, 0))) + (0, 0, 0)
+    clamp = bool(mods.get("clamp"))
+    kind = d.name
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        n = lanes.shape[0]
+        vals = []
+        for i, src in enumerate(srcs):
+            bits = np.asarray(src.read(st, w)).astype(np.uint32)
+            if src.uniform:
+                bits = bits[:, None]
+            bits = np.ascontiguousarray(np.broadcast_to(bits, (n, 64)))
+            if op_sel_hi[i]:
+                half = ((bits >> np.uint32(16 * op_sel[i])) & np.uint32(0xFFFF)).astype(np.uint16)
+                x = half.view(np.float16).astype(np.float64)
+            else:
+                x = bits.view(np.float32).astype(np.float64)
+            if src.abs:
+                x = np.abs(x)
+            if src.neg:
+                x = -x
+            vals.append(x)
+        with np.errstate(all="ignore"):
+            r = vals[0] * vals[1] + vals[2]
+            if clamp:
+                r = np.clip(r, 0.0, 1.0)
+            if kind == "V_FMA_MIX_F32":
+                out = r.astype(np.float32).view(np.uint32)
+            else:
+                h = r.astype(np.float16).view(np.uint16).astype(np.uint32)
+                old = np.asarray(dsts[0].dst.read_old(st, w)).astype(np.uint32)
+                if kind == "V_FMA_MIXLO_F16":
+                    out = (old & np.uint32(0xFFFF0000)) | h
+                else:
+                    out = (old & np.uint32(0xFFFF)) | (h << np.uint32(16))
+        dsts[0].dst.write(st, w, out, lanes)
+    return run
+
+
+def _packed(b: Builder, d: Decoded) -> RunFn:
+    """The VOP3P family: mixed-precision FMAs have their own rule, the rest is packed math."""
+    return _fma_mix(b, d) if d.name.startswith("V_FMA_MIX") else _vop3p(b, d)
+
+
 def _vop3p(b: Builder, d: Decoded) -> RunFn:
     """Packed math: each source's two components are chosen by op_sel (low result) and op_sel_hi (high
     result), negated by neg_lo/neg_hi, then the statement runs on (..., 2) arrays."""
@@ -733,7 +786,7 @@ def _setpc(b: Builder, d: Decoded) -> RunFn:
 
 
 _HANDLERS: dict[str, Callable[[Builder, Decoded], RunFn]] = {
-    "salu": _salu, "valu": _valu, "vop3p": _vop3p, "mfma": _mfma, "sopp": _sopp,
+    "salu": _salu, "valu": _valu, "vop3p": _packed, "mfma": _mfma, "sopp": _sopp,
     "smem": semantics_mem.smem, "flat": semantics_mem.flat, "mubuf": semantics_mem.mubuf,
     "ds": semantics_mem.ds,
 }

@@ -1,0 +1,154 @@
+"""How LLVM spells the AMDGPU intrinsics the GEMM kernel calls, and declarations of them in a module.
+
+What an MFMA computes (shape, dtypes, register footprints) comes from the spec through
+`codegen.mfma_catalog`; only the spelling of the matching `llvm.amdgcn.mfma.*` intrinsic and its LLVM
+operand types are LLVM's convention and live here (LLVM's IntrinsicsAMDGPU.td; the tests compile every
+catalog MFMA through its intrinsic and check that LLVM selected exactly the spec's instruction).
+"""
+
+from __future__ import annotations
+
+from llvmlite import ir
+
+from codegen.dtypes import DType
+from codegen.gemm_ir import IRError
+from codegen.mfma_catalog import Mfma
+
+I1 = ir.IntType(1)
+I8 = ir.IntType(8)
+I16 = ir.IntType(16)
+I32 = ir.IntType(32)
+I64 = ir.IntType(64)
+F16 = ir.HalfType()
+F32 = ir.FloatType()
+GLOBAL = 1      # AMDGPU address spaces (AMDGPUUsage "Address Spaces")
+LDS = 3
+BUFFER_RSRC = 8
+PTR_GLOBAL = ir.PointerType(addrspace=GLOBAL)
+PTR_LDS = ir.PointerType(addrspace=LDS)
+PTR_RSRC = ir.PointerType(addrspace=BUFFER_RSRC)
+
+
+def scalar_type(dt: DType) -> ir.Type:
+    """The LLVM type an element travels in: floats LLVM knows by value, the rest as integers of their width
+    (bf16 as i16 and fp8 as i8, which is how the MFMA intrinsics take them)."""
+    if dt.name == "fp32":
+        return F32
+    if dt.name == "fp16":
+        return F16
+    return ir.IntType(dt.bits)
+
+
+def mfma_operand_type(dt: DType, regs: int) -> ir.Type:
+    """LLVM operand type of an MFMA input holding `regs` 32-bit registers of `dt` elements."""
+    count = regs * 32 // dt.bits
+    if dt.bits == 8:
+        return ir.IntType(regs * 32)          # packed fp8/bf8/int8: i32 or i64
+    if count == 1:
+        return scalar_type(dt)
+    return ir.VectorType(scalar_type(dt), count)
+
+
+def mfma_acc_type(mfma: Mfma) -> ir.VectorType:
+    return ir.VectorType(F32 if mfma.acc.kind == "float" else I32, mfma.acc_regs)
+
+
+def mfma_intrinsic_name(mfma: Mfma) -> str:
+    """LLVM's name for the intrinsic selecting `mfma` (e.g. V_MFMA_F32_32X32X8_BF16 ->
+    llvm.amdgcn.mfma.f32.32x32x8bf16.1k)."""
+    shape = f"{mfma.m}x{mfma.n}x{mfma.k}"
+    acc = "f32" if mfma.acc.kind == "float" else "i32"
+    a, b = mfma.a.name, mfma.b.name
+    if a in ("fp8", "bf8"):
+        return f"llvm.amdgcn.mfma.{acc}.{shape}.{a}.{b}"
+    if a != b:
+        raise IRError(f"{mfma.name}: LLVM has no mixed {a}x{b} MFMA intrinsic")
+    if a == "fp32":
+        return f"llvm.amdgcn.mfma.{acc}.{shape}f32"
+    if a == "fp16":
+        return f"llvm.amdgcn.mfma.{acc}.{shape}f16"
+    if a == "bf16":   # the CDNA2+ forms taking 4 bf16 per lane carry LLVM's ".1k" suffix
+        return f"llvm.amdgcn.mfma.{acc}.{shape}bf16" + (".1k" if mfma.a_regs == 2 else "")
+    if a == "int8":   # CDNA3's 8-byte-per-lane forms are spelled with a dot
+        return f"llvm.amdgcn.mfma.{acc}.{shape}" + (".i8" if mfma.a_regs == 2 else "i8")
+    raise IRError(f"{mfma.name}: no LLVM MFMA intrinsic spelling for {a}")
+
+
+def _type_suffix(ty: ir.Type) -> str:
+    """LLVM's overload suffix of a type (i32, f32, v4i32, ...)."""
+    if isinstance(ty, ir.VectorType):
+        return f"v{ty.count}{_type_suffix(ty.element)}"
+    if isinstance(ty, ir.IntType):
+        return f"i{ty.width}"
+    if isinstance(ty, ir.FloatType):
+        return "f32"
+    if isinstance(ty, ir.HalfType):
+        return "f16"
+    raise IRError(f"no overload suffix for LLVM type {ty}")
+
+
+class Intrinsics:
+    """Declares intrinsics in one module on first use."""
+
+    def __init__(self, module: ir.Module) -> None:
+        self.module = module
+
+    def get(self, name: str, ret: ir.Type, args: list[ir.Type]) -> ir.Function:
+        fn = self.module.globals.get(name)
+        if fn is None:
+            fn = ir.Function(self.module, ir.FunctionType(ret, args), name)
+        return fn
+
+    # --- ids and synchronisation -----------------------------------------------------------------------
+    def workitem_id(self, axis: str) -> ir.Function:
+        return self.get(f"llvm.amdgcn.workitem.id.{axis}", I32, [])
+
+    def workgroup_id(self, axis: str) -> ir.Function:
+        return self.get(f"llvm.amdgcn.workgroup.id.{axis}", I32, [])
+
+    def readfirstlane(self) -> ir.Function:
+        return self.get("llvm.amdgcn.readfirstlane.i32", I32, [I32])
+
+    def barrier(self) -> ir.Function:
+        return self.get("llvm.amdgcn.s.barrier", ir.VoidType(), [])
+
+    def sched_barrier(self) -> ir.Function:
+        """A scheduling fence for LLVM's machine scheduler (mask 0: nothing may cross); no instruction."""
+        return self.get("llvm.amdgcn.sched.barrier", ir.VoidType(), [I32])
+
+    # --- buffer resources and accesses -------------------------------------------------------------------
+    def make_buffer_rsrc(self) -> ir.Function:
+        # (base pointer, stride, num_records, flags = descriptor word 3); num_records is i64 since LLVM 21
+        return self.get("llvm.amdgcn.make.buffer.rsrc.p8.p1", PTR_RSRC, [PTR_GLOBAL, I16, I64, I32])
+
+    def buffer_load(self, ty: ir.Type) -> ir.Function:
+        """(rsrc, voffset, soffset, aux) -> value; offsets past num_records read 0."""
+        return self.get(f"llvm.amdgcn.raw.ptr.buffer.load.{_type_suffix(ty)}", ty, [PTR_RSRC, I32, I32, I32])
+
+    def buffer_store(self, ty: ir.Type) -> ir.Function:
+        """(value, rsrc, voffset, soffset, aux); offsets past num_records are dropped."""
+        return self.get(f"llvm.amdgcn.raw.ptr.buffer.store.{_type_suffix(ty)}", ir.VoidType(),
+                        [ty, PTR_RSRC, I32, I32, I32])
+
+    # --- arithmetic ------------------------------------------------------------------------------------
+    def mfma(self, mfma: Mfma) -> ir.Function:
+        acc = mfma_acc_type(mfma)
+        return self.get(mfma_intrinsic_name(mfma), acc,
+                        [mfma_operand_type(mfma.a, mfma.a_regs), mfma_operand_type(mfma.b, mfma.b_regs), acc,
+                         I32, I32, I32])
+
+    def exp2(self) -> ir.Function:
+        """v_exp_f32 as it is (no denormal scaling, unlike llvm.exp2)."""
+        return self.get("llvm.amdgcn.exp2.f32", F32, [F32])
+
+    def rcp(self) -> ir.Function:
+        return self.get("llvm.amdgcn.rcp.f32", F32, [F32])
+
+    def fma(self) -> ir.Function:
+        return self.get("llvm.fma.f32", F32, [F32, F32, F32])
+
+    def maxnum(self) -> ir.Function:
+        return self.get("llvm.maxnum.f32", F32, [F32, F32])
+
+    def smax(self) -> ir.Function:
+        return self.get("llvm.smax.i32", I32, [I32, I32])

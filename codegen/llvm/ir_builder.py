@@ -1,0 +1,504 @@
+"""Lowering the tiled GEMM IR to LLVM IR (llvmlite.ir) for the AMDGPU backend: the LLVM generator.
+
+The kernel does what the direct generator's does (codegen/gemm_asm.py, whose docstring is the reference for
+the tiling, the MFMA lane layouts and the edge handling), so the two can be checked against each other:
+
+- the same `amdgpu_kernel` argument list (gemm_asm.KERNARGS: same names, types and offsets), grid
+  (ceil(n/TILE_N), ceil(m/TILE_M), batch) and workgroup (WAVES_M*WAVES_N*64 work-items in x);
+- buffer resources per matrix with num_records exactly its bytes, and every out-of-range element given the
+  offset 0x80000000 so that the hardware reads 0 and drops the store (ragged M, N and K);
+- A and B tiles in LDS (address space 3), K contiguous, rows padded by LDS_PAD, fenced
+  `llvm.amdgcn.s.barrier` between writing and reading them;
+- one `llvm.amdgcn.mfma.*` per MFMA block and K slice, accumulators carried around the K loop;
+- the same epilogue (alpha, beta*C, bias, relu/gelu, conversion) in the same order of operations.
+
+What LLVM decides on its own: register allocation (asked to keep the accumulators in AGPRs with
+`amdgpu-agpr-alloc`), instruction selection, scheduling (fenced per K slice with `llvm.amdgcn.sched.barrier`,
+so that only one slice's MFMA fragments are live at a time) and the waits.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+from llvmlite import ir
+
+from codegen.gemm_asm import KERNARGS, OOB, RSRC_WORD3
+from codegen.gemm_config import validate_config
+from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from codegen.mfma_catalog import Mfma
+from isa.model import Spec
+from isa.targets import TargetProfile
+
+from .intrinsics import (
+    F16,
+    F32,
+    I8,
+    I16,
+    I32,
+    I64,
+    LDS,
+    PTR_GLOBAL,
+    PTR_LDS,
+    Intrinsics,
+    mfma_acc_type,
+    mfma_operand_type,
+)
+
+TRIPLE = "amdgcn-amd-amdhsa"
+CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
+LDS_SYMBOL = "jitgemm.lds"
+WAVE = 64
+SIMDS_PER_CU = 4
+
+
+def _log2(x: int, what: str) -> int:
+    if x < 1 or x & (x - 1):
+        raise IRError(f"{what}={x} must be a power of two for this generator")
+    return x.bit_length() - 1
+
+
+def c32(value: int) -> ir.Constant:
+    """An i32 constant; values of 2**31 and above are written as the negative number with the same bits."""
+    value &= 0xFFFFFFFF
+    return ir.Constant(I32, value - (1 << 32) if value >= 1 << 31 else value)
+
+
+# --- planning: how each input matrix reaches LDS ---------------------------------------------------------
+@dataclass(frozen=True)
+class Staging:
+    """The global -> LDS path of one input (A or B): loads of `vec` elements along the stored matrix's
+    contiguous dimension, written to LDS as [fixed index][k] rows of `lds_row` bytes."""
+
+    name: str
+    eb: int            # bytes per element
+    vec: int           # elements per global load
+    rows_t: int        # tile rows as stored in memory
+    cols_t: int        # tile columns as stored (the contiguous dimension)
+    k_is_col: bool     # K runs along the contiguous dimension
+    lds_base: int
+    lds_row: int
+
+    @property
+    def slots(self) -> int:
+        return self.rows_t * self.cols_t // self.vec
+
+    @property
+    def load_bytes(self) -> int:
+        return self.vec * self.eb
+
+
+def plan_staging(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[Staging, Staging, int]:
+    """(A staging, B staging, LDS bytes); IRError naming the config field that does not fit."""
+    p, c = problem, config
+    threads = c.workgroup_size
+    for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
+                        ("waves_m", c.waves_m), ("waves_n", c.waves_n), ("vec_a", c.vec_a), ("vec_b", c.vec_b)):
+        _log2(value, what)
+    row_a = (c.depth_k + c.lds_pad) * p.a.bytes
+    row_b = (c.depth_k + c.lds_pad) * p.b.bytes
+    a_shape = (c.depth_k, c.tile_m) if p.a_transposed else (c.tile_m, c.depth_k)
+    b_shape = (c.tile_n, c.depth_k) if p.b_transposed else (c.depth_k, c.tile_n)
+    a = Staging("a", p.a.bytes, c.vec_a, *a_shape, k_is_col=not p.a_transposed, lds_base=0, lds_row=row_a)
+    b = Staging("b", p.b.bytes, c.vec_b, *b_shape, k_is_col=p.b_transposed, lds_base=c.tile_m * row_a,
+                lds_row=row_b)
+    for op in (a, b):
+        if op.load_bytes not in (1, 2, 4, 8, 16):
+            raise IRError(f"vec_{op.name}={op.vec} gives {op.load_bytes}-byte loads; accepted: 1, 2, 4, 8 or 16 "
+                          "bytes")
+        if op.cols_t % op.vec:
+            raise IRError(f"vec_{op.name}={op.vec} does not divide the tile's contiguous extent {op.cols_t}")
+        if op.slots % threads:
+            raise IRError(f"the {op.name.upper()} tile ({op.rows_t}x{op.cols_t}, vec {op.vec}) does not split "
+                          f"evenly over {threads} work-items")
+        frag = (mfma.a_regs if op.name == "a" else mfma.b_regs) * 4
+        align = max(frag, op.load_bytes if op.k_is_col else op.eb)
+        if op.lds_row % align:
+            raise IRError(f"LDS row of {op.name.upper()} is {op.lds_row} bytes (depth_k + lds_pad elements); it "
+                          f"must be a multiple of {align}: choose lds_pad accordingly")
+    if mfma.acc.kind == "int" and p.d.name != "int32":
+        raise IRError("int8 GEMM writes int32")
+    return a, b, c.tile_m * row_a + c.tile_n * row_b
+
+
+class _KernelAttributes(ir.values.FunctionAttributes):
+    """Function attributes including LLVM's string attributes ("key"="value"), which llvmlite's own
+    attribute set does not take."""
+
+    def __init__(self, strings: dict[str, str]) -> None:
+        super().__init__()
+        self.strings = dict(strings)
+
+    def __bool__(self) -> bool:
+        return bool(self.strings) or super().__len__() > 0
+
+    def _to_list(self, ret_type):
+        return super()._to_list(ret_type) + [f'"{k}"="{v}"' if v else f'"{k}"' for k, v in self.strings.items()]
+
+
+def kernel_attributes(config: GemmConfig, accumulators: int) -> dict[str, str]:
+    """Workgroup size, waves per EU (every wave of a workgroup must fit on the CU's SIMDs at once), AGPRs for
+    the accumulators (without it LLVM splits them between VGPRs and AGPRs and shuffles them around the loop
+    when they fill a register file), and the hardware-initialised inputs the kernel does not use, so that only
+    the kernarg pointer, the workgroup ids and workitem id X are set up (as in the direct generator)."""
+    threads = config.workgroup_size
+    waves = threads // WAVE
+    attrs = {
+        "amdgpu-flat-work-group-size": f"{threads},{threads}",
+        "amdgpu-waves-per-eu": f"{max(1, math.ceil(waves / SIMDS_PER_CU))}",
+        "amdgpu-agpr-alloc": f"{accumulators}",
+        "uniform-work-group-size": "true",
+    }
+    for unused in ("workitem-id-y", "workitem-id-z", "dispatch-ptr", "queue-ptr", "dispatch-id", "implicitarg-ptr",
+                   "hostcall-ptr", "heap-ptr", "multigrid-sync-arg", "default-queue", "completion-action",
+                   "lds-kernel-id", "flat-scratch-init", "cluster-id-x", "cluster-id-y", "cluster-id-z"):
+        attrs[f"amdgpu-no-{unused}"] = ""
+    return attrs
+
+
+# --- the kernel ----------------------------------------------------------------------------------------------
+class GemmIRBuilder:
+    """Builds one kernel class's LLVM module. `data_layout` is the target machine's (LLVM needs it to size
+    pointers of each address space)."""
+
+    def __init__(self, problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
+                 name: str = "jitgemm_gemm", data_layout: str = "") -> None:
+        self.p, self.c, self.name = problem, config, name
+        self.mfma = validate_config(problem, config, spec, target).mfma
+        self.A, self.B, self.lds_bytes = plan_staging(problem, config, self.mfma)
+        self.threads = config.workgroup_size
+        self.integer = self.mfma.acc.kind == "int"
+        self.data_layout = data_layout
+        wave_m, wave_n = config.wave_tile
+        self.blocks_m, self.blocks_n = wave_m // self.mfma.m, wave_n // self.mfma.n
+
+    @property
+    def grid(self) -> tuple[str, str, str]:
+        return (f"ceil(n/{self.c.tile_n})", f"ceil(m/{self.c.tile_m})", "batch")
+
+    # --- module and function -------------------------------------------------------------------------------
+    def build(self) -> ir.Module:
+        module = ir.Module(name=self.name)
+        module.triple = TRIPLE
+        module.data_layout = self.data_layout
+        flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
+        module.add_named_metadata("llvm.module.flags").add(flags)
+        self.intr = Intrinsics(module)
+        arg_types = []
+        for _name, _offset, _size, kind in KERNARGS:
+            arg_types.append(PTR_GLOBAL if kind == "ptr" else I32 if kind == "i32" or self.integer else F32)
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), self.name)
+        fn.calling_convention = "amdgpu_kernel"
+        fn.attributes = _KernelAttributes(kernel_attributes(self.c, self.blocks_m * self.blocks_n * self.mfma.acc_regs))
+        self.args = {}
+        for arg, (arg_name, _offset, _size, _kind) in zip(fn.args, KERNARGS, strict=True):
+            arg.name = arg_name
+            self.args[arg_name] = arg
+        lds_type = ir.ArrayType(I8, self.lds_bytes)
+        self.lds = ir.GlobalVariable(module, lds_type, LDS_SYMBOL, addrspace=LDS)
+        self.lds.linkage = "internal"
+        self.lds.initializer = ir.Constant(lds_type, ir.Undefined)
+        self.lds.align = 16
+        self.lds.type = PTR_LDS   # refer to it as an opaque pointer (llvmlite would give a typed one)
+        self.fn = fn
+        entry = fn.append_basic_block("entry")
+        self.b = ir.IRBuilder(entry)
+        self._prologue()
+        self._main_loop()
+        self._epilogue()
+        self.b.ret_void()
+        return module
+
+    def call(self, fn: ir.Function, *args, name: str = "") -> ir.Value:
+        return self.b.call(fn, list(args), name=name)
+
+    # --- prologue: ids, wave position, batch offsets, buffer resources ---------------------------------------
+    def _prologue(self) -> None:
+        b, c, intr = self.b, self.c, self.intr
+        tid = self.call(intr.workitem_id("x"), name="tid")
+        self.tid = tid
+        self.lane = b.and_(tid, c32(WAVE - 1), name="lane")
+        wave = self.call(intr.readfirstlane(), b.lshr(tid, c32(6)), name="wave")
+        wave_m, wave_n = c.wave_tile
+        self.wrow = b.mul(b.lshr(wave, c32(_log2(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
+        self.wcol = b.mul(b.and_(wave, c32(c.waves_n - 1)), c32(wave_n), name="wcol")
+        gx = self.call(intr.workgroup_id("x"), name="wg.x")
+        gy = self.call(intr.workgroup_id("y"), name="wg.y")
+        gz = self.call(intr.workgroup_id("z"), name="wg.z")
+        self.row0 = b.mul(gy, c32(c.tile_m), name="row0")
+        self.col0 = b.mul(gx, c32(c.tile_n), name="col0")
+        p, a = self.p, self.args
+        sizes = {"a": p.a.bytes, "b": p.b.bytes, "d": p.d.bytes}
+        if p.c is not None:
+            sizes["c"] = p.c.bytes
+        base = {}
+        batch = b.zext(gz, I64)
+        for x, eb in sizes.items():   # ptr_X + wg_z * stride_X * bytes, in 64 bits
+            elems = b.mul(batch, b.zext(a[f"stride_{x}"], I64))
+            base[x] = b.gep(a[x], [b.mul(elems, ir.Constant(I64, eb))], source_etype=I8, name=f"{x}.batch")
+        self.rsrc = {x: self._resource(x, base[x]) for x in sizes}
+        if p.bias != "none":
+            self.rsrc["bias"] = self._resource("bias", a["bias"])
+
+    def _resource(self, x: str, ptr: ir.Value) -> ir.Value:
+        """A raw buffer resource over matrix `x` whose num_records is exactly its bytes ((rows-1)*ld + cols
+        elements), so that anything past the end reads 0 and is not written."""
+        b, a, p = self.b, self.args, self.p
+        if x == "bias":
+            count = a["m"] if p.bias == "m" else a["n"]
+            records = b.shl(count, c32(2))
+        else:
+            eb = {"a": p.a, "b": p.b, "c": p.c or p.d, "d": p.d}[x].bytes
+            rows, cols = {
+                "a": (a["k"], a["m"]) if p.a_transposed else (a["m"], a["k"]),
+                "b": (a["n"], a["k"]) if p.b_transposed else (a["k"], a["n"]),
+                "c": (a["m"], a["n"]), "d": (a["m"], a["n"])}[x]
+            elems = b.add(b.mul(b.sub(rows, c32(1)), a[f"ld{x}"]), cols)
+            records = b.mul(elems, c32(eb))
+        return self.call(self.intr.make_buffer_rsrc(), ptr, ir.Constant(I16, 0), b.zext(records, I64),
+                         c32(RSRC_WORD3), name=f"{x}.rsrc")
+
+    # --- global -> LDS ---------------------------------------------------------------------------------------
+    def _plan_slots(self, op: Staging) -> dict:
+        """This work-item's load slots. Slot i covers tile vector tid + i*THREADS; since both the threads and
+        the vectors per row are powers of two, its row and column are slot 0's plus constants, so every slot
+        is slot 0's registers plus a uniform (scalar) global offset and a constant LDS offset."""
+        b = self.b
+        ld = self.args[f"ld{op.name}"]
+        per_row = op.cols_t // op.vec
+        origin = self.row0 if op.name == "a" else self.col0
+        r0 = b.lshr(self.tid, c32(_log2(per_row, "vectors per row")))
+        col0 = b.mul(b.and_(self.tid, c32(per_row - 1)), c32(op.vec))
+        k0, fix0 = (col0, r0) if op.k_is_col else (r0, col0)
+        grow, gcol = (b.add(origin, r0), col0) if op.k_is_col else (r0, b.add(origin, col0))
+        off0 = b.mul(b.add(b.mul(grow, ld), gcol), c32(op.eb), name=f"{op.name}.off")
+        lds0 = b.add(b.add(b.mul(fix0, c32(op.lds_row)), b.mul(k0, c32(op.eb))), c32(op.lds_base),
+                     name=f"{op.name}.lds")
+        slots = []
+        for i in range(op.slots // self.threads):
+            first = i * self.threads
+            dr, dc = first // per_row, first % per_row * op.vec
+            dk, dfix = (dc, dr) if op.k_is_col else (dr, dc)
+            # global offset of slot i minus slot 0's: (dr * ld + dc) elements
+            delta = b.mul(b.add(b.mul(ld, c32(dr)), c32(dc)), c32(op.eb)) if first else c32(0)
+            lds = b.add(lds0, c32(dfix * op.lds_row + dk * op.eb)) if first else lds0
+            slots.append({"dk": dk, "dfix": dfix, "delta": delta, "lds": lds})
+        bound = self.args["m"] if op.name == "a" else self.args["n"]
+        return {"op": op, "slots": slots, "rem_fix": b.sub(bound, origin, name=f"{op.name}.rem"), "ld": ld,
+                "k0": k0, "fix0": fix0, "off0": off0}
+
+    def _load_type(self, op: Staging) -> ir.Type:
+        nbytes = op.load_bytes
+        return ir.IntType(nbytes * 8) if nbytes <= 4 else ir.VectorType(I32, nbytes // 4)
+
+    def _below(self, value: ir.Value, bound: ir.Value, minus: int) -> ir.Value:
+        """value + minus < bound, for a uniform bound: value < max(bound - minus, 0)."""
+        b = self.b
+        if minus:
+            bound = b.select(b.icmp_unsigned(">", bound, c32(minus)), b.sub(bound, c32(minus)), c32(0))
+        return b.icmp_unsigned("<", value, bound)
+
+    def _issue_loads(self, plan: dict, kt: ir.Value) -> list[ir.Value]:
+        """This work-item's part of the tile at k = kt; elements outside the matrix read as 0."""
+        b, op = self.b, plan["op"]
+        k = self.args["k"]
+        rem_k = b.select(b.icmp_unsigned("<", kt, k), b.sub(k, kt), c32(0))   # uniform: stays scalar
+        if op.k_is_col:
+            advance = b.mul(kt, c32(op.eb))
+        else:
+            advance = b.mul(b.mul(kt, plan["ld"]), c32(op.eb))
+        ty = self._load_type(op)
+        values = []
+        for slot in plan["slots"]:
+            inside = b.and_(self._below(plan["fix0"], plan["rem_fix"], slot["dfix"]),
+                            self._below(plan["k0"], rem_k, slot["dk"]))
+            offset = b.select(inside, b.add(plan["off0"], b.add(slot["delta"], advance)), c32(OOB))
+            values.append(self.call(self.intr.buffer_load(ty), self.rsrc[op.name], offset, c32(0), c32(0)))
+        return values
+
+    def _lds_ptr(self, offset: ir.Value) -> ir.Value:
+        return self.b.gep(self.lds, [offset], source_etype=I8)
+
+    def _write_lds(self, plan: dict, values: list[ir.Value]) -> None:
+        b, op = self.b, plan["op"]
+        for slot, value in zip(plan["slots"], values, strict=True):
+            if op.k_is_col or op.vec == 1:      # the vector is contiguous in LDS too
+                b.store(value, self._lds_ptr(slot["lds"]), align=op.load_bytes)
+                continue
+            elems = b.bitcast(value, ir.VectorType(ir.IntType(op.eb * 8), op.vec))
+            for e in range(op.vec):             # scatter: element e belongs to the next LDS row
+                where = b.add(slot["lds"], c32(e * op.lds_row)) if e else slot["lds"]
+                b.store(b.extract_element(elems, c32(e)), self._lds_ptr(where), align=op.eb)
+
+    def _barrier(self) -> None:
+        """__syncthreads: LDS writes before the barrier are visible to every wave after it."""
+        self.b.fence("release", "workgroup")
+        self.call(self.intr.barrier())
+        self.b.fence("acquire", "workgroup")
+
+    # --- MFMA steps -----------------------------------------------------------------------------------------------
+    def _fragment_bases(self) -> dict[str, ir.Value]:
+        """Per-lane LDS byte offset of this wave's first A and B fragment: lane l reads row (l % M) of its block
+        at k offset kpl * (l // M)."""
+        b, m = self.b, self.mfma
+        bases = {}
+        for op, dim, wpos in ((self.A, m.m, self.wrow), (self.B, m.n, self.wcol)):
+            kpl = m.k * dim // WAVE
+            idx = b.add(wpos, b.and_(self.lane, c32(dim - 1)))
+            kk = b.mul(b.lshr(self.lane, c32(_log2(dim, "mfma dim"))), c32(kpl * op.eb))
+            bases[op.name] = b.add(b.add(b.mul(idx, c32(op.lds_row)), kk), c32(op.lds_base), name=f"{op.name}.frag")
+        return bases
+
+    def _mfma_step(self, accs: list[list[ir.Value]], bases: dict[str, ir.Value]) -> list[list[ir.Value]]:
+        b, m = self.b, self.mfma
+        ta, tb = mfma_operand_type(m.a, m.a_regs), mfma_operand_type(m.b, m.b_regs)
+        mfma = self.intr.mfma(m)
+        zero = c32(0)
+        for kk in range(0, self.c.depth_k, m.k):
+            frag_a = [b.load(self._lds_ptr(b.add(bases["a"], c32(i * m.m * self.A.lds_row + kk * self.A.eb))),
+                             typ=ta, align=m.a_regs * 4) for i in range(self.blocks_m)]
+            frag_b = [b.load(self._lds_ptr(b.add(bases["b"], c32(j * m.n * self.B.lds_row + kk * self.B.eb))),
+                             typ=tb, align=m.b_regs * 4) for j in range(self.blocks_n)]
+            accs = [[self.call(mfma, frag_a[i], frag_b[j], accs[i][j], zero, zero, zero)
+                     for j in range(self.blocks_n)] for i in range(self.blocks_m)]
+            self.call(self.intr.sched_barrier(), zero)
+        return accs
+
+    def _main_loop(self) -> None:
+        b, c = self.b, self.c
+        plans = [self._plan_slots(self.A), self._plan_slots(self.B)]
+        bases = self._fragment_bases()
+        prefetch = c.prefetch == 2
+        first = [self._issue_loads(plan, c32(0)) for plan in plans] if prefetch else None
+        entry = b.block
+        loop = self.fn.append_basic_block("k.loop")
+        done = self.fn.append_basic_block("k.done")
+        b.branch(loop)
+        b.position_at_end(loop)
+        kt = b.phi(I32, name="kt")
+        kt.add_incoming(c32(0), entry)
+        acc_type = mfma_acc_type(self.mfma)
+        acc_phis = [[b.phi(acc_type, name=f"acc.{i}.{j}") for j in range(self.blocks_n)]
+                    for i in range(self.blocks_m)]
+        for row in acc_phis:
+            for phi in row:
+                phi.add_incoming(ir.Constant(acc_type, None), entry)
+        if prefetch:
+            staged = []
+            for values in first:
+                phis = []
+                for v in values:
+                    phi = b.phi(v.type)
+                    phi.add_incoming(v, entry)
+                    phis.append(phi)
+                staged.append(phis)
+        else:
+            staged = [self._issue_loads(plan, kt) for plan in plans]
+        for plan, values in zip(plans, staged, strict=True):
+            self._write_lds(plan, values)
+        self._barrier()
+        kt_next = b.add(kt, c32(c.depth_k), name="kt.next")
+        if prefetch:   # the next step's tile is in flight while this one is multiplied
+            upcoming = [self._issue_loads(plan, kt_next) for plan in plans]
+        accs = self._mfma_step([list(row) for row in acc_phis], bases)
+        self._barrier()
+        latch = b.block
+        kt.add_incoming(kt_next, latch)
+        for i, row in enumerate(acc_phis):
+            for j, phi in enumerate(row):
+                phi.add_incoming(accs[i][j], latch)
+        if prefetch:
+            for phis, values in zip(staged, upcoming, strict=True):
+                for phi, v in zip(phis, values, strict=True):
+                    phi.add_incoming(v, latch)
+        b.cbranch(b.icmp_unsigned("<", kt_next, self.args["k"]), loop, done)
+        b.position_at_end(done)
+        self.accs = accs
+
+    # --- epilogue ------------------------------------------------------------------------------------------------
+    def _epilogue(self) -> None:
+        b, m, a = self.b, self.mfma, self.args
+        groups = WAVE // m.n
+        rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(_log2(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
+                      name="d.row")
+        cbase = b.add(b.add(b.and_(self.lane, c32(m.n - 1)), self.wcol), self.col0, name="d.col")
+        for i in range(self.blocks_m):
+            for j in range(self.blocks_n):
+                col = b.add(cbase, c32(j * m.n)) if j else cbase
+                col_in = b.icmp_unsigned("<", col, a["n"])
+                for r in range(m.acc_regs):
+                    drow = i * m.m + (r // 4) * 4 * groups + r % 4
+                    row = b.add(rbase, c32(drow)) if drow else rbase
+                    inside = b.and_(b.icmp_unsigned("<", row, a["m"]), col_in)
+                    x = b.extract_element(self.accs[i][j], c32(r))
+                    x = self._epilogue_value(x, row, col, inside)
+                    self._store(x, row, col, inside)
+
+    def _masked_offset(self, row: ir.Value, col: ir.Value, ld: ir.Value, eb: int, inside: ir.Value) -> ir.Value:
+        b = self.b
+        return b.select(inside, b.mul(b.add(b.mul(row, ld), col), c32(eb)), c32(OOB))
+
+    def _load_element(self, x: str, offset: ir.Value, dt) -> ir.Value:
+        """One element as f32 (or i32 for integer GEMMs)."""
+        b = self.b
+        raw = self.call(self.intr.buffer_load(ir.IntType(dt.bits)), self.rsrc[x], offset, c32(0), c32(0))
+        if dt.name == "bf16":
+            return b.bitcast(b.shl(b.zext(raw, I32), c32(16)), F32)
+        if dt.name == "fp16":
+            return b.fpext(b.bitcast(raw, F16), F32)
+        return raw if self.integer else b.bitcast(raw, F32)
+
+    def _epilogue_value(self, x: ir.Value, row: ir.Value, col: ir.Value, inside: ir.Value) -> ir.Value:
+        b, p, a, intr = self.b, self.p, self.args, self.intr
+        integer = self.integer
+        if p.alpha != 1.0:
+            x = b.mul(x, a["alpha"]) if integer else b.fmul(x, a["alpha"])
+        if p.c is not None and p.beta != 0.0:
+            cval = self._load_element("c", self._masked_offset(row, col, a["ldc"], p.c.bytes, inside), p.c)
+            x = b.add(x, b.mul(cval, a["beta"])) if integer else self.call(intr.fma(), cval, a["beta"], x)
+        if p.bias != "none":
+            index = row if p.bias == "m" else col
+            offset = b.select(inside, b.shl(index, c32(2)), c32(OOB))
+            raw = self.call(intr.buffer_load(I32), self.rsrc["bias"], offset, c32(0), c32(0))
+            x = b.add(x, raw) if integer else b.fadd(x, b.bitcast(raw, F32))
+        if p.activation == "relu":
+            x = self.call(intr.smax(), x, c32(0)) if integer else self.call(intr.maxnum(), x, ir.Constant(F32, 0.0))
+        elif p.activation == "gelu":
+            # gelu(x) ~= x * (0.5 + 0.5 tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3),
+            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); the direct generator's sequence, operation for operation
+            f = lambda v: ir.Constant(F32, v)  # noqa: E731
+            t = b.fmul(x, x)
+            t = self.call(intr.fma(), t, f(0.044715), f(1.0))
+            t = b.fmul(t, x)
+            t = b.fmul(f(0.7978845608028654 * 2.0 * math.log2(math.e)), t)
+            t = self.call(intr.exp2(), t)
+            t = b.fadd(f(1.0), t)
+            t = self.call(intr.rcp(), t)
+            t = self.call(intr.fma(), t, f(-2.0), f(1.0))
+            t = self.call(intr.fma(), t, f(0.5), f(0.5))
+            x = b.fmul(x, t)
+        return x
+
+    def _store(self, x: ir.Value, row: ir.Value, col: ir.Value, inside: ir.Value) -> None:
+        b, p = self.b, self.p
+        if self.integer:
+            value = x
+        elif p.d.name == "bf16":
+            # round to nearest even; NaN stays NaN (quiet 0x7fc0)
+            bits = b.bitcast(x, I32)
+            rounded = b.lshr(b.add(b.add(bits, b.and_(b.lshr(bits, c32(16)), c32(1))), c32(0x7FFF)), c32(16))
+            value = b.trunc(b.select(b.fcmp_unordered("uno", x, x), c32(0x7FC0), rounded), I16)
+        elif p.d.name == "fp16":
+            value = b.bitcast(b.fptrunc(x, F16), I16)
+        else:
+            value = b.bitcast(x, I32)
+        offset = self._masked_offset(row, col, self.args["ldd"], p.d.bytes, inside)
+        self.call(self.intr.buffer_store(value.type), value, self.rsrc["d"], offset, c32(0), c32(0))
+
+
+def build_module(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
+                 name: str = "jitgemm_gemm", data_layout: str = "") -> tuple[ir.Module, GemmIRBuilder]:
+    """The LLVM module of one GEMM kernel class, and the builder (for its plan: LDS bytes, grid, ...)."""
+    builder = GemmIRBuilder(problem, config, spec, target, name, data_layout)
+    return builder.build(), builder

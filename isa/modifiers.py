@@ -1,0 +1,268 @@
+"""Modifiers (`offset:16`, `sc0`, `op_sel:[0,1]`, `quad_perm:[...]`, `dst_sel:WORD_1`, `format:[...]`, ...):
+which ones a form offers (those its encoding has fields for), how each writes its fields, and how the
+decoder reads them back in LLVM's print order, leaving out the values LLVM does not print.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from . import operand_syntax as syn
+from .field_codec import Mismatch, signed_to_field
+from .instruction import Imm
+
+if TYPE_CHECKING:  # forms imports this module
+    from .forms import Form
+
+
+def _m_flag(form: Form, name: str, value, fields: dict) -> None:
+    if value is not True and value != 1:
+        raise Mismatch(f"{name} is a flag and takes no value")
+    fields[syn.FLAG_FIELDS[name]] = 1
+
+
+def _m_int(form: Form, name: str, value, fields: dict) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Mismatch(f"{name}: needs an integer")
+    fname = syn.INT_FIELDS[name]
+    codec = form.codecs[fname]
+    fields[fname] = signed_to_field(codec, value, f"{name}:")
+
+
+def _m_ds_offset(form: Form, name: str, value, fields: dict) -> None:
+    if isinstance(value, str) and form.name in syn.SWIZZLE_MNEMONICS:
+        value = _swizzle(value)
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Mismatch("offset: needs an integer")
+    lo, hi = form.codecs["OFFSET0"], form.codecs["OFFSET1"]
+    width = lo.width + hi.width
+    if not 0 <= value < (1 << width):
+        raise Mismatch(f"offset:{value} is out of range of fields OFFSET1:OFFSET0 of {form.enc.name} "
+                       f"({width} bits: 0..{(1 << width) - 1})")
+    fields["OFFSET0"] = value & ((1 << lo.width) - 1)
+    fields["OFFSET1"] = value >> lo.width
+
+
+_SWIZZLE = re.compile(r'swizzle\((\w+)((?:,(?:-?\d+|0x[0-9a-fA-F]+|"[^"]*"))*)\)\Z', re.IGNORECASE)
+
+
+def _swizzle(text: str) -> int:
+    m = _SWIZZLE.match(text.replace(" ", ""))
+    if m is None:
+        raise Mismatch(f"offset:{text} is not a swizzle(MODE,...) pattern")
+    args = tuple(int(a, 0) if not a.startswith('"') else a for a in m.group(2).split(",")[1:])
+    value = syn.swizzle_value(m.group(1), args)
+    if value is None:
+        raise Mismatch(f"offset:{text} is not a valid swizzle (QUAD_PERM,a,b,c,d | BITMASK_PERM,\"01pip\" | "
+                       "SWAP,n | REVERSE,n | BROADCAST,group,lane | ROTATE,dir,size | FFT,n)")
+    return value
+
+
+def _m_smem_offset(form: Form, name: str, value, fields: dict) -> None:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise Mismatch("offset: needs an integer")
+    fields["IMM"] = 1
+    fields["OFFSET"] = signed_to_field(form.codecs["OFFSET"], value, "offset:")
+
+
+def _m_list(form: Form, name: str, value, fields: dict) -> None:
+    if not (isinstance(value, tuple) and all(isinstance(x, int) and x in (0, 1) for x in value)):
+        raise Mismatch(f"{name}: needs a list of 0/1, e.g. {name}:[0,1]")
+    fname = syn.LIST_FIELDS[name]
+    codec = form.codecs[fname]
+    n = form.nsrc
+    bits = 0
+    if name == "op_sel" and form.opsel_dst and len(value) == n + 1:
+        for i, b in enumerate(value[:-1]):
+            bits |= b << i
+        bits |= value[-1] << (codec.width - 1)
+    else:
+        if len(value) > codec.width or (n and len(value) not in (n, codec.width)):
+            raise Mismatch(f"{name}: takes {n} value(s) (one per source) for {form.mnemonic}, got {len(value)}")
+        for i, b in enumerate(value):
+            bits |= b << i
+        if name == "op_sel_hi" and not form.mix:  # unwritten sources keep LLVM's default of 1 (0 for mix)
+            bits |= ((1 << codec.width) - 1) & ~((1 << len(value)) - 1)
+    fields[fname] = bits
+
+
+def _m_omod(form: Form, name: str, value, fields: dict) -> None:
+    v = syn.OMOD.get((name, value))
+    if v is None:
+        raise Mismatch(f"{name}:{value} is not an output modifier (use mul:2, mul:4 or div:2)")
+    fields["OMOD"] = v
+
+
+def _m_sel(form: Form, name: str, value, fields: dict) -> None:
+    v = syn.SDWA_SEL.get(str(value).upper()) if isinstance(value, str) else None
+    if v is None:
+        raise Mismatch(f"{name}:{value} is not a selection (one of {', '.join(syn.SDWA_SEL)})")
+    fields[syn.SEL_FIELDS[name]] = v
+
+
+def _m_unused(form: Form, name: str, value, fields: dict) -> None:
+    v = syn.SDWA_UNUSED.get(str(value).upper()) if isinstance(value, str) else None
+    if v is None:
+        raise Mismatch(f"dst_unused:{value} is not one of {', '.join(syn.SDWA_UNUSED)}")
+    fields["DST_UNUSED"] = v
+
+
+def _m_dpp(form: Form, name: str, value, fields: dict) -> None:
+    v = syn.dpp_ctrl_value(name, value)
+    if v is None:
+        raise Mismatch(f"{name}:{value} is not a valid DPP control")
+    if "DPP_CTRL" in fields and fields["DPP_CTRL"] != v:
+        raise Mismatch("only one DPP control (quad_perm, row_shl, ...) per instruction")
+    fields["DPP_CTRL"] = v
+
+
+def _m_format(form: Form, name: str, value, fields: dict) -> None:
+    dfmt_w = form.codecs["DFMT"].width
+    if isinstance(value, int) and not isinstance(value, bool):
+        if not 0 <= value < (1 << (dfmt_w + form.codecs["NFMT"].width)):
+            raise Mismatch(f"format:{value} is out of range of fields NFMT:DFMT")
+        fields["DFMT"] = value & ((1 << dfmt_w) - 1)
+        fields["NFMT"] = value >> dfmt_w
+        return
+    names = value if isinstance(value, tuple) else (value,)
+    dfmt, nfmt = syn.BUF_FORMAT_DEFAULT
+    for item in names:
+        text = str(item).upper()
+        if text.startswith("BUF_DATA_FORMAT_") and text[16:] in syn.BUF_DATA_FORMATS:
+            dfmt = syn.BUF_DATA_FORMATS.index(text[16:])
+        elif text.startswith("BUF_NUM_FORMAT_") and text[15:] in syn.BUF_NUM_FORMATS:
+            nfmt = syn.BUF_NUM_FORMATS.index(text[15:])
+        else:
+            raise Mismatch(f"format: {item} is not BUF_DATA_FORMAT_* or BUF_NUM_FORMAT_*")
+    fields["DFMT"] = dfmt
+    fields["NFMT"] = nfmt
+
+
+def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
+    if value not in (0, 1, True):
+        raise Mismatch("bound_ctrl: takes 0 or 1")
+    fields["BOUND_CTRL"] = 1  # LLVM sets the bit for bound_ctrl:0 and bound_ctrl:1 alike
+
+
+MODIFIER_ENCODERS: dict[str, Callable] = {
+    "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
+    "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
+    "format": _m_format,
+}
+
+
+def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
+    out = []
+    codecs = form.codecs
+    for name, kind in form.mods.items():
+        if kind == "flag":
+            if fv.get(syn.FLAG_FIELDS[name]):
+                out.append((name, True))
+        elif kind == "int":
+            fname = syn.INT_FIELDS[name]
+            v = codecs[fname].unpack_int(word)
+            if name in syn.HEX_MODIFIERS or v:
+                out.append((name, v))
+        elif kind == "ds_offset":
+            v = fv["OFFSET0"] | fv["OFFSET1"] << codecs["OFFSET0"].width
+            if v:
+                text = syn.swizzle_text(v) if form.name in syn.SWIZZLE_MNEMONICS else None
+                out.append(("offset", text or v))
+        elif kind == "smem_offset":
+            if fv.get("SOFFSET_EN") and fv.get("IMM"):
+                out.append(("offset", Imm(codecs["OFFSET"].unpack_int(word), hex=True)))
+        elif kind == "list":
+            fname = syn.LIST_FIELDS[name]
+            v = fv[fname]
+            n = form.nsrc
+            if name == "op_sel" and form.opsel_dst:
+                if v:
+                    w = codecs[fname].width
+                    out.append((name, tuple(v >> i & 1 for i in range(n)) + (v >> (w - 1) & 1,)))
+            elif name == "op_sel_hi":
+                default = 0 if form.mix else (1 << n) - 1
+                if (v & ((1 << n) - 1)) != default:
+                    out.append((name, tuple(v >> i & 1 for i in range(n))))
+            elif v & ((1 << n) - 1):
+                out.append((name, tuple(v >> i & 1 for i in range(n))))
+        elif kind == "omod":
+            v = fv.get("OMOD", 0)
+            if v and name == syn.OMOD_NAMES[v][0]:
+                out.append(syn.OMOD_NAMES[v])
+        elif kind == "sel":
+            v = fv[syn.SEL_FIELDS[name]]
+            out.append((name, syn.SDWA_SEL_NAMES.get(v, str(v))))
+        elif kind == "unused":
+            v = fv["DST_UNUSED"]
+            out.append((name, syn.SDWA_UNUSED_NAMES.get(v, str(v))))
+        elif kind == "dpp":
+            if name == "quad_perm":  # one entry stands for the whole DPP_CTRL field
+                m = syn.dpp_ctrl_modifier(fv["DPP_CTRL"])
+                if m is not None:
+                    out.append(m)
+        elif kind == "bound_ctrl":
+            if fv.get("BOUND_CTRL"):
+                out.append(("bound_ctrl", 1))
+        elif kind == "format":
+            dfmt, nfmt = fv["DFMT"], fv["NFMT"]
+            parts = []
+            if dfmt != syn.BUF_FORMAT_DEFAULT[0] and dfmt < len(syn.BUF_DATA_FORMATS):
+                parts.append("BUF_DATA_FORMAT_" + syn.BUF_DATA_FORMATS[dfmt])
+            if nfmt != syn.BUF_FORMAT_DEFAULT[1] and nfmt < len(syn.BUF_NUM_FORMATS):
+                parts.append("BUF_NUM_FORMAT_" + syn.BUF_NUM_FORMATS[nfmt])
+            if parts:
+                out.append(("format", tuple(parts)))
+    out.sort(key=lambda m: syn.MODIFIER_RANK.get(m[0], 999))
+    return tuple(out)
+
+
+def modifier_kinds(form: Form, fields) -> dict[str, str]:
+    kinds: dict[str, str] = {}
+    for name, fname in syn.FLAG_FIELDS.items():
+        if fname in fields:
+            kinds[name] = "flag"
+    for name, fname in syn.INT_FIELDS.items():
+        if fname in fields:
+            kinds[name] = "int"
+    if form.smem:
+        kinds["offset"] = "smem_offset"
+    if "OFFSET0" in fields and "OFFSET1" in fields and "OFFSET" not in fields:
+        kinds.pop("offset0", None)
+        kinds.pop("offset1", None)
+        if form.ds_two:
+            kinds["offset0"] = "int"
+            kinds["offset1"] = "int"
+        else:
+            kinds["offset"] = "ds_offset"
+    if "OP_SEL" in fields:
+        kinds["op_sel"] = "list"
+    if "OP_SEL_HI" in fields and "NEG_HI" in fields:
+        kinds["op_sel_hi"] = "list"
+    if "NEG_HI" in fields and not form.mix:   # mix instructions write these as `-x` and `|x|`
+        kinds["neg_hi"] = "list"
+        if "NEG" in fields:
+            kinds["neg_lo"] = "list"
+    if "OMOD" in fields:
+        kinds["mul"] = "omod"
+        kinds["div"] = "omod"
+    has_dst = any(s.output for s in form.slots if s.kind == "reg")
+    for name, fname in syn.SEL_FIELDS.items():
+        if fname in fields:
+            if name == "src1_sel" and not form.two_sources:
+                continue
+            if name == "src0_sel" and not any(s.src == 0 for s in form.slots):
+                continue
+            if name == "dst_sel" and (not has_dst or form.name in syn.SDWA_NO_DST_SEL):
+                continue
+            kinds[name] = "sel"
+    if "DST_UNUSED" in fields and has_dst and form.name not in syn.SDWA_NO_DST_SEL:
+        kinds["dst_unused"] = "unused"
+    if "DFMT" in fields and "NFMT" in fields:
+        kinds["format"] = "format"
+    if "DPP_CTRL" in fields:
+        for name in syn.DPP_CTRL_NAMES:
+            kinds[name] = "dpp"
+        kinds["bound_ctrl"] = "bound_ctrl"
+    return dict(sorted(kinds.items(), key=lambda kv: syn.MODIFIER_RANK.get(kv[0], 999)))

@@ -1,0 +1,431 @@
+"""How LLVM's AMDGPU assembly spells things: registers, constants, modifiers, mnemonic suffixes.
+
+This module holds syntax knowledge only. What an instruction *is* (its encodings, fields, opcodes,
+operand types and their values) comes from the loaded spec; here is only how a person writes it, as
+accepted by `llvm-mc -mcpu=gfx942` and printed by `llvm-objdump` (checked by the tests against both).
+Modifiers name the spec's encoding fields they write (`offset:` -> OFFSET, `sc0` -> SC0), so a form
+offers exactly the modifiers its encoding has fields for.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+import struct
+
+from .instruction import NUMBERED_KINDS, OFF, Label, Reg
+
+# --- registers --------------------------------------------------------------------------------------
+
+# LLVM names of 64-bit register pairs whose spec names are <NAME>_LO / <NAME>_HI.
+PAIR_NAMES = frozenset({"vcc", "exec", "flat_scratch", "xnack_mask"})
+
+# Named registers the parser recognises without a spec (the encoder also accepts any other name the
+# operand type predefines, so this list only decides whether a bare word is a register or a label).
+NAMED_REGISTERS = frozenset({
+    "vcc", "vcc_lo", "vcc_hi", "exec", "exec_lo", "exec_hi", "m0", "scc", "flat_scratch",
+    "flat_scratch_lo", "flat_scratch_hi", "xnack_mask", "xnack_mask_lo", "xnack_mask_hi",
+    "vccz", "execz", "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit",
+    "private_base", "private_limit", "pops_exiting_wave_id", "src_shared_base", "src_shared_limit",
+    "src_private_base", "src_private_limit", "src_pops_exiting_wave_id", "lds_direct", "src_lds_direct",
+})
+
+# Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
+SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}
+
+_NUMBERED = re.compile(r"(ttmp|s|v|a)(\d+)\Z")
+
+
+def identifier_operand(name: str) -> Reg | Label:
+    """A bare word in operand position: a register (`s7`, `vcc`), `off`, or else a label/symbol."""
+    low = name.lower()
+    m = _NUMBERED.match(low)
+    if m:
+        return Reg(m.group(1), int(m.group(2)), 1)
+    if low == "off":
+        return OFF  # type: ignore[return-value]
+    if low in NAMED_REGISTERS:
+        return Reg(low, 0, 2 if low in PAIR_NAMES else 1)
+    return Label(name)
+
+
+def range_operand(kind: str, first: int, last: int) -> Reg:
+    kind = kind.lower()
+    if kind not in NUMBERED_KINDS:
+        raise ValueError(f"{kind}[...] is not a register range (use s, v, a or ttmp)")
+    if last < first:
+        raise ValueError(f"register range {kind}[{first}:{last}] is empty")
+    return Reg(kind, first, last - first + 1)
+
+
+def spec_register_keys(spec_name: str) -> tuple:
+    """Keys under which a predefined operand-type value is found in LLVM terms.
+
+    ('s', 7) for s7, ('a', 3) for acc3, ('ttmp', 2) for TTMP2, ('int', 5) for "5",
+    ('float', 0.5) for "0.5", ('name', 'vcc_lo') for VCC_LO (and ('name', 'scc') for SRC_SCC), or
+    ('literal',) for SRC_LITERAL.
+    """
+    low = spec_name.lower()
+    m = re.fullmatch(r"(acc|ttmp|s|v)(\d+)", low)
+    if m:
+        kind = {"acc": "a"}.get(m.group(1), m.group(1))
+        return ((kind, int(m.group(2))),)
+    if re.fullmatch(r"-?\d+", low):
+        return (("int", int(low)),)
+    if re.fullmatch(r"-?\d+\.\d*(e-?\d+)?", low):
+        return (("float", float(low)),)
+    if low == "src_literal":
+        return (("literal",),)
+    keys = [("name", low)]
+    if low.startswith("src_"):
+        keys.append(("name", low[4:]))
+    return tuple(keys)
+
+
+def named_register_display(spec_name: str) -> str:
+    """LLVM's spelling of a named register from its spec name (`SRC_SCC` -> `src_scc`)."""
+    return spec_name.lower()
+
+
+# --- constants --------------------------------------------------------------------------------------
+
+# LLVM spells the inline constant 1/(2*pi) as 0.15915494; the hardware value is 1/(2*pi) rounded to the
+# operand's precision (not the decimal as written).
+INV_2PI_TEXT = "0.15915494"
+INV_2PI = 1.0 / (2.0 * math.pi)
+
+
+def float_bits(value: float, bits: int) -> int:
+    """IEEE bit pattern of `value` in a `bits`-wide float (16, 32 or 64); OverflowError when it does
+    not fit."""
+    if bits == 16:
+        return struct.unpack("<H", struct.pack("<e", value))[0]
+    if bits == 32:
+        return struct.unpack("<I", struct.pack("<f", value))[0]
+    return struct.unpack("<Q", struct.pack("<d", value))[0]
+
+
+def inline_float_bits(value: float, bits: int) -> int:
+    """Bit pattern of an inline float constant at a precision (1/(2*pi) is exact, not the decimal)."""
+    if value == float(INV_2PI_TEXT):
+        value = INV_2PI
+    return float_bits(value, bits)
+
+
+def float_text(value: float) -> str:
+    """How LLVM prints an inline float constant."""
+    if value == float(INV_2PI_TEXT):
+        return INV_2PI_TEXT
+    return repr(float(value))
+
+
+# --- mnemonics --------------------------------------------------------------------------------------
+
+# Encoding-variant suffixes of VOP instructions, and which spec encodings each selects (by the
+# encoding's name, which the MR-ISA files spell ENC_VOP1, VOP1_INST_LITERAL, VOP2_VOP_DPP,
+# VOPC_VOP_SDWA_SDST_ENC, ENC_VOP3, ...).
+SUFFIXES = ("_e32", "_e64", "_dpp", "_sdwa")
+
+
+def encoding_family(encoding_name: str) -> str:
+    """'dpp', 'sdwa', 'e32' (VOP1/VOP2/VOPC and their literal forms), 'e64' (VOP3) or '' (the rest)."""
+    name = encoding_name.upper()
+    if "DPP" in name:
+        return "dpp"
+    if "SDWA" in name:
+        return "sdwa"
+    if re.search(r"VOP[12C](?![0-9A-Z])", name):
+        return "e32"
+    if re.search(r"VOP3(?!P)", name):
+        return "e64"
+    return ""
+
+
+# VOP1 instructions that LLVM spells without an _e32/_e64 suffix although the spec also gives them a
+# VOP3 encoding (LLVM defines no separate VOP3 spelling for them). Checked against llvm-mc by the tests.
+NO_SUFFIX = frozenset({"v_nop", "v_readfirstlane_b32", "v_accvgpr_mov_b32", "v_swap_b32"})
+
+# SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
+SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
+
+_TYPE_SUFFIX = re.compile(r"_(b|f|i|u|bf|fp|bf)\d+\Z", re.IGNORECASE)
+
+
+def llvm_name(name: str, aliases: tuple[str, ...]) -> str:
+    """LLVM's mnemonic for a spec instruction: its name, unless that lacks the data-type suffix LLVM
+    always writes and an alias is exactly the name plus such a suffix (V_ACCVGPR_READ ->
+    v_accvgpr_read_b32)."""
+    if not _TYPE_SUFFIX.search(name):
+        for alias in aliases:
+            if alias.upper().startswith(name.upper() + "_") and _TYPE_SUFFIX.search(alias) \
+                    and alias.count("_") == name.count("_") + 1:
+                return alias.lower()
+    return name.lower()
+
+
+def split_suffix(mnemonic: str) -> tuple[str, str]:
+    """('v_add_f32', '_e64') from 'v_add_f32_e64'; ('s_nop', '') when there is no suffix."""
+    low = mnemonic.lower()
+    for suffix in SUFFIXES:
+        if low.endswith(suffix):
+            return low[: -len(suffix)], suffix
+    return low, ""
+
+
+_DS_TWO_OFFSETS = re.compile(r"ds_(read|write|wrxchg)2")
+
+
+def ds_two_offsets(mnemonic: str) -> bool:
+    """DS instructions with two addresses take offset0:/offset1:, the others one 16-bit offset:."""
+    return bool(_DS_TWO_OFFSETS.match(mnemonic))
+
+
+# --- modifiers --------------------------------------------------------------------------------------
+
+SDWA_SEL = {"BYTE_0": 0, "BYTE_1": 1, "BYTE_2": 2, "BYTE_3": 3, "WORD_0": 4, "WORD_1": 5, "DWORD": 6}
+SDWA_SEL_NAMES = {v: k for k, v in SDWA_SEL.items()}
+SDWA_UNUSED = {"UNUSED_PAD": 0, "UNUSED_SEXT": 1, "UNUSED_PRESERVE": 2}
+SDWA_UNUSED_NAMES = {v: k for k, v in SDWA_UNUSED.items()}
+
+OMOD = {("mul", 2): 1, ("mul", 4): 2, ("div", 2): 3}
+OMOD_NAMES = {v: k for k, v in OMOD.items()}
+
+# DPP control: LLVM modifier -> (base value, allowed arguments). quad_perm takes a 4-list of 0..3.
+DPP_CTRL = {
+    "row_shl": (0x100, range(1, 16)),
+    "row_shr": (0x110, range(1, 16)),
+    "row_ror": (0x120, range(1, 16)),
+    "wave_shl": (0x130, (1,)),
+    "wave_rol": (0x134, (1,)),
+    "wave_shr": (0x138, (1,)),
+    "wave_ror": (0x13C, (1,)),
+    "row_mirror": (0x140, None),
+    "row_half_mirror": (0x141, None),
+    "row_bcast": (0x142, (15, 31)),
+    "row_newbcast": (0x150, range(0, 16)),
+}
+
+
+def dpp_ctrl_value(name: str, value) -> int | None:
+    """DPP_CTRL field value for one DPP control modifier, or None when the value is not valid."""
+    if name == "quad_perm":
+        if not (isinstance(value, tuple) and len(value) == 4 and all(isinstance(x, int) and 0 <= x <= 3
+                                                                     for x in value)):
+            return None
+        return value[0] | value[1] << 2 | value[2] << 4 | value[3] << 6
+    base, allowed = DPP_CTRL[name]
+    if allowed is None:
+        return base if value is True else None
+    if not isinstance(value, int) or isinstance(value, bool) or value not in allowed:
+        return None
+    if name == "row_bcast":
+        return base + (0 if value == 15 else 1)
+    return base + (value if name.startswith("row_") else 0)
+
+
+def dpp_ctrl_modifier(ctrl: int) -> tuple[str, object] | None:
+    """The LLVM modifier for a DPP_CTRL value, or None for reserved values."""
+    if ctrl <= 0xFF:
+        return ("quad_perm", (ctrl & 3, ctrl >> 2 & 3, ctrl >> 4 & 3, ctrl >> 6 & 3))
+    for name, (base, allowed) in DPP_CTRL.items():
+        if allowed is None:
+            if ctrl == base:
+                return (name, True)
+        elif name == "row_bcast":
+            if ctrl in (base, base + 1):
+                return (name, 15 if ctrl == base else 31)
+        elif name.startswith("row_"):
+            if ctrl - base in allowed:
+                return (name, ctrl - base)
+        elif ctrl == base:
+            return (name, 1)
+    return None
+
+
+DPP_CTRL_NAMES = frozenset(DPP_CTRL) | {"quad_perm"}
+
+# Partitioned operand parts: LLVM writes the spec's VM/EXP/LGKM sub-fields of OPR_WAITCNT as
+# vmcnt(N)/expcnt(N)/lgkmcnt(N) and prints them in this order.
+COUNTER_ORDER = ("VM", "EXP", "LGKM")
+
+
+def counter_field(part: str) -> str:
+    """Spec sub-field for an LLVM counter name (`vmcnt` -> `VM`)."""
+    low = part.lower()
+    return (low[:-3] if low.endswith("cnt") else low).upper()
+
+
+def counter_name(field: str) -> str:
+    return field.lower() + "cnt"
+
+
+# Print order of modifiers, as llvm-objdump writes them.
+MODIFIER_ORDER = (
+    "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
+    "format", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
+    "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
+    "dst_sel", "dst_unused", "src0_sel", "src1_sel",
+)
+MODIFIER_RANK = {name: i for i, name in enumerate(MODIFIER_ORDER)}
+
+# Flags: LLVM name -> encoding field (a 1-bit field set to 1).
+FLAG_FIELDS = {
+    "offen": "OFFEN", "idxen": "IDXEN", "lds": "LDS", "sc0": "SC0", "sc1": "SC1", "nt": "NT", "glc": "GLC",
+    "slc": "SLC", "gds": "GDS", "clamp": "CLAMP", "nv": "NV", "tfe": "TFE",
+}
+FIELD_FLAGS = {v: k for k, v in FLAG_FIELDS.items()}
+# Every modifier written as a bare word (flags and the argument-less DPP controls).
+FLAG_MODIFIERS = frozenset(FLAG_FIELDS) | frozenset(n for n, (_b, allowed) in DPP_CTRL.items() if allowed is None)
+
+# Integer modifiers: LLVM name -> field. Printed in decimal unless listed in HEX_MODIFIERS.
+INT_FIELDS = {
+    "offset": "OFFSET", "offset0": "OFFSET0", "offset1": "OFFSET1", "cbsz": "CBSZ", "abid": "ABID",
+    "blgp": "BLGP", "row_mask": "ROW_MASK", "bank_mask": "BANK_MASK",
+}
+HEX_MODIFIERS = frozenset({"row_mask", "bank_mask"})
+
+# List modifiers (one bit per source): LLVM name -> field. neg_lo/neg_hi only in encodings that have a
+# NEG_HI field (packed math), where NEG holds neg_lo; elsewhere NEG is written per operand (`-v1`).
+LIST_FIELDS = {"op_sel": "OP_SEL", "op_sel_hi": "OP_SEL_HI", "neg_lo": "NEG", "neg_hi": "NEG_HI"}
+
+SEL_FIELDS = {"dst_sel": "DST_SEL", "src0_sel": "SRC0_SEL", "src1_sel": "SRC1_SEL"}
+
+# Field values LLVM assumes when a modifier is not written.
+FIELD_DEFAULTS = {
+    "ROW_MASK": 0xF, "BANK_MASK": 0xF, "DST_SEL": 6, "DST_UNUSED": 2, "SRC0_SEL": 6, "SRC1_SEL": 6,
+}
+
+# The value of an address field that is turned off with `off` (SADDR = all ones).
+OFF_ALL_ONES_FIELDS = frozenset({"SADDR"})
+
+# Typed-buffer formats (MTBUF DFMT/NFMT fields): LLVM writes format:[BUF_DATA_FORMAT_x,BUF_NUM_FORMAT_y]
+# (or a number dfmt | nfmt << 4) and leaves out the parts at their defaults (DFMT 1, NFMT 0).
+BUF_DATA_FORMATS = ("INVALID", "8", "16", "8_8", "32", "16_16", "10_11_11", "11_11_10", "10_10_10_2",
+                    "2_10_10_10", "8_8_8_8", "32_32", "16_16_16_16", "32_32_32", "32_32_32_32", "RESERVED_15")
+BUF_NUM_FORMATS = ("UNORM", "SNORM", "USCALED", "SSCALED", "UINT", "SINT", "RESERVED_6", "FLOAT")
+BUF_FORMAT_DEFAULT = (1, 0)
+
+# ds_swizzle_b32 offsets: LLVM prints (and accepts) offset:swizzle(MODE,...) for them.
+SWIZZLE_MNEMONICS = frozenset({"ds_swizzle_b32"})
+
+
+def swizzle_text(offset: int) -> str | None:
+    """LLVM's swizzle(...) spelling of a ds_swizzle offset, or None when it prints the number."""
+    if offset >> 15:
+        mode = offset & 0xE000
+        if mode == 0xE000:
+            return f"swizzle(FFT,{offset & 0x1F})"
+        if mode == 0xC000:
+            return f"swizzle(ROTATE,{offset >> 10 & 1},{offset >> 5 & 0x1F})"
+        if offset & 0xFF00 == 0x8000:
+            lanes = ",".join(str(offset >> (2 * i) & 3) for i in range(4))
+            return f"swizzle(QUAD_PERM,{lanes})"
+        return None
+    and_mask, or_mask, xor_mask = offset & 0x1F, offset >> 5 & 0x1F, offset >> 10 & 0x1F
+    if and_mask == 0x1F and or_mask == 0 and xor_mask and xor_mask & (xor_mask - 1) == 0:
+        return f"swizzle(SWAP,{xor_mask})"
+    if and_mask == 0x1F and or_mask == 0 and xor_mask > 1 and (xor_mask + 1) & xor_mask == 0:
+        return f"swizzle(REVERSE,{xor_mask + 1})"
+    if xor_mask == 0:
+        for group in (2, 4, 8, 16, 32):
+            if and_mask == 0x1F & ~(group - 1) and or_mask < group:
+                return f"swizzle(BROADCAST,{group},{or_mask})"
+    chars = []
+    for bit in range(4, -1, -1):
+        a, o, x = and_mask >> bit & 1, or_mask >> bit & 1, xor_mask >> bit & 1
+        if a and not o:
+            chars.append("i" if x else "p")
+        else:
+            chars.append(str(o ^ x))
+    return 'swizzle(BITMASK_PERM,"' + "".join(chars) + '")'
+
+
+def swizzle_value(mode: str, args: tuple) -> int | None:
+    """The ds_swizzle offset for swizzle(MODE, args...), or None when the arguments are not valid."""
+    mode = mode.upper()
+    ints = [a for a in args if isinstance(a, int) and not isinstance(a, bool)]
+    if mode == "QUAD_PERM" and len(ints) == len(args) == 4 and all(0 <= a <= 3 for a in ints):
+        return 0x8000 | sum(a << (2 * i) for i, a in enumerate(ints))
+    if mode == "SWAP" and len(ints) == len(args) == 1 and ints[0] in (1, 2, 4, 8, 16):
+        return 0x1F | ints[0] << 10
+    if mode == "REVERSE" and len(ints) == len(args) == 1 and ints[0] in (2, 4, 8, 16, 32):
+        return 0x1F | (ints[0] - 1) << 10
+    if mode == "BROADCAST" and len(ints) == len(args) == 2 and ints[0] in (2, 4, 8, 16, 32) \
+            and 0 <= ints[1] < ints[0]:
+        return (0x1F & ~(ints[0] - 1)) | ints[1] << 5
+    if mode == "FFT" and len(ints) == len(args) == 1 and 0 <= ints[0] <= 31:
+        return 0xE000 | ints[0]
+    if mode == "ROTATE" and len(ints) == len(args) == 2 and ints[0] in (0, 1) and 0 <= ints[1] <= 31:
+        return 0xC000 | ints[0] << 10 | ints[1] << 5
+    if mode == "BITMASK_PERM" and len(args) == 1 and isinstance(args[0], str):
+        text = args[0].strip('"')
+        if len(text) != 5:
+            return None
+        and_mask = or_mask = xor_mask = 0
+        for i, ch in enumerate(text):
+            bit = 4 - i
+            if ch == "p":
+                and_mask |= 1 << bit
+            elif ch == "i":
+                and_mask |= 1 << bit
+                xor_mask |= 1 << bit
+            elif ch == "1":
+                or_mask |= 1 << bit
+            elif ch != "0":
+                return None
+        return and_mask | or_mask << 5 | xor_mask << 10
+    return None
+
+# s_getreg/s_setreg take their SIMM16 as hwreg(REG, offset, size): REG in bits [5:0], the bit offset in
+# [10:6], size - 1 in [15:11]. LLVM names the registers it knows for gfx942 and prints offset/size only
+# when they are not the whole register (0, 32).
+HWREG_MNEMONICS = frozenset({"s_getreg_b32", "s_setreg_b32", "s_setreg_imm32_b32"})
+HWREG_NAMES = {1: "MODE", 2: "STATUS", 3: "TRAPSTS", 4: "HW_ID", 5: "GPR_ALLOC", 6: "LDS_ALLOC", 7: "IB_STS",
+               15: "SH_MEM_BASES", 16: "TBA_LO", 17: "TBA_HI", 18: "TMA_LO", 19: "TMA_HI", 20: "XCC_ID",
+               21: "SQ_PERF_SNAPSHOT_DATA", 22: "SQ_PERF_SNAPSHOT_DATA1", 23: "SQ_PERF_SNAPSHOT_PC_LO",
+               24: "SQ_PERF_SNAPSHOT_PC_HI"}
+HWREG_IDS = {"HW_REG_" + name: reg for reg, name in HWREG_NAMES.items()}
+
+
+def hwreg_text(value: int) -> str:
+    reg, offset, size = value & 0x3F, value >> 6 & 0x1F, (value >> 11 & 0x1F) + 1
+    name = "HW_REG_" + HWREG_NAMES[reg] if reg in HWREG_NAMES else str(reg)
+    if offset == 0 and size == 32:
+        return f"hwreg({name})"
+    return f"hwreg({name}, {offset}, {size})"
+
+
+def hwreg_value(args: tuple) -> int | None:
+    """The SIMM16 for hwreg(REG[, offset, size]), or None when the arguments are not valid."""
+    if len(args) not in (1, 3):
+        return None
+    reg = args[0]
+    if isinstance(reg, str):
+        reg = HWREG_IDS.get(reg.upper())
+    offset, size = (args[1], args[2]) if len(args) == 3 else (0, 32)
+    if not all(isinstance(x, int) and not isinstance(x, bool) for x in (reg, offset, size)):
+        return None
+    if not (0 <= reg < 64 and 0 <= offset < 32 and 1 <= size <= 32):
+        return None
+    return reg | offset << 6 | (size - 1) << 11
+
+
+def imm32_text(value: int) -> str | None:
+    """How LLVM prints a 32-bit immediate operand that is always a literal (s_setreg_imm32_b32): inline
+    integers in decimal, inline float bit patterns as the float; None for the rest (printed in hex)."""
+    signed = value - (1 << 32) if value >> 31 else value
+    if -16 <= signed <= 64:
+        return str(signed)
+    for f in (0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0):
+        if float_bits(f, 32) == value:
+            return float_text(f)
+    if inline_float_bits(float(INV_2PI_TEXT), 32) == value:
+        return INV_2PI_TEXT
+    return None
+
+
+def is_vop3p_mix(mnemonic: str) -> bool:
+    """LLVM writes the mixed-precision VOP3P instructions (v_fma_mix*, v_mad_mix*) with per-source `-x`/`|x|`
+    (the NEG and NEG_HI fields) and an op_sel_hi default of 0, unlike packed math."""
+    return mnemonic.lower().startswith(("v_fma_mix", "v_mad_mix"))

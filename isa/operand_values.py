@@ -1,0 +1,217 @@
+"""Operand types in LLVM's terms: which registers, named registers and constants a type accepts, their
+encoded values, and how a number becomes an inline constant or a 32-bit literal for an operand.
+
+Everything here comes from the spec's predefined values (`s7` = 7, `acc3` = 515, `0.5` = 240,
+SRC_LITERAL = 255); only the spelling is LLVM's (see operand_syntax).
+"""
+
+from __future__ import annotations
+
+import math
+import struct
+from typing import TYPE_CHECKING
+
+from . import operand_syntax as syn
+from .field_codec import Mismatch
+from .instruction import Imm, Reg
+from .model import OperandType
+
+if TYPE_CHECKING:  # forms imports this module
+    from .forms import Slot
+
+ACC_BIT = 9  # operand values: bit 9 set means an AGPR (acc0 = 512, SRC acc0 = 768)
+
+
+# --- operand types ------------------------------------------------------------------------------------
+
+class TypeTable:
+    """One operand type in LLVM terms: which registers/constants it accepts and their encoded values."""
+
+    __slots__ = ("name", "by_key", "by_value", "literal", "floats", "ints", "acc", "acc_only", "partitioned",
+                 "parts", "spec_type", "_describe", "float_bits")
+
+    def __init__(self, ot: OperandType, all_types) -> None:
+        self.name = ot.name
+        self.spec_type = ot
+        self.partitioned = ot.partitioned
+        self.parts = {f.name: f for f in ot.fields}
+        self.by_key: dict = {}
+        self.by_value: dict[int, tuple] = {}
+        self.literal: int | None = None
+        self.floats: dict[float, int] = {}
+        self.ints: dict[int, int] = {}
+        names_lower = {v.name.lower(): v.value for v in ot.values}
+        for pv in ot.values:
+            for key in syn.spec_register_keys(pv.name):
+                if key == ("literal",):
+                    self.literal = pv.value
+                    continue
+                self.by_key.setdefault(key, pv.value)
+                if key[0] == "float":
+                    self.floats.setdefault(key[1], pv.value)
+                elif key[0] == "int":
+                    self.ints.setdefault(key[1], pv.value)
+            keys = syn.spec_register_keys(pv.name)
+            if keys and keys[0] != ("literal",):
+                self.by_value.setdefault(pv.value, keys[0])
+        # 64-bit named pairs: `vcc` is VCC_LO taken two registers wide.
+        for pair in syn.PAIR_NAMES:
+            lo = names_lower.get(pair + "_lo")
+            if lo is not None:
+                self.by_key.setdefault(("pair", pair), lo)
+        self.float_bits = {bits: {syn.inline_float_bits(f, bits): enc for f, enc in self.floats.items()}
+                           for bits in (16, 32, 64)}
+        regs = [v.value for v in ot.values if syn.spec_register_keys(v.name)[0][0] in ("s", "v", "a", "ttmp")]
+        self.acc = any(v >> ACC_BIT & 1 for v in regs)
+        self.acc_only = bool(regs) and all(v >> ACC_BIT & 1 for v in regs)
+        self._describe: str | None = None
+
+    def describe(self) -> str:
+        """What this type accepts, for error messages (register classes and constants, compressed)."""
+        if self._describe is not None:
+            return self._describe
+        ot = self.spec_type
+        if ot.partitioned:
+            parts = ", ".join(f"{f.name} {f.layout_text}" for f in ot.fields)
+            text = f"{ot.name} (an immediate with parts {parts})" if parts else ot.name
+            self._describe = text
+            return text
+        groups: dict[str, list[int]] = {}
+        named: list[str] = []
+        ints: list[int] = []
+        floats: list[str] = []
+        for pv in ot.values:
+            key = syn.spec_register_keys(pv.name)[0]
+            if key[0] in ("s", "v", "a", "ttmp"):
+                groups.setdefault(key[0], []).append(key[1])
+            elif key[0] == "int":
+                ints.append(key[1])
+            elif key[0] == "float":
+                floats.append(syn.float_text(key[1]))
+            elif key[0] == "name":
+                named.append(key[1])
+        pieces = []
+        for kind in ("s", "v", "a", "ttmp"):
+            if kind in groups:
+                idx = sorted(groups[kind])
+                pieces.append(f"{kind}{idx[0]}..{kind}{idx[-1]}" if len(idx) > 1 else f"{kind}{idx[0]}")
+        pieces.extend(named)
+        if ints:
+            pieces.append(f"integers {min(ints)}..{max(ints)}")
+        if floats:
+            pieces.append("floats " + ", ".join(floats))
+        if self.literal is not None:
+            pieces.append("32-bit literals")
+        text = f"{ot.name}: " + (", ".join(pieces) if pieces else "no values")
+        self._describe = text
+        return text
+
+    def operand_for(self, value: int, nregs: int):
+        """The operand an encoded value stands for (Reg or Imm), or None when the type has no such value."""
+        key = self.by_value.get(value)
+        if key is None:
+            return None
+        k = key[0]
+        if k in ("s", "v", "a", "ttmp"):
+            return Reg(k, key[1], nregs)
+        if k == "int":
+            return Imm(key[1])
+        if k == "float":
+            return Imm(key[1])
+        name = key[1]
+        if nregs == 2 and name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:
+            return Reg(name[:-3], 0, 2)
+        return Reg(name, 0, 1)
+
+# --- constants ----------------------------------------------------------------------------------------
+
+def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
+    """(inline value, None) when `value` is an inline constant of the slot's type, else (None, literal
+    bits) as the 32-bit literal LLVM would emit; Mismatch when the value cannot be written at all."""
+    table = slot.table
+    bits = slot.elem_bits
+    if isinstance(value, bool):
+        raise Mismatch(f"{value} is not a number")
+    if isinstance(value, float):
+        if value != 0.0 and value in table.floats:
+            return table.floats[value], None
+        if value == 0.0 and math.copysign(1.0, value) > 0 and 0 in table.ints:
+            return table.ints[0], None
+        try:
+            if bits == 16 and slot.is_float:
+                lit = syn.float_bits(value, 16)
+            elif bits == 64:
+                b = syn.float_bits(value, 64)
+                if b & 0xFFFFFFFF:
+                    raise Mismatch(f"{value!r} needs 64 bits; a literal holds only the high 32 bits of a double")
+                lit = b >> 32
+            else:
+                lit = syn.float_bits(value, 32)
+        except (OverflowError, struct.error):
+            raise Mismatch(f"{value!r} does not fit a {bits}-bit float") from None
+        return None, lit
+    if not isinstance(value, int):
+        raise Mismatch(f"{value!r} is not a number")
+    container = slot.container
+    if container == 16:
+        # 16-bit operands take -32768..65535. For f16 ones the value is a 16-bit pattern (0xffff is the
+        # inline -1, 0x3c00 the inline 1.0, literals hold 16 bits); integer ones compare and store the
+        # number itself (sign-extended to 32 bits), as LLVM does.
+        if not -(1 << 15) <= value < (1 << 16):
+            raise Mismatch(f"{const_text(value)} does not fit in 16 bits")
+        if not slot.is_float:
+            inline = table.ints.get(value)
+            if inline is not None:
+                return inline, None
+            return None, value & 0xFFFFFFFF
+        v16 = value & 0xFFFF
+        sv = v16 - (1 << 16) if v16 >> 15 else v16
+        inline = table.ints.get(sv)
+        if inline is not None:
+            return inline, None
+        enc = table.float_bits[16].get(v16)
+        if enc is not None:
+            return enc, None
+        return None, v16
+    if container <= 32:
+        if not -(1 << 31) <= value < (1 << 32):
+            raise Mismatch(f"{const_text(value)} does not fit in 32 bits")
+        v32 = value & 0xFFFFFFFF
+        sv = v32 - (1 << 32) if v32 >> 31 else v32
+        inline = table.ints.get(sv)
+        if inline is not None:
+            return inline, None
+        # packed 16-bit operands match the f16 patterns of the inline floats, others the f32 ones
+        enc = table.float_bits[16 if bits == 16 else 32].get(v32)
+        if enc is not None:
+            return enc, None
+        return None, v32
+    # 64-bit operands: inline integers, inline doubles by bit pattern; literals are 32 bits.
+    inline = table.ints.get(value)
+    if inline is not None:
+        return inline, None
+    if slot.is_float:
+        enc = table.float_bits[64].get(value & 0xFFFFFFFFFFFFFFFF)
+        if enc is not None:
+            return enc, None
+    if not -(1 << 31) <= value < (1 << 32):
+        raise Mismatch(f"{const_text(value)} does not fit a 32-bit literal")
+    return None, value & 0xFFFFFFFF
+
+
+def literal_bits(slot: Slot, value) -> int:
+    """The literal dword for a value even when it has an inline spelling (for mandatory literals)."""
+    if isinstance(value, float):
+        bits = slot.elem_bits
+        if bits == 16 and slot.is_float:
+            return syn.float_bits(value, 16)
+        if bits == 64:
+            return syn.float_bits(value, 64) >> 32
+        return syn.float_bits(value, 32)
+    return value & 0xFFFFFFFF
+
+
+def const_text(value) -> str:
+    if isinstance(value, float):
+        return repr(value)
+    return hex(value) if abs(value) > 64 else str(value)
