@@ -13,8 +13,8 @@ from codegen import codeobj
 from codegen.gemm_compile import compile_gemm
 from codegen.gemm_ir import GemmProblem
 from jitgemm import hip_runtime
-from jitgemm.launch import LaunchDescription, pack_kernargs
 from jitgemm.api import MatmulError, _backend
+from jitgemm.launch import LaunchDescription, pack_kernargs
 from tests.oracles import require_module
 
 
