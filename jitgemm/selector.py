@@ -22,7 +22,7 @@ from codegen.gemm_ir import GemmProblem
 from codegen.gemm_text import format_problem
 from isa.spec_cache import cache_root
 
-from .suppliers import Candidate, DirectAsmSupplier, Supplier
+from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
 
 
 class SelectionError(ValueError):
@@ -204,8 +204,9 @@ _default: Selector | None = None
 
 
 def default_selector() -> Selector:
-    """The process-wide selector `matmul` uses: the direct generator (and others registered on it)."""
+    """The process-wide selector `matmul` uses: the direct generator, the LLVM generator when llvmlite is
+    installed, and any supplier registered on it (prebuilt folders, Triton)."""
     global _default
     if _default is None:
-        _default = Selector()
+        _default = Selector([DirectAsmSupplier(), LlvmSupplier()])
     return _default

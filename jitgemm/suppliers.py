@@ -7,6 +7,7 @@ the winner (generators compile on demand), so offering a candidate is cheap.
 from __future__ import annotations
 
 import hashlib
+import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -32,10 +33,10 @@ class Candidate:
 
     @property
     def key(self) -> str:
-        """Stable identity for ranking ties, tuning and quarantine."""
-        c = self.contract.data
-        return c["identity"].get("code_sha256") or hashlib.sha256(
-            (self.supplier + self.label + c["identity"]["kernel"]).encode()).hexdigest()
+        """Stable identity of this kernel *with this contract* (qualification judges the pair), for ranking
+        ties, tuning and quarantine."""
+        text = json.dumps(self.contract.data, sort_keys=True, default=str)
+        return hashlib.sha256(f"{self.supplier}\n{self.label}\n{text}".encode()).hexdigest()
 
 
 class Supplier:
@@ -101,6 +102,37 @@ class DirectAsmSupplier(Supplier):
 
             found.append(Candidate(self.name, label, contract, load, cfg, is_fallback))
         return found
+
+
+class LlvmSupplier(Supplier):
+    """The LLVM generator (llvmlite + LLVM's AMDGPU backend): the same IR, compiled on demand when chosen. It
+    offers the default config for the problem; its contract clauses equal the direct generator's."""
+
+    name = "jitgemm-llvm"
+
+    @staticmethod
+    def available() -> bool:
+        try:
+            import llvmlite  # noqa: F401
+        except ImportError:
+            return False
+        return True
+
+    def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
+        if not self.available():
+            return []
+        from codegen.llvm.compile import choose_config as llvm_choose
+
+        from .compiler import compile as jit_compile
+
+        cfg = llvm_choose(problem, isa.load_spec(target), isa.target_profile(target))
+        contract = Contract.load(_planned_contract(problem, cfg, target, self.name), f"{self.name}:default")
+
+        def load():
+            kernel = jit_compile(problem, cfg, arch=target, generator="llvm")
+            return kernel.code_object, kernel.name
+
+        return [Candidate(self.name, "default", contract, load, cfg)]
 
 
 class PrebuiltSupplier(Supplier):

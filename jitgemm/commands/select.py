@@ -9,9 +9,9 @@ from jitgemm.cli import CliError
 
 def _selector(args: argparse.Namespace):
     from jitgemm.selector import Selector
-    from jitgemm.suppliers import DirectAsmSupplier, PrebuiltSupplier, TritonSupplier
+    from jitgemm.suppliers import DirectAsmSupplier, LlvmSupplier, PrebuiltSupplier, TritonSupplier
 
-    suppliers = [DirectAsmSupplier()]
+    suppliers = [DirectAsmSupplier(), LlvmSupplier()]
     prebuilt = []
     for folder in args.prebuilt or ():
         sup = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
