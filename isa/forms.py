@@ -73,12 +73,35 @@ class Form:
                  "rank", "decode_fields", "ds_two", "smem", "mubuf", "flat_saddr", "lds_vdata", "scratch",
                  "sdwa_sd", "vop3p", "two_sources", "opsel_dst", "srcmods", "imm_hex", "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
-                 "literal_optional", "mix")
+                 "literal_optional", "mix", "bus")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
 
     # ---------------------------------------------------------------- encoding
+    def _check_constant_bus(self, fields: dict, slots, ops) -> None:
+        """gfx9 VALU instructions read at most `limit` distinct SGPR/special/literal values (the constant bus);
+        LLVM refuses more, and the hardware result would be undefined."""
+        limit, spots = self.bus
+        uses = set()
+        for fname, scalar, sdwa_s in spots:
+            value = fields.get(fname)
+            if value is None or (sdwa_s and not fields.get(sdwa_s)):   # SDWA: S0/S1 = 0 means a VGPR
+                continue
+            if scalar is None:                       # the literal slot of a literal encoding
+                uses.add(("literal", value))
+            elif value in scalar:
+                uses.add(("literal", fields["LITERAL"]) if value == 255 and "LITERAL" in fields else ("f", value))
+        for slot, op in zip(slots, ops, strict=False):
+            if slot.fname is None and slot.output is False and isinstance(op, Reg) and op.kind not in ("v", "a"):
+                uses.add((op.kind, op.index))        # an implicit scalar source written out (`vcc` of v_cndmask)
+        if self.name == "v_writelane_b32":
+            uses.discard(("f", syn.M0_VALUE))     # LLVM: M0 as the lane select does not take the bus
+        if len(uses) > limit:
+            raise Mismatch(f"{self.mnemonic} reads {len(uses)} scalar values (SGPRs, special registers or "
+                           f"literals); {self.spec_inst.name} may read {limit} (constant bus): move one into a "
+                           f"VGPR", rank=5)
+
     def encode(self, inst: Instruction, pc: int = 0, symbols=None) -> int:
         """The instruction word (an int of `size` bytes, little-endian) or Mismatch."""
         ops = inst.operands
@@ -132,6 +155,8 @@ class Form:
         for name, bits in self.default_bits:
             if name not in fields:
                 word |= bits
+        if self.bus is not None:
+            self._check_constant_bus(fields, slots, ops)
         if self.cond is not None and not self.cond(fields):
             raise Mismatch(f"{self.enc.name} condition {self.cond_name} does not hold", rank=len(slots))
         return word
@@ -776,6 +801,14 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                                 ("sext", f"SRC{s.src}_SEXT")):
                 if fname in fields:
                     form.srcmods[(flag, s.src)] = (fname, 0)
+    form.bus = None
+    if "VOP" in enc.name.upper():
+        spots = tuple((s.fname, None if s.kind == "literal" else s.table.scalar_values, s.sdwa_s) for s in slots
+                      if not s.output and s.fname and s.table is not None
+                      and (s.kind == "literal" or (s.src is not None and s.table.scalar_values)))
+        implicit = any(s.fname is None and not s.output for s in slots)
+        if len(spots) + implicit > 1:
+            form.bus = (syn.constant_bus_limit(spec.architecture.name), spots)
     for s in slots:
         spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
             else (None, None, None)

@@ -429,3 +429,13 @@ def is_vop3p_mix(mnemonic: str) -> bool:
     """LLVM writes the mixed-precision VOP3P instructions (v_fma_mix*, v_mad_mix*) with per-source `-x`/`|x|`
     (the NEG and NEG_HI fields) and an op_sel_hi default of 0, unlike packed math."""
     return mnemonic.lower().startswith(("v_fma_mix", "v_mad_mix"))
+
+
+M0_VALUE = 124   # the operand value of M0 in every GCN/CDNA source operand type (OPR_SRC "M0")
+
+
+def constant_bus_limit(architecture_name: str) -> int:
+    """How many SGPR/literal values one VALU instruction may read (LLVM: one on GCN and CDNA, two from GFX10
+    (RDNA) on)."""
+    return 2 if "RDNA" in architecture_name.upper() else 1
+

@@ -28,7 +28,7 @@ class TypeTable:
     """One operand type in LLVM terms: which registers/constants it accepts and their encoded values."""
 
     __slots__ = ("name", "by_key", "by_value", "literal", "floats", "ints", "acc", "acc_only", "partitioned",
-                 "parts", "spec_type", "_describe", "float_bits")
+                 "parts", "spec_type", "_describe", "float_bits", "scalar_values")
 
     def __init__(self, ot: OperandType, all_types) -> None:
         self.name = ot.name
@@ -64,6 +64,11 @@ class TypeTable:
         regs = [v.value for v in ot.values if syn.spec_register_keys(v.name)[0][0] in ("s", "v", "a", "ttmp")]
         self.acc = any(v >> ACC_BIT & 1 for v in regs)
         self.acc_only = bool(regs) and all(v >> ACC_BIT & 1 for v in regs)
+        # values that occupy the constant bus when read: SGPRs, special registers and the literal
+        scalar = {v for v, key in self.by_value.items() if key[0] not in ("v", "a", "int", "float")}
+        if self.literal is not None:
+            scalar.add(self.literal)
+        self.scalar_values = frozenset(scalar)
         self._describe: str | None = None
 
     def describe(self) -> str:

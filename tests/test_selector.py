@@ -139,3 +139,32 @@ def test_packing_from_contract_equals_metadata(private):
     contract_bytes = pack_segment(contract, values, pointer_of)
     assert bytes(meta_bytes[: len(contract_bytes)]) == contract_bytes
     assert contract_bytes[40:44] == (33).to_bytes(4, "little")
+
+
+def test_packing_from_contract_equals_metadata_for_triton(private):
+    from codegen import codeobj
+    from jitgemm.suppliers import TritonSupplier
+    from tests.oracles import require_module
+
+    require_module("triton")
+    p = GemmProblem.make(40, 72, 32, "fp16", layout="NT")
+    cand = TritonSupplier().candidates(p, "gfx942")[0]
+    blob, name = cand.load()
+    kernel = codeobj.read(blob).kernel(name)
+    rng = np.random.default_rng(2)
+    arrays = {r: rng.standard_normal(8).astype(np.float32) for r in ("a", "b", "d")}
+    values = {**arrays, "m": 40, "n": 72, "k": 32, "lda": 32, "ldb": 32, "ldd": 72}
+    address = {id(v): 0x20000 * (i + 1) for i, v in enumerate(arrays.values())}
+
+    def pointer_of(value, index):
+        return address[id(value)]
+
+    args = ordered_args(cand.contract, values)
+    launch = LaunchDescription.make(name, (1, 1, 1), cand.contract.workgroup, args)
+    meta_bytes = pack_kernargs(kernel.args, launch, segment_size=kernel.metadata[".kernarg_segment_size"],
+                               pointer_of=pointer_of, include_hidden=False)
+    contract_bytes = pack_segment(cand.contract, values, pointer_of)
+    assert bytes(meta_bytes) == contract_bytes
+    # the B strides: NT means B is stored N x K, so stride_bk is the constant 1 and stride_bn is ldb
+    by_name = {a["name"]: a for a in cand.contract.args}
+    assert by_name["stride_bk"]["role"] == "const" and by_name["stride_bn"]["role"] == "ldb"
