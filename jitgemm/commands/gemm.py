@@ -118,15 +118,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     a, b, c, bias = operands(p, args.seed)
     t0 = time.perf_counter()
     try:
-        if args.generator:   # that generator's kernel for the config, instead of the selector's choice
+        if args.generator or args.tile:   # that generator's kernel for the config, not the selector's choice
             from jitgemm import api
             from jitgemm.contract import Contract
 
-            kernel = jitgemm.compile(p, config, arch=args.arch, generator=args.generator)
+            generator = args.generator or "asm"
+            kernel = jitgemm.compile(p, config, arch=args.arch, generator=generator)
             call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                                activation=p.activation)
             d = api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
-                           backend=api._backend(args.backend), source=f"{kernel.generator}:{args.generator}")
+                           backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
         else:
             d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                                activation=p.activation, arch=args.arch, backend=args.backend)
