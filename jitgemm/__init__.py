@@ -8,7 +8,8 @@ from codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
 
 from .compiler import Kernel, compile  # noqa: E402
 
-_LAZY = {"matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu"}
+_LAZY = {"matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
+         "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector"}
 
 
 def __getattr__(name: str):
@@ -20,4 +21,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
 
 
-__all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MatmulError", "compile", "last_launch", "matmul"]
+__all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MatmulError", "compile", "emulate", "explain",
+           "last_launch", "matmul", "use_prebuilt", "use_triton"]

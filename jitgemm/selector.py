@@ -210,3 +210,38 @@ def default_selector() -> Selector:
     if _default is None:
         _default = Selector([DirectAsmSupplier(), LlvmSupplier()])
     return _default
+
+
+def explain(problem: GemmProblem, align: dict[str, int] | None = None) -> str:
+    """The default selector's table for a problem: every candidate, kept or rejected (and the clause), with
+    the ranking scores."""
+    return default_selector().explain(problem, align)
+
+
+def use_prebuilt(folder: str) -> list[str]:
+    """Offer the code objects in `folder` (with embedded or sidecar contracts) to `matmul`; returns the
+    reasons any kernel there was refused."""
+    from .suppliers import PrebuiltSupplier
+
+    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
+    supplier._scan()
+    default_selector().register(supplier)
+    _forget_choices()
+    return list(supplier.errors)
+
+
+def use_triton() -> None:
+    """Offer Triton-compiled GEMMs to `matmul` (Triton must be installed)."""
+    from .suppliers import TritonSupplier
+
+    if not TritonSupplier.available():
+        raise SelectionError("Triton is not installed (pip install triton)")
+    default_selector().register(TritonSupplier())
+    _forget_choices()
+
+
+def _forget_choices() -> None:
+    """New suppliers can change the winner: `matmul`'s per-problem memo starts over."""
+    from . import api
+
+    api._chosen.clear()

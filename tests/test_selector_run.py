@@ -86,3 +86,29 @@ def test_matmul_uses_selected_prebuilt_kernel(tmp_path, monkeypatch):
     assert jitgemm.last_launch().kernel == "only_kernel"
     ref = a.astype(np.float64) @ b.astype(np.float64)
     assert np.max(np.abs(d.astype(np.float64) - ref)) <= 2**-7 * np.max(np.abs(ref)) + 1e-3
+
+
+def test_use_prebuilt_registers_folder_for_matmul(tmp_path, monkeypatch):
+    import ml_dtypes
+
+    import jitgemm
+    import jitgemm.selector as selector_module
+
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(selector_module, "_default", Selector([]))
+    folder = tmp_path / "kernels"
+    folder.mkdir()
+    k = compile_gemm(GemmProblem.make(32, 32, 32, "bf16"), name="user_kernel")
+    (folder / "user.co").write_bytes(k.code_object)
+    (folder / "broken.co").write_bytes(b"\x7fELF not really")
+    refused = jitgemm.use_prebuilt(str(folder))
+    assert len(refused) == 1 and "broken.co" in refused[0]
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((20, 32)).astype(ml_dtypes.bfloat16)     # its contract wants n, k % 8 == 0
+    b = rng.standard_normal((32, 16)).astype(ml_dtypes.bfloat16)
+    d = jitgemm.matmul(a, b)
+    assert jitgemm.last_launch().kernel == "user_kernel"
+    ref = a.astype(np.float64) @ b.astype(np.float64)
+    assert np.max(np.abs(d.astype(np.float64) - ref)) <= 2**-7 * np.max(np.abs(ref)) + 1e-3
+    text = jitgemm.explain(GemmProblem.make(20, 10, 32, "bf16"))
+    assert "user.co:user_kernel" in text and "legality.divisible.n: n=10 is not a multiple of 8" in text
