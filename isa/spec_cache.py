@@ -8,11 +8,11 @@ and the same sha256, and anything that fails to decode or build is rebuilt (and 
 from __future__ import annotations
 
 import os
-import tempfile
 from pathlib import Path
 
 import msgpack
 
+from .files import atomic_write
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
@@ -56,15 +56,7 @@ def store_entry(data: dict) -> Path | None:
     payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
                              "data": data}, use_bin_type=True)
     try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-", suffix=".msgpack")
-        try:
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(payload)
-            os.replace(tmp, path)
-        except BaseException:
-            Path(tmp).unlink(missing_ok=True)
-            raise
+        atomic_write(path, payload)
     except OSError:
         return None
     return path

@@ -9,7 +9,6 @@ import hashlib
 import io
 import os
 import re
-import tempfile
 import urllib.error
 import urllib.request
 import zipfile
@@ -20,6 +19,7 @@ from pathlib import Path
 import yaml
 
 from .errors import SpecError
+from .files import atomic_write
 from .spec_sources import official_dir
 
 _MEMBER = re.compile(r"^amdgpu_isa_[A-Za-z0-9_]+\.xml$")
@@ -92,10 +92,7 @@ def extract(blob: bytes, release: Release, origin: str, dest_root: Path | None =
                 if len(content) != pin.size or digest != pin.sha256:
                     raise SpecError(f"member {base} has {len(content):,} bytes / sha256 {digest}; release "
                                     f"{release.name} pins {pin.size:,} / {pin.sha256}. Refusing it", path=origin)
-            fd, tmp = tempfile.mkstemp(dir=dest, prefix=".tmp-")
-            with os.fdopen(fd, "wb") as fh:
-                fh.write(content)
-            os.replace(tmp, dest / base)
+            atomic_write(dest / base, content)
             written.append(dest / base)
     if not written:
         raise SpecError("archive holds no amdgpu_isa_*.xml file", path=origin)

@@ -11,10 +11,9 @@ from __future__ import annotations
 import functools
 import hashlib
 import json
-import os
-import tempfile
 from pathlib import Path
 
+from isa.files import atomic_write
 from isa.spec_cache import cache_root
 
 FORMAT = 1
@@ -46,17 +45,6 @@ def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, versi
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def _atomic_write(path: Path, data: bytes) -> None:
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    try:
-        with os.fdopen(fd, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-    except BaseException:
-        Path(tmp).unlink(missing_ok=True)
-        raise
-
-
 def load(key: str) -> tuple[bytes, dict] | None:
     """(code object, record) of a valid entry, or None."""
     folder = kernel_dir()
@@ -76,9 +64,8 @@ def store(key: str, blob: bytes, record: dict) -> None:
     """Write an entry; a read-only or full disk only loses the cache."""
     folder = kernel_dir()
     try:
-        folder.mkdir(parents=True, exist_ok=True)
-        _atomic_write(folder / f"{key}.co", blob)
+        atomic_write(folder / f"{key}.co", blob)
         full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
-        _atomic_write(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
+        atomic_write(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
     except OSError:
         pass

@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import json
 import math
-import os
-import tempfile
 from dataclasses import dataclass
 from pathlib import Path
 
 import isa
 from codegen.gemm_ir import GemmProblem
 from codegen.gemm_text import format_problem
+from isa.files import atomic_write
 from isa.spec_cache import cache_root
 
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
@@ -47,11 +46,7 @@ def _json_load(path: Path) -> dict:
 
 
 def _json_store(path: Path, data: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
-    with os.fdopen(fd, "w") as fh:
-        json.dump(data, fh, indent=1, sort_keys=True)
-    os.replace(tmp, path)
+    atomic_write(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
 class TuningDB:
