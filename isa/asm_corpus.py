@@ -44,7 +44,7 @@ def _aligned(kind: str, n: int) -> int:
     return 2 if kind in ("v", "a") else min(4, n)
 
 
-def _class_values(table: TypeTable, nregs: int) -> dict[str, list]:
+def _class_values(table: TypeTable, nregs: int, elem_bits: int = 32) -> dict[str, list]:
     """Representatives of each register class / constant kind a type accepts, for a slot of nregs."""
     by_kind: dict[str, list[int]] = {}
     named: list[str] = []
@@ -86,7 +86,7 @@ def _class_values(table: TypeTable, nregs: int) -> dict[str, list]:
         picks = [v for v in (0, 1, 7, ints[-1], -1, ints[0]) if v in table.ints]
         out["inline integer"] = [Imm(v) for v in dict.fromkeys(picks)]
     if table.floats:
-        out["inline float"] = [Imm(f) for f in table.floats]
+        out["inline float"] = [Imm(syn.inline_float_value(f, elem_bits)) for f in table.floats]
     return out
 
 
@@ -147,7 +147,7 @@ def _default_operand(slot: Slot, regs: _Registers, form: Form, nregs: int | None
             reg = regs.take(k, n, table)
             if reg is not None:
                 return reg
-    values = _class_values(table, n)
+    values = _class_values(table, n, slot.elem_bits)
     for vals in values.values():
         return vals[0]
     return Imm(0)
@@ -318,7 +318,7 @@ def cases_for_form(form: Form) -> list[Case]:
         if type(current) is not Reg and slot.kind in ("vaddr", "flat_addr", "saddr"):
             continue
         nregs = current.count if type(current) is Reg else slot.nregs
-        for cls, values in _class_values(slot.table, nregs).items():
+        for cls, values in _class_values(slot.table, nregs, slot.elem_bits).items():
             if slot.kind in ("vaddr", "flat_addr") and not cls.endswith("-register"):
                 continue
             for value in values:

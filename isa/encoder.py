@@ -52,11 +52,9 @@ def unknown_mnemonic(name: str, forms: SpecForms) -> EncodeError:
 
 def encode_word(inst: Instruction, forms: SpecForms, pc: int = 0, symbols=None) -> tuple[int, int]:
     """(word, size in bytes) of one instruction; EncodeError says why no form fits."""
-    candidates = forms.by_mnemonic.get(inst.name)
+    candidates = forms.forms_for(inst.name)
     if candidates is None:
-        candidates = forms.by_mnemonic.get(inst.name.lower())
-        if candidates is None:
-            raise unknown_mnemonic(inst.name, forms)
+        raise unknown_mnemonic(inst.name, forms)
     failures = []
     for form in candidates:
         try:

@@ -585,7 +585,7 @@ def _value_operand(slot: Slot, value: int, nregs: int):
     table = slot.table
     if table is None:
         return Imm(value)
-    op = table.operand_for(value, nregs)
+    op = table.operand_for(value, nregs, slot.elem_bits)
     if op is None:
         if table.literal is not None and value == table.literal:
             return Imm(0, hex=True)
@@ -632,6 +632,9 @@ def _decode_parts(slot: Slot, value: int, form: Form):
         return Counters(tuple(written))
     if form.name in syn.HWREG_MNEMONICS:
         return Imm(value, text=syn.hwreg_text(value))
+    if form.name in syn.GPR_IDX_MNEMONICS:
+        text = syn.gpr_idx_text(value)
+        return Imm(value, text=text) if text else Imm(value, hex=True)
     if form.imm_hex:
         return Imm(value, hex=True)
     if slot.signed_imm and value >> (slot.codec.width - 1):
@@ -653,14 +656,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.enc = enc
     form.family = syn.encoding_family(enc.name)
     form.name = syn.llvm_name(inst.name, inst.aliases)
-    if form.name in syn.NO_SUFFIX:
-        form.suffix = ""
-    elif form.family in ("dpp", "sdwa"):
-        form.suffix = "_" + form.family
-    elif form.family in ("e32", "e64") and {"e32", "e64"} <= families:
-        form.suffix = "_" + form.family
-    else:
-        form.suffix = ""
+    form.suffix = _suffix(form.name, form.family, families)
     form.mnemonic = form.name + form.suffix
     form.size = enc.byte_count
     form.order = enc.order
@@ -782,7 +778,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.label_slot = next((s for s in slots if s.kind == "label"), None)
     form.nsrc = sum(1 for s in slots if s.src is not None)
     form.two_sources = any(s.src == 1 for s in slots)
-    form.opsel_dst = "OP_SEL" in fields and not form.vop3p and fields["OP_SEL"].width > form.nsrc
+    form.opsel_dst = "OP_SEL" in fields and not form.vop3p and fields["OP_SEL"].width > form.nsrc \
+        and form.name not in syn.OPSEL_PER_BIT
     form.srcmods = {}
     if form.mix:   # mixed-precision VOP3P: NEG is `-x`, NEG_HI is `|x|` per source (LLVM's syntax)
         for s in slots:
@@ -879,7 +876,7 @@ def _fast_values(slot: Slot) -> dict | None:
             fast[Imm(number)._key()] = value
     for number, value in slot.table.floats.items():
         if number and not value >> width:
-            fast[Imm(float(number))._key()] = value
+            fast[Imm(syn.inline_float_value(float(number), slot.elem_bits))._key()] = value
     return fast
 
 
@@ -900,58 +897,159 @@ def _acc_field_for(fields, field_name: str | None, src: int | None) -> tuple[str
     return None
 
 
+def _suffix(name: str, family: str, families: set[str]) -> str:
+    """LLVM's mnemonic suffix of a form: _dpp/_sdwa always, _e32/_e64 when the instruction has both."""
+    if name in syn.NO_SUFFIX:
+        return ""
+    if family in ("dpp", "sdwa"):
+        return "_" + family
+    if family in ("e32", "e64") and {"e32", "e64"} <= families:
+        return "_" + family
+    return ""
+
+
+def _mnemonic_keys(inst: SpecInstruction, family: str, families: set[str]) -> list[str]:
+    """Every spelling the assembler accepts for one form: LLVM's name, the spec's name and aliases, with and
+    without the encoding suffix where LLVM allows both."""
+    name = syn.llvm_name(inst.name, inst.aliases)
+    suffix = _suffix(name, family, families)
+    keys = []
+    for n in {name, inst.name.lower(), *(a.lower() for a in inst.aliases)}:
+        if family in ("dpp", "sdwa"):
+            keys.append(f"{n}_{family}")
+            if suffix:
+                continue
+        keys.append(n)
+        if family in ("e32", "e64"):
+            keys.append(f"{n}_{family}")
+    return keys
+
+
+class _TypeTables(dict):
+    """Operand-type tables made on first use (the official spec has thousands of predefined values)."""
+
+    def __init__(self, spec: Spec) -> None:
+        super().__init__()
+        self._spec = spec
+
+    def get(self, name, default=None):
+        if name in self:
+            return self[name]
+        ot = self._spec.operand_types.get(name)
+        if ot is None:
+            return default
+        table = TypeTable(ot, self._spec.operand_types)
+        self[name] = table
+        return table
+
+
 class SpecForms:
-    """Every form of a spec, indexed for the assembler (by mnemonic) and the decoder (by identifier)."""
+    """The forms of a spec, indexed for the assembler (by mnemonic) and the decoder (by identifier).
+
+    Forms are built on demand: assembling a kernel builds only the forms of the mnemonics it uses (a code
+    generator touches a few dozen of the official spec's 1,150 instructions); the first decode builds them
+    all, for the identifier index."""
 
     def __init__(self, spec: Spec) -> None:
         self.spec = spec
-        self.tables = {name: TypeTable(ot, spec.operand_types) for name, ot in spec.operand_types.items()}
-        self.by_mnemonic: dict[str, list[Form]] = {}
-        self.forms: list[Form] = []
-        self.problems: list[str] = []
-        id_by_op: dict[str, dict[int, int]] = {}
+        self.tables = _TypeTables(spec)
+        self._id_by_op: dict[str, dict[int, int]] = {}
         for enc in spec.encodings.values():
             op = enc.fields.get("OP")
             table: dict[int, int] = {}
             if op is not None:
                 for ident in enc.identifiers:
                     table.setdefault(op.extract(ident), ident)
-            id_by_op[enc.name] = table
-        for inst in spec.instructions:
+            self._id_by_op[enc.name] = table
+        self._plan: dict[str, list[tuple[int, int]]] = {}
+        self._families: list[set[str]] = []
+        for i, inst in enumerate(spec.instructions):
             families = {syn.encoding_family(ie.encoding_name) for ie in inst.encodings}
-            for ie in inst.encodings:
-                enc = spec.encodings.get(ie.encoding_name)
-                if enc is None:
-                    self.problems.append(f"{inst.name}: encoding {ie.encoding_name} is not in the spec")
-                    continue
-                try:
-                    form = _build_form(spec, self.tables, inst, ie, enc, families, id_by_op[enc.name])
-                except (Mismatch, KeyError, ValueError) as exc:
-                    self.problems.append(f"{inst.name} in {enc.name}: {exc}")
-                    continue
-                if form is None:
-                    self.problems.append(f"{inst.name} in {enc.name}: encoding has no OP field")
-                    continue
-                self.forms.append(form)
-                names = {form.name, inst.name.lower(), *(a.lower() for a in inst.aliases)}
-                for n in names:
-                    if form.family in ("dpp", "sdwa"):
-                        self.by_mnemonic.setdefault(f"{n}_{form.family}", []).append(form)
-                        if form.suffix:
-                            continue
-                    self.by_mnemonic.setdefault(n, []).append(form)
-                    if form.family in ("e32", "e64"):
-                        self.by_mnemonic.setdefault(f"{n}_{form.family}", []).append(form)
-        for forms in self.by_mnemonic.values():
-            forms.sort(key=lambda f: (f.size, f.rank, f.order))
-        self._build_decode_index()
-        self.mnemonics = tuple(sorted(self.by_mnemonic))
+            self._families.append(families)
+            for j, ie in enumerate(inst.encodings):
+                for key in _mnemonic_keys(inst, syn.encoding_family(ie.encoding_name), families):
+                    self._plan.setdefault(key, []).append((i, j))
+        self._built: dict[tuple[int, int], Form | None] = {}
+        self._problem_of: dict[tuple[int, int], str] = {}
+        self._by_mnemonic: dict[str, list[Form]] = {}
+        self._complete = False
+        self._decode_ready = False
+        self.mnemonics = tuple(sorted(self._plan))
         self.encode_cache: dict = {}
         self.decode_cache: dict = {}
 
+    def _form(self, i: int, j: int) -> Form | None:
+        key = (i, j)
+        if key in self._built:
+            return self._built[key]
+        inst = self.spec.instructions[i]
+        ie = inst.encodings[j]
+        enc = self.spec.encodings.get(ie.encoding_name)
+        form = None
+        if enc is None:
+            self._problem_of[key] = f"{inst.name}: encoding {ie.encoding_name} is not in the spec"
+        else:
+            try:
+                form = _build_form(self.spec, self.tables, inst, ie, enc, self._families[i],
+                                   self._id_by_op[enc.name])
+                if form is None:
+                    self._problem_of[key] = f"{inst.name} in {enc.name}: encoding has no OP field"
+            except (Mismatch, KeyError, ValueError) as exc:
+                self._problem_of[key] = f"{inst.name} in {enc.name}: {exc}"
+        self._built[key] = form
+        return form
+
+    def forms_for(self, mnemonic: str) -> list[Form] | None:
+        """The forms spelled `mnemonic` (exact, else lower case), shortest first; None for an unknown name."""
+        for key in (mnemonic, mnemonic.lower()):
+            found = self._by_mnemonic.get(key)
+            if found is not None:
+                return found
+            pairs = self._plan.get(key)
+            if pairs is not None:
+                forms = [f for f in (self._form(i, j) for i, j in pairs) if f is not None]
+                if not forms:
+                    return None
+                forms.sort(key=lambda f: (f.size, f.rank, f.order))
+                self._by_mnemonic[key] = forms
+                return forms
+        return None
+
+    def _build_all(self) -> None:
+        if self._complete:
+            return
+        for key in self._plan:
+            self.forms_for(key)
+        self._complete = True
+
+    @property
+    def by_mnemonic(self) -> dict[str, list[Form]]:
+        self._build_all()
+        return self._by_mnemonic
+
+    @property
+    def forms(self) -> list[Form]:
+        """Every form, in spec order."""
+        self._build_all()
+        return [self._built[k] for k in sorted(self._built) if self._built[k] is not None]
+
+    @property
+    def problems(self) -> list[str]:
+        self._build_all()
+        return [self._problem_of[k] for k in sorted(self._problem_of)]
+
+    def __getattr__(self, name: str):
+        # the decoder's indexes are made on first use (they need every form)
+        if name in ("decode_index", "decode_by_top", "max_size", "probes") and not self.__dict__.get("_decode_ready"):
+            self._build_decode_index()
+            self._decode_ready = True
+            return getattr(self, name)
+        raise AttributeError(name)
+
     def _build_decode_index(self) -> None:
+        all_forms = self.forms
         by_mask: dict[int, dict[int, list[Form]]] = {}
-        for form in self.forms:
+        for form in all_forms:
             mask = form.enc.identifier_mask
             key = form.base_word & mask
             by_mask.setdefault(mask, {}).setdefault(key, []).append(form)
@@ -974,7 +1072,7 @@ class SpecForms:
             for top in tops:
                 by_top.setdefault(top, []).append((mask, table))
         self.decode_by_top = {top: tuple(v) for top, v in by_top.items()}
-        self.max_size = max((f.size for f in self.forms), default=4)
+        self.max_size = max((f.size for f in all_forms), default=4)
         # For words whose opcode the spec does not define: which encoding (hence size) they are in,
         # from the identifier bits outside the OP field and the encoding's conditions.
         probes = []
@@ -1001,9 +1099,6 @@ class SpecForms:
                 continue
             return name, size
         return None
-
-    def forms_for(self, mnemonic: str) -> list[Form] | None:
-        return self.by_mnemonic.get(mnemonic.lower())
 
     def closest(self, mnemonic: str, n: int = 5) -> tuple[str, ...]:
         import difflib

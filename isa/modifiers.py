@@ -74,6 +74,8 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
     codec = form.codecs[fname]
     n = form.nsrc
     bits = 0
+    if name == "op_sel" and form.name in syn.OPSEL_PER_BIT and n <= len(value) <= codec.width:
+        n = len(value)
     if name == "op_sel" and form.opsel_dst and len(value) == n + 1:
         for i, b in enumerate(value[:-1]):
             bits |= b << i
@@ -177,6 +179,8 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             fname = syn.LIST_FIELDS[name]
             v = fv[fname]
             n = form.nsrc
+            if name == "op_sel" and form.name in syn.OPSEL_PER_BIT:
+                n = codecs[fname].width
             if name == "op_sel" and form.opsel_dst:
                 if v:
                     w = codecs[fname].width

@@ -105,11 +105,37 @@ def float_bits(value: float, bits: int) -> int:
     return struct.unpack("<Q", struct.pack("<d", value))[0]
 
 
+# In operands with 64-bit elements the hardware's 1/(2*pi) is the double 0x3fc45f306dc9c882, which LLVM
+# prints and accepts as 0.15915494309189532; there the short decimal is an ordinary (non-inline) value.
+INV_2PI_F64_BITS = 0x3FC45F306DC9C882
+INV_2PI_F64 = struct.unpack("<d", struct.pack("<Q", INV_2PI_F64_BITS))[0]
+
+
 def inline_float_bits(value: float, bits: int) -> int:
     """Bit pattern of an inline float constant at a precision (1/(2*pi) is exact, not the decimal)."""
-    if value == float(INV_2PI_TEXT):
+    if value == float(INV_2PI_TEXT) or value == INV_2PI_F64:
+        if bits == 64:
+            return INV_2PI_F64_BITS
         value = INV_2PI
     return float_bits(value, bits)
+
+
+def inline_float_key(value: float, elem_bits: int) -> float | None:
+    """The spec's spelling of the inline float an operand with `elem_bits`-wide elements reads as `value`
+    (LLVM writes 1/(2*pi) differently at 64 bits), or None when `value` is not an inline spelling there."""
+    if elem_bits == 64:
+        if value == INV_2PI_F64:
+            return float(INV_2PI_TEXT)
+        if value == float(INV_2PI_TEXT):
+            return None
+    return value
+
+
+def inline_float_value(spec_value: float, elem_bits: int) -> float:
+    """How LLVM writes the spec's inline float `spec_value` in an operand with `elem_bits`-wide elements."""
+    if elem_bits == 64 and spec_value == float(INV_2PI_TEXT):
+        return INV_2PI_F64
+    return spec_value
 
 
 def float_text(value: float) -> str:
@@ -143,7 +169,12 @@ def encoding_family(encoding_name: str) -> str:
 
 # VOP1 instructions that LLVM spells without an _e32/_e64 suffix although the spec also gives them a
 # VOP3 encoding (LLVM defines no separate VOP3 spelling for them). Checked against llvm-mc by the tests.
-NO_SUFFIX = frozenset({"v_nop", "v_readfirstlane_b32", "v_accvgpr_mov_b32", "v_swap_b32"})
+NO_SUFFIX = frozenset({"v_nop", "v_clrexcp", "v_readfirstlane_b32", "v_accvgpr_mov_b32", "v_swap_b32"})
+
+# VOP3 instructions whose op_sel LLVM writes with one element per OP_SEL bit (not one per source plus the
+# destination): the stochastic-rounding fp8 conversions, where LLVM counts the kept destination as a third
+# source and op_sel[2:3] pick the result byte.
+OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"})
 
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
@@ -409,6 +440,29 @@ def hwreg_value(args: tuple) -> int | None:
     if not (0 <= reg < 64 and 0 <= offset < 32 and 1 <= size <= 32):
         return None
     return reg | offset << 6 | (size - 1) << 11
+
+
+# s_set_gpr_idx_on/_mode take their 4-bit mode as gpr_idx(...): one name per set bit, in this order.
+GPR_IDX_MNEMONICS = frozenset({"s_set_gpr_idx_on", "s_set_gpr_idx_mode"})
+GPR_IDX_BITS = ("SRC0", "SRC1", "SRC2", "DST")
+
+
+def gpr_idx_text(value: int) -> str | None:
+    """LLVM's gpr_idx(...) spelling of a GPR-index mode, or None when the value has bits beyond the four modes."""
+    if value >> len(GPR_IDX_BITS):
+        return None
+    return "gpr_idx(" + ",".join(n for i, n in enumerate(GPR_IDX_BITS) if value >> i & 1) + ")"
+
+
+def gpr_idx_value(args: tuple) -> int | None:
+    """The mode for gpr_idx(SRC0, ..., DST), or None when an argument is not one of the four names (or repeats)."""
+    value = 0
+    for arg in args:
+        name = arg.upper() if isinstance(arg, str) else None
+        if name not in GPR_IDX_BITS or value >> GPR_IDX_BITS.index(name) & 1:
+            return None
+        value |= 1 << GPR_IDX_BITS.index(name)
+    return value
 
 
 def imm32_text(value: int) -> str | None:

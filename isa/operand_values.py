@@ -111,7 +111,7 @@ class TypeTable:
         self._describe = text
         return text
 
-    def operand_for(self, value: int, nregs: int):
+    def operand_for(self, value: int, nregs: int, elem_bits: int = 32):
         """The operand an encoded value stands for (Reg or Imm), or None when the type has no such value."""
         key = self.by_value.get(value)
         if key is None:
@@ -122,7 +122,7 @@ class TypeTable:
         if k == "int":
             return Imm(key[1])
         if k == "float":
-            return Imm(key[1])
+            return Imm(syn.inline_float_value(key[1], elem_bits))
         name = key[1]
         if nregs == 2 and name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:
             return Reg(name[:-3], 0, 2)
@@ -138,8 +138,9 @@ def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
     if isinstance(value, bool):
         raise Mismatch(f"{value} is not a number")
     if isinstance(value, float):
-        if value != 0.0 and value in table.floats:
-            return table.floats[value], None
+        key = syn.inline_float_key(value, bits)
+        if value != 0.0 and key in table.floats:
+            return table.floats[key], None
         if value == 0.0 and math.copysign(1.0, value) > 0 and 0 in table.ints:
             return table.ints[0], None
         try:

@@ -48,6 +48,10 @@ LLVM_REJECTS: dict[tuple[str, str], str] = {
     ("V_ADDC_CO_U32", "VOP2_INST_LITERAL"): "LLVM: literal + VCC violate the constant bus limit",
     ("V_SUBB_CO_U32", "VOP2_INST_LITERAL"): "LLVM: literal + VCC violate the constant bus limit",
     ("V_SUBBREV_CO_U32", "VOP2_INST_LITERAL"): "LLVM: literal + VCC violate the constant bus limit",
+    ("V_CLREXCP", "VOP1_INST_LITERAL"): "v_clrexcp has no operand that could carry a literal",
+    ("V_SWAP_B32", "ENC_VOP3"): "LLVM: e64 variant of this instruction is not supported",
+    ("S_CBRANCH_JOIN", "SOP1_INST_LITERAL"): "LLVM: invalid operand (s_cbranch_join takes an SGPR only)",
+    ("S_CBRANCH_G_FORK", "SOP2_INST_LITERAL"): "LLVM: invalid operand (s_cbranch_g_fork takes SGPR pairs only)",
 }
 # Aliases the subset keeps from AMD's excerpt although LLVM does not know them.
 LLVM_UNKNOWN_ALIASES: dict[str, str] = {
@@ -167,6 +171,11 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
             tokens.append(hex(value))
             form.expected[o.field_name] = value
             continue
+        if o.operand_type in ("OPR_SIMM8", "OPR_SIMM4"):   # s_atc_probe's probe mode, gpr_idx modes
+            value = rng.randrange(8 if o.operand_type == "OPR_SIMM8" else 16)
+            tokens.append(str(value))
+            form.expected[o.field_name] = value
+            continue
         if o.operand_type == "OPR_LABEL":
             value = rng.choice([-1, 1]) * rng.randrange(1, 300)
             tokens.append(str(value))
@@ -205,7 +214,7 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
                 tokens.append(str(value))
                 form.expected[o.field_name] = _masked(otype.value_of(str(value)), fld)
                 continue
-        first = regs.take(kind, count)
+        first = regs.take(kind, 2 if inst.name.startswith("DS_GWS") else count)   # LLVM: GWS data VGPR even
         tokens.append(f"{kind}{first}" if count == 1 else f"{kind}[{first}:{first + count - 1}]")
         spec_name = f"{'acc' if kind == 'a' else kind}{first}"
         assert otype.has(spec_name), f"{inst.name}: {spec_name} is not a value of {o.operand_type}"
@@ -229,8 +238,8 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
         fmt = " format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT]" if name == "ENC_MTBUF" else ""
         tail = f"{fmt} offen offset:{imm}"
         form.expected["OFFSET"] = imm
-    elif name == "ENC_DS":
-        if re.search(r"2(ST64)?_B", inst.name):
+    elif name == "ENC_DS" and (explicit or inst.name.startswith("DS_GWS")):   # ds_nop takes no offset
+        if re.search(r"(READ|WRITE|WRXCHG)2(ST64)?_", inst.name):
             a, b = rng.randrange(256), rng.randrange(256)
             tail = f" offset0:{a} offset1:{b}"
         else:
@@ -238,6 +247,8 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
             a, b = off & 0xFF, off >> 8
             tail = f" offset:{off}"
         form.expected.update(OFFSET0=a, OFFSET1=b)
+        if inst.name.startswith("DS_GWS"):
+            tail += " gds"                 # LLVM writes the global wave sync instructions with gds only
     elif name.startswith("ENC_FLAT"):
         off = rng.randrange(0x1000) if name == "ENC_FLAT" else rng.randrange(-0x1000, 0x1000)
         tail = f" offset:{off}"
@@ -291,7 +302,7 @@ def llvm_mc():
 def test_subset_loads_without_dangling_references(subset):
     assert subset.warnings == ()
     c = subset.counts()
-    assert c["instructions"] >= 300 and c["encodings"] >= 28
+    assert c["instructions"] >= 1100 and c["encodings"] >= 28
     for inst in subset.instructions:
         for ie, enc in subset.encodings_of(inst.name):
             assert enc.condition(ie.condition_name) is not None, (inst.name, enc.name, ie.condition_name)
@@ -391,9 +402,9 @@ def test_buffer_loads_with_lds_use_the_same_opcodes(subset, llvm_mc):
     checks = []
     for inst in subset.instructions:
         ie, enc = subset.encodings_of(inst.name)[0]
-        vdata = [o for o in ie.operands if o.field_name == "VDATA" and o.output]
-        if enc.name != "ENC_MUBUF" or not vdata or vdata[0].size != 32:
-            continue
+        vdata = [o for o in ie.operands if o.field_name == "VDATA" and o.output and not o.input]  # not atomics
+        if enc.name != "ENC_MUBUF" or not vdata or vdata[0].size != 32 or "_D16" in inst.name:
+            continue                               # LLVM has no LDS form of the d16 (half-register) loads
         vaddr, srsrc, soff = rng.randrange(256), 4 * rng.randrange(20), rng.randrange(80, 100)
         checks.append((inst, ie, enc, (vaddr, srsrc, soff),
                        f"{inst.name.lower()} v{vaddr}, s[{srsrc}:{srsrc + 3}], s{soff} offen lds"))
@@ -589,7 +600,7 @@ def test_build_regenerates_the_committed_file(tmp_path):
                           timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == SUBSET.read_bytes(), "specs/amdgpu_isa_cdna3_subset.xml is stale: run build.py"
-    assert SUBSET.stat().st_size < 4_000_000
+    assert SUBSET.stat().st_size < 6_500_000
 
 
 def test_build_reports_bad_facts_with_their_place(tmp_path):

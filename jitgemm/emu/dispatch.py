@@ -639,7 +639,7 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
             bits = s.read(st, w)
             if s.uniform:
                 bits = np.asarray(bits)[:, None]
-            if s.fmt.count == 1:
+            if s.fmt.count == 1 or s.fmt.count > 2:   # op_sel picks halves: wider packs (dot4/dot8) stay whole
                 env[s.role] = _typed(bits, s.fmt)
                 comps.append(None)
                 continue

@@ -51,6 +51,16 @@ def fma(a, b, c):
     return (a.astype(np.float64) * b.astype(np.float64) + c.astype(np.float64)).astype(np.result_type(a, b, c))
 
 
+def i24(x):
+    """The low 24 bits, sign-extended (the 24-bit multiplies ignore the upper 8 bits of their sources)."""
+    x = np.asarray(x).astype(np.int64) & 0xFFFFFF
+    return np.where(x >= 1 << 23, x - (1 << 24), x)
+
+
+def u24(x):
+    return np.asarray(x).astype(np.int64) & 0xFFFFFF
+
+
 def mask_bits(n):
     """(1 << n) - 1 for n in 0..32, as uint32."""
     n = np.asarray(n).astype(np.uint64)
@@ -101,10 +111,112 @@ def ffbh_u(x):
 
 
 def ffbh_i(x):
-    """Leading bits equal to the sign bit, -1 when all are equal."""
+    """Leading bits equal to the sign bit, the sign bit included (0x40000000 -> 1, 1 -> 31), -1 when all bits
+    are equal (AMD's V_FFBH_I32/S_FLBIT_I32: the search starts at bit 30 and stops at the first bit that differs
+    from bit 31; LLVM subtracts 1 from it to count redundant sign bits)."""
     x = np.asarray(x).astype(np.int32)
     y = np.where(x < 0, ~x, x).astype(np.uint32)
-    return np.where(y == 0, -1, ffbh_u(y) - 1)
+    return np.where(y == 0, -1, ffbh_u(y))
+
+
+def ffbh_u64(x):
+    """Count of leading zeros of a 64-bit value, -1 when zero."""
+    x = np.asarray(x).astype(np.uint64)
+    hi = (x >> np.uint64(32)).astype(np.uint32)
+    lo = (x & np.uint64(0xFFFFFFFF)).astype(np.uint32)
+    return np.where(hi != 0, ffbh_u(hi), np.where(lo != 0, 32 + ffbh_u(lo), -1))
+
+
+def ffbh_i64(x):
+    """As ffbh_i for a 64-bit value (S_FLBIT_I32_I64)."""
+    x = np.asarray(x).astype(np.int64)
+    y = np.where(x < 0, ~x, x).astype(np.uint64)
+    return np.where(y == 0, -1, ffbh_u64(y))
+
+
+def brev64(x):
+    x = np.asarray(x).astype(np.uint64)
+    lo = brev32((x & np.uint64(0xFFFFFFFF)).astype(np.uint32)).astype(np.uint64)
+    hi = brev32((x >> np.uint64(32)).astype(np.uint32)).astype(np.uint64)
+    return (lo << np.uint64(32)) | hi
+
+
+def quadmask(x, groups):
+    """Bit i of the result = any bit of nibble i of x is set (S_QUADMASK_B32/B64: 8 or 16 nibbles)."""
+    x = np.asarray(x).astype(np.uint64)
+    out = np.zeros(x.shape, np.uint64)
+    for i in range(groups):
+        out |= (((x >> np.uint64(4 * i)) & np.uint64(0xF)) != 0).astype(np.uint64) << np.uint64(i)
+    return out
+
+
+def wqm(x):
+    """Whole-quad mask: every nibble with a set bit becomes 0xF (S_WQM_B32/B64)."""
+    x = np.asarray(x)
+    wide = x.astype(np.uint64)
+    out = np.zeros(wide.shape, np.uint64)
+    for i in range(x.dtype.itemsize * 2):
+        nib = (wide >> np.uint64(4 * i)) & np.uint64(0xF)
+        out |= np.where(nib != 0, np.uint64(0xF), np.uint64(0)) << np.uint64(4 * i)
+    return out
+
+
+def bitreplicate(x):
+    """Each bit i of a 32-bit value into bits 2i and 2i+1 of the 64-bit result (S_BITREPLICATE_B64_B32)."""
+    x = np.asarray(x).astype(np.uint64) & np.uint64(0xFFFFFFFF)
+    out = np.zeros(x.shape, np.uint64)
+    for i in range(32):
+        bit = (x >> np.uint64(i)) & np.uint64(1)
+        out |= (bit << np.uint64(2 * i)) | (bit << np.uint64(2 * i + 1))
+    return out
+
+
+def mask_bits64(n):
+    """(1 << n) - 1 for n in 0..63, as uint64."""
+    n = np.asarray(n).astype(np.uint64)
+    return (np.uint64(1) << n) - np.uint64(1)
+
+
+def _fields(x, bits, count, signed):
+    """The `count` packed `bits`-wide fields of raw register bits, as int64 (..., count)."""
+    x = np.asarray(x).astype(np.uint64)
+    parts = [((x >> np.uint64(bits * i)) & np.uint64((1 << bits) - 1)).astype(np.int64) for i in range(count)]
+    f = np.stack(parts, axis=-1)
+    if signed:
+        f = np.where(f >= (1 << (bits - 1)), f - (1 << bits), f)
+    return f
+
+
+def dot_packed(a, b, bits, signed):
+    """Dot product of the packed integer fields of two dwords (V_DOT2C/4C/8C, V_DOT4/V_DOT8), as int64."""
+    count = 32 // bits
+    return (_fields(a, bits, count, signed) * _fields(b, bits, count, signed)).sum(axis=-1)
+
+
+def sad_u8(a, b, masked=False):
+    """Sum of |a.byte - b.byte| over the four bytes (V_SAD_U8); masked (V_MSAD_U8) skips bytes where b is 0."""
+    fa, fb = _fields(a, 8, 4, False), _fields(b, 8, 4, False)
+    d = np.abs(fa - fb)
+    if masked:
+        d = np.where(fb == 0, 0, d)
+    return d.sum(axis=-1)
+
+
+def sad_u16(a, b):
+    return np.abs(_fields(a, 16, 2, False) - _fields(b, 16, 2, False)).sum(axis=-1)
+
+
+def lerp_u8(a, b, c):
+    """V_LERP_U8: per byte (a + b + bit 0 of c's byte) >> 1."""
+    fa, fb, fc = _fields(a, 8, 4, False), _fields(b, 8, 4, False), _fields(c, 8, 4, False)
+    avg = (fa + fb + (fc & 1)) >> 1
+    return sum(avg[..., i] << (8 * i) for i in range(4))
+
+
+def sat_pk_u8(x):
+    """V_SAT_PK_U8_I16: two signed 16-bit halves saturated to unsigned bytes, packed into the low 16 bits."""
+    f = np.clip(_fields(x, 16, 2, True), 0, 255)
+    return f[..., 0] | (f[..., 1] << 8)
 
 
 def perm(s0, s1, sel):
@@ -159,15 +271,24 @@ def frexp_exp(x):
     return np.where(np.isfinite(x), e, 0)
 
 
-def cls_f(x, mask):
+def cls_f(x, mask, bits=None):
     """V_CMP_CLASS: bit 0 signaling NaN, 1 quiet NaN, 2 -inf, 3 -normal, 4 -denormal, 5 -0, 6 +0, 7 +denormal,
-    8 +normal, 9 +inf."""
+    8 +normal, 9 +inf. `bits` is the source format's width when the value arrives widened (f16 as float32): the
+    normal/denormal boundary is that format's. A NaN is quiet when its mantissa's top bit is set (kept when f16
+    widens to float32)."""
     x = np.asarray(x)
     mask = np.asarray(mask).astype(np.uint32)
-    tiny = np.finfo(x.dtype).tiny if x.dtype.kind == "f" else np.finfo(np.float32).tiny
+    tiny = 2.0 ** -14 if bits == 16 else np.finfo(x.dtype).tiny if x.dtype.kind == "f" else np.finfo(np.float32).tiny
     neg = np.signbit(x)
     ax = np.abs(x)
-    classes = [np.zeros(x.shape, bool), np.isnan(x), np.isinf(x) & neg, neg & np.isfinite(x) & (ax >= tiny),
+    if x.dtype == np.float64:
+        quiet = (np.ascontiguousarray(x).view(np.uint64) >> np.uint64(51)) & np.uint64(1) != 0
+    elif x.dtype == np.float32:
+        quiet = (np.ascontiguousarray(x).view(np.uint32) >> np.uint32(22)) & np.uint32(1) != 0
+    else:
+        quiet = np.ones(x.shape, bool)
+    nan = np.isnan(x)
+    classes = [nan & ~quiet, nan & quiet, np.isinf(x) & neg, neg & np.isfinite(x) & (ax >= tiny),
                neg & (ax < tiny) & (ax > 0), neg & (x == 0), ~neg & (x == 0), ~neg & (ax < tiny) & (ax > 0),
                ~neg & np.isfinite(x) & (ax >= tiny), np.isinf(x) & ~neg]
     out = np.zeros(np.broadcast(x, mask).shape, bool)
@@ -217,7 +338,12 @@ SEMANTICS: dict[str, str] = {
     "S_NOR_B32": "~(S0 | S1)", "S_NOR_B64": "~(S0 | S1)", "S_XNOR_B32": "~(S0 ^ S1)", "S_XNOR_B64": "~(S0 ^ S1)",
     "S_LSHL_B32": "S0 << (S1 & 31)", "S_LSHL_B64": "S0 << u64(S1 & 63)", "S_LSHR_B32": "S0 >> (S1 & 31)",
     "S_LSHR_B64": "S0 >> u64(S1 & 63)", "S_ASHR_I32": "S0 >> (S1 & 31)", "S_ASHR_I64": "S0 >> i64(S1 & 63)",
-    "S_BFM_B32": "mask_bits(S0 & 31) << (S1 & 31)",
+    "S_BFM_B32": "mask_bits(S0 & 31) << (S1 & 31)", "S_BFM_B64": "mask_bits64(S0 & 63) << u64(S1 & 63)",
+    "S_BREV_B64": "brev64(S0)", "S_BCNT0_I32_B32": "32 - popcount(S0)", "S_BCNT0_I32_B64": "64 - popcount(S0)",
+    "S_FF0_I32_B32": "ff1(~u32(S0))", "S_FF0_I32_B64": "ff1(~u64(S0))", "S_FLBIT_I32_B64": "ffbh_u64(S0)",
+    "S_FLBIT_I32_I64": "ffbh_i64(S0)", "S_QUADMASK_B32": "quadmask(S0, 8)", "S_QUADMASK_B64": "quadmask(S0, 16)",
+    "S_WQM_B32": "wqm(S0)", "S_WQM_B64": "wqm(S0)", "S_BITREPLICATE_B64_B32": "bitreplicate(S0)",
+    "S_BITSET0_B64": "D0 & ~(u64(1) << u64(S0 & 63))", "S_BITSET1_B64": "D0 | (u64(1) << u64(S0 & 63))",
     "S_BFE_U32": "bfe_u(S0, S1 & 31, minimum((u32(S1) >> 16) & 127, 32))",
     "S_BFE_I32": "bfe_i(S0, S1 & 31, minimum((u32(S1) >> 16) & 127, 32))",
     "S_BITSET0_B32": "D0 & ~(u32(1) << (S0 & 31))", "S_BITSET1_B32": "D0 | (u32(1) << (S0 & 31))",
@@ -254,6 +380,10 @@ SEMANTICS: dict[str, str] = {
     "S_ANDN2_SAVEEXEC_B64": "D0 = EXEC; EXEC = S0 & ~EXEC; SCC = EXEC != 0",
     "S_ORN2_SAVEEXEC_B64": "D0 = EXEC; EXEC = S0 | ~EXEC; SCC = EXEC != 0",
     "S_ANDN1_SAVEEXEC_B64": "D0 = EXEC; EXEC = ~S0 & EXEC; SCC = EXEC != 0",
+    "S_ORN1_SAVEEXEC_B64": "D0 = EXEC; EXEC = ~S0 | EXEC; SCC = EXEC != 0",
+    "S_NAND_SAVEEXEC_B64": "D0 = EXEC; EXEC = ~(S0 & EXEC); SCC = EXEC != 0",
+    "S_NOR_SAVEEXEC_B64": "D0 = EXEC; EXEC = ~(S0 | EXEC); SCC = EXEC != 0",
+    "S_XNOR_SAVEEXEC_B64": "D0 = EXEC; EXEC = ~(S0 ^ EXEC); SCC = EXEC != 0",
     "S_ANDN1_WREXEC_B64": "EXEC = ~S0 & EXEC; D0 = EXEC; SCC = EXEC != 0",
     "S_ANDN2_WREXEC_B64": "EXEC = S0 & ~EXEC; D0 = EXEC; SCC = EXEC != 0",
     "S_GETPC_B64": "PC + 4",
@@ -284,6 +414,18 @@ SEMANTICS: dict[str, str] = {
     "V_ADD_U32": "S0 + S1", "V_SUB_U32": "S0 - S1", "V_SUBREV_U32": "S1 - S0",
     "V_ADD_I32": "S0 + S1", "V_SUB_I32": "S0 - S1",
     "V_ADD_U16": "S0 + S1", "V_SUB_U16": "S0 - S1", "V_SUBREV_U16": "S1 - S0", "V_MUL_LO_U16": "S0 * S1",
+    "V_ADD_I16": "S0 + S1", "V_SUB_I16": "S0 - S1",
+    "V_MAX_U16": "maximum(S0, S1)", "V_MAX_I16": "maximum(S0, S1)", "V_MIN_U16": "minimum(S0, S1)",
+    "V_MIN_I16": "minimum(S0, S1)", "V_MIN3_I16": "minimum(minimum(S0, S1), S2)",
+    "V_MIN3_U16": "minimum(minimum(S0, S1), S2)", "V_MAX3_I16": "maximum(maximum(S0, S1), S2)",
+    "V_MAX3_U16": "maximum(maximum(S0, S1), S2)", "V_MED3_I16": "med3(S0, S1, S2)", "V_MED3_U16": "med3(S0, S1, S2)",
+    "V_MAD_U16": "S0 * S1 + S2", "V_MAD_I16": "S0 * S1 + S2", "V_MAD_LEGACY_U16": "S0 * S1 + S2",
+    "V_MAD_LEGACY_I16": "S0 * S1 + S2", "V_MAD_U32_U16": "u64(S0) * u64(S1) + u64(S2)",
+    "V_MAD_I32_I16": "i64(S0) * i64(S1) + i64(S2)",
+    "V_SAD_U8": "sad_u8(S0, S1) + u64(S2)", "V_SAD_HI_U8": "(sad_u8(S0, S1) << 16) + u64(S2)",
+    "V_SAD_U16": "sad_u16(S0, S1) + u64(S2)", "V_SAD_U32": "abs(i64(S0) - i64(S1)) + u64(S2)",
+    "V_MSAD_U8": "sad_u8(S0, S1, masked=True) + u64(S2)", "V_LERP_U8": "lerp_u8(S0, S1, S2)",
+    "V_SAT_PK_U8_I16": "sat_pk_u8(S0)",
     "V_ADD_CO_U32": "D0 = u64(S0) + u64(S1); D1 = (D0 >> 32) != 0",
     "V_SUB_CO_U32": "D0 = S0 - S1; D1 = u32(S1) > u32(S0)",
     "V_SUBREV_CO_U32": "D0 = S1 - S0; D1 = u32(S0) > u32(S1)",
@@ -292,9 +434,9 @@ SEMANTICS: dict[str, str] = {
     "V_SUBBREV_CO_U32": "D0 = i64(S1) - i64(S0) - i64(S2); D1 = u64(S0) + u64(S2) > u64(S1)",
     "V_MUL_LO_U32": "S0 * S1", "V_MUL_HI_U32": "(u64(S0) * u64(S1)) >> 32", "V_MUL_LO_I32": "S0 * S1",
     "V_MUL_HI_I32": "(i64(S0) * i64(S1)) >> 32",
-    "V_MUL_U32_U24": "u64(S0) * u64(S1)", "V_MUL_I32_I24": "i64(S0) * i64(S1)",
-    "V_MUL_HI_U32_U24": "(u64(S0) * u64(S1)) >> 32", "V_MUL_HI_I32_I24": "(i64(S0) * i64(S1)) >> 32",
-    "V_MAD_U32_U24": "u64(S0) * u64(S1) + S2", "V_MAD_I32_I24": "i64(S0) * i64(S1) + S2",
+    "V_MUL_U32_U24": "u24(S0) * u24(S1)", "V_MUL_I32_I24": "i24(S0) * i24(S1)",
+    "V_MUL_HI_U32_U24": "(u24(S0) * u24(S1)) >> 32", "V_MUL_HI_I32_I24": "(i24(S0) * i24(S1)) >> 32",
+    "V_MAD_U32_U24": "u24(S0) * u24(S1) + S2", "V_MAD_I32_I24": "i24(S0) * i24(S1) + S2",
     "V_MAD_U64_U32": "D0 = u64(S0) * u64(S1) + u64(S2); D1 = (u64(S0) * u64(S1)) > ~u64(S2)",
     "V_MAD_I64_I32": "i64(S0) * i64(S1) + i64(S2)",
     "V_MIN_U32": "minimum(S0, S1)", "V_MAX_U32": "maximum(S0, S1)", "V_MIN_I32": "minimum(S0, S1)",
@@ -313,6 +455,7 @@ SEMANTICS: dict[str, str] = {
     "V_CVT_F32_UBYTE0": "u32(S0) & 255", "V_CVT_F32_UBYTE1": "(u32(S0) >> 8) & 255",
     "V_CVT_F32_UBYTE2": "(u32(S0) >> 16) & 255", "V_CVT_F32_UBYTE3": "u32(S0) >> 24",
     "V_CVT_PKRTZ_F16_F32": "cvt_pkrtz(S0, S1)",
+    "V_CVT_OFF_F32_I4": "((i32(S0) << 28) >> 28) / 16.0",
     "V_CVT_F32_FP8": "S0", "V_CVT_F32_BF8": "S0",
     # float arithmetic
     "V_ADD_F32": "S0 + S1", "V_SUB_F32": "S0 - S1", "V_SUBREV_F32": "S1 - S0", "V_MUL_F32": "S0 * S1",
@@ -339,6 +482,10 @@ SEMANTICS: dict[str, str] = {
     "V_LDEXP_F32": "ldexp(S0, S1)", "V_LDEXP_F16": "ldexp(S0, S1)", "V_LDEXP_F64": "ldexp(S0, S1)",
     "V_FREXP_MANT_F32": "frexp_mant(S0)", "V_FREXP_EXP_I32_F32": "frexp_exp(S0)",
     "V_FREXP_MANT_F64": "frexp_mant(S0)", "V_FREXP_EXP_I32_F64": "frexp_exp(S0)",
+    "V_FLOOR_F16": "floor(S0)", "V_CEIL_F16": "ceil(S0)", "V_TRUNC_F16": "trunc(S0)", "V_RNDNE_F16": "rint(S0)",
+    "V_FREXP_MANT_F16": "frexp_mant(S0)", "V_FREXP_EXP_I16_F16": "frexp_exp(S0)",
+    "V_MIN3_F16": "fmin(fmin(S0, S1), S2)", "V_MAX3_F16": "fmax(fmax(S0, S1), S2)", "V_MED3_F16": "fmed3(S0, S1, S2)",
+    "V_FMA_LEGACY_F16": "fma(S0, S1, S2)", "V_PK_FMAC_F16": "fma(S0, S1, D0)",
     "V_FRACT_F32": "S0 - floor(S0)", "V_TRUNC_F32": "trunc(S0)", "V_CEIL_F32": "ceil(S0)",
     "V_RNDNE_F32": "rint(S0)", "V_FLOOR_F32": "floor(S0)", "V_FRACT_F64": "S0 - floor(S0)",
     "V_TRUNC_F64": "trunc(S0)", "V_CEIL_F64": "ceil(S0)", "V_RNDNE_F64": "rint(S0)", "V_FLOOR_F64": "floor(S0)",
@@ -346,15 +493,22 @@ SEMANTICS: dict[str, str] = {
     "V_DIV_FMAS_F32": "fma(S0, S1, S2)", "V_DIV_FMAS_F64": "fma(S0, S1, S2)",
     "V_DIV_FIXUP_F32": "div_fixup(S0, S1, S2)", "V_DIV_FIXUP_F64": "div_fixup(S0, S1, S2)",
     "V_CMP_CLASS_F32": "cls_f(S0, S1)", "V_CMPX_CLASS_F32": "cls_f(S0, S1)",
-    "V_CMP_CLASS_F64": "cls_f(S0, S1)", "V_CMP_CLASS_F16": "cls_f(S0, S1)",
+    "V_CMP_CLASS_F64": "cls_f(S0, S1)", "V_CMP_CLASS_F16": "cls_f(S0, S1, 16)",
+    "V_CMPX_CLASS_F64": "cls_f(S0, S1)", "V_CMPX_CLASS_F16": "cls_f(S0, S1, 16)",
     # dot products and packed math (packed operands are (..., components) arrays)
     "V_DOT2C_F32_F16": "D0 + (S0 * S1).sum(axis=-1)", "V_DOT2_F32_F16": "S2 + (S0 * S1).sum(axis=-1)",
     "V_DOT2C_F32_BF16": "D0 + (S0 * S1).sum(axis=-1)", "V_DOT2_F32_BF16": "S2 + (S0 * S1).sum(axis=-1)",
-    "V_DOT4C_I32_I8": "D0 + (i64(S0) * S1).sum(axis=-1)", "V_DOT4_I32_I8": "S2 + (i64(S0) * S1).sum(axis=-1)",
+    # integer dot products read their packed sources as whole dwords (VALU statements see packed integers as
+    # raw bits, and the packed-math handler passes packs of more than two components whole)
+    "V_DOT4C_I32_I8": "D0 + dot_packed(S0, S1, 8, True)", "V_DOT4_I32_I8": "S2 + dot_packed(S0, S1, 8, True)",
+    "V_DOT4_U32_U8": "S2 + dot_packed(S0, S1, 8, False)", "V_DOT8_I32_I4": "S2 + dot_packed(S0, S1, 4, True)",
+    "V_DOT8_U32_U4": "S2 + dot_packed(S0, S1, 4, False)", "V_DOT8C_I32_I4": "D0 + dot_packed(S0, S1, 4, True)",
+    "V_DOT2C_I32_I16": "D0 + dot_packed(S0, S1, 16, True)",
+    "V_DOT2_I32_I16": "S2 + (i64(S0) * S1).sum(axis=-1)", "V_DOT2_U32_U16": "S2 + (u64(S0) * S1).sum(axis=-1)",
     "V_PK_FMA_F32": "fma(S0, S1, S2)", "V_PK_MUL_F32": "S0 * S1", "V_PK_ADD_F32": "S0 + S1", "V_PK_MOV_B32": "S0",
     "V_PK_FMA_F16": "fma(S0, S1, S2)", "V_PK_MUL_F16": "S0 * S1", "V_PK_ADD_F16": "S0 + S1",
     "V_PK_MAX_F16": "fmax(S0, S1)", "V_PK_MIN_F16": "fmin(S0, S1)", "V_PK_ADD_U16": "S0 + S1",
-    "V_PK_SUB_U16": "S0 - S1", "V_PK_ADD_I16": "S0 + S1", "V_PK_MUL_LO_U16": "S0 * S1",
+    "V_PK_SUB_U16": "S0 - S1", "V_PK_ADD_I16": "S0 + S1", "V_PK_SUB_I16": "S0 - S1", "V_PK_MUL_LO_U16": "S0 * S1",
     "V_PK_LSHLREV_B16": "S1 << (S0 & 15)", "V_PK_LSHRREV_B16": "S1 >> (S0 & 15)",
     "V_PK_ASHRREV_I16": "S1 >> (S0 & 15)", "V_PK_MAX_I16": "maximum(S0, S1)", "V_PK_MIN_I16": "minimum(S0, S1)",
     "V_PK_MAX_U16": "maximum(S0, S1)", "V_PK_MIN_U16": "minimum(S0, S1)",

@@ -496,6 +496,8 @@ def ds(b, d):
         return _ds_lane_ops(b, d, f, offset)
     if name == "DS_NOP":
         return lambda ctx, w: None
+    if addr_src is None:   # M0-addressed forms: ds_append/ds_consume, ds_*_addtid_b32
+        raise Unsupported(f"{name} (an LDS address from M0) is not modelled")
 
     def base_addr(ctx, w):
         return np.asarray(addr_src.read(ctx.st, w)).astype(np.int64)
@@ -564,6 +566,8 @@ def ds(b, d):
                 dst.write(st, w, full if regs > 1 else full[..., 0], lanes)
         return run_atomic
 
+    if is_load and is_store:   # read-modify-write forms the atomic table above lacks (ds_wrap, ds_wrxchg2, ...)
+        raise Unsupported(f"{name} is not modelled")
     if is_load and vdst is not None:
         regs = max(1, nbytes // 4)
         dst = b.ops.dst(vdst, max(32, 8 * nbytes))
