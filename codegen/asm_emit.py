@@ -42,6 +42,7 @@ class RegAlloc:
     limits: dict[str, int]
     next: dict[str, int] = field(default_factory=lambda: {"s": 0, "v": 0, "a": 0})
     names: dict[str, Reg] = field(default_factory=dict)
+    high: dict[str, int] = field(default_factory=lambda: {"s": 0, "v": 0, "a": 0})
 
     def take(self, kind: str, count: int = 1, *, align: int | None = None, name: str | None = None) -> Reg:
         align = align or (4 if count >= 4 and kind == "s" else 2 if count >= 2 else 1)
@@ -50,6 +51,7 @@ class RegAlloc:
             raise RegisterFileFull(f"out of {kind.upper()}GPRs: need {start + count}, the target has "
                                    f"{self.limits[kind]}")
         self.next[kind] = start + count
+        self.high[kind] = max(self.high[kind], self.next[kind])
         reg = Reg(kind, start, count)
         if name:
             self.names[name] = reg
@@ -58,7 +60,12 @@ class RegAlloc:
     def at(self, kind: str, index: int, count: int = 1) -> Reg:
         """A fixed register (hardware-initialised ones such as s[0:1] or v0); moves the bump pointer past it."""
         self.next[kind] = max(self.next[kind], index + count)
+        self.high[kind] = max(self.high[kind], self.next[kind])
         return Reg(kind, index, count)
+
+    def release(self, kind: str, mark: int) -> None:
+        """Registers from `mark` on are dead: later takes reuse them (`high` keeps the most ever in use)."""
+        self.next[kind] = min(self.next[kind], mark)
 
 
 @dataclass
@@ -136,6 +143,8 @@ class Emitter:
         self._recent: list[tuple[str, set[RegKey], int]] = []   # (class, written, wait states it covers)
         self._log: list[tuple[str, set[RegKey], set[RegKey], int]] = []   # every item: class, read, written, covers
         self._labels: dict[str, int] = {}
+        self._label_queues: dict[str, dict] = {}
+        self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
 
     def _cover_hazards(self, cls: str, read: set[RegKey]) -> None:
         need = 0
@@ -229,16 +238,57 @@ class Emitter:
             self._queues[counter].append(_Pending(written, scalar=name.startswith("s_")))
         return inst
 
+    # --- control flow ------------------------------------------------------------------------------
+    def _queue_state(self) -> dict:
+        return {c: [(frozenset(e.regs), e.scalar) for e in q] for c, q in self._queues.items()}
+
+    def _settle(self, *others: dict) -> None:
+        """Make the pending-operation queues valid for other paths reaching the same point: a counter whose
+        queue differs between the paths is waited for completely."""
+        parts = []
+        for counter, queue in self._queues.items():
+            mine = [(frozenset(e.regs), e.scalar) for e in queue]
+            if any(mine != other.get(counter, []) for other in others):
+                parts.append((counter, 0))
+                del queue[:]
+        if parts:
+            self.code.append(Instruction("s_waitcnt", (Counters(tuple(parts)),)))
+
+    @staticmethod
+    def _distances(recent: list) -> list[tuple[int, str, set[RegKey], int]]:
+        out, elapsed = [], 0
+        for cls, written, covers in reversed(recent):
+            out.append((elapsed, cls, written, covers))
+            elapsed += covers
+        return out
+
+    def _merge_hazards(self, histories: list[list]) -> None:
+        """The hazard history after a join: every write of every incoming path at its distance (the nearest
+        writer decides, so the union is the conservative history)."""
+        entries = sorted((x for h in histories for x in self._distances(h)), key=lambda x: x[0])
+        merged = []
+        for k, (dist, cls, written, covers) in enumerate(entries):
+            nxt = entries[k + 1][0] if k + 1 < len(entries) else dist + covers
+            merged.append((cls, written, nxt - dist))
+        self._recent = list(reversed(merged))
+
     def label(self, name: str) -> None:
-        """A branch target. Fall-through keeps the hazard history; a backward branch to it checks the loop's
-        tail against its head (see `branch`)."""
+        """A branch target. Fall-through keeps the hazard history; forward branches to it join theirs (hazards
+        from every incoming path are covered, pending-counter queues that differ are waited for); a backward
+        branch to it checks the loop's tail against its head (see `branch`)."""
         self.code.append(LabelDef(name))
+        incoming = self._forward.pop(name, [])
+        if incoming:
+            self._merge_hazards([self._recent] + [h for h, _ in incoming])
+            self._settle(*(queues for _, queues in incoming))
         self._labels[name] = len(self._log)
+        self._label_queues[name] = self._queue_state()
 
     def branch(self, name: str, target: str) -> None:
         """A branch; when it goes back to a label already emitted, the instructions at the label follow this
         branch too, so hazards from the tail into the head are covered with s_nop before the branch."""
         if target in self._labels:
+            self._settle(self._label_queues[target])
             head = self._log[self._labels[target]:]
             saved = list(self._recent)
             self._note("salu", set())           # the branch itself is one wait state
@@ -268,6 +318,8 @@ class Emitter:
                 need -= n
         self.code.append(Instruction(name, (Label(target),)))
         self._note("salu", set())
+        if target not in self._labels:
+            self._forward.setdefault(target, []).append((list(self._recent), self._queue_state()))
 
     def raw(self, inst: Instruction) -> None:
         self.code.append(inst)

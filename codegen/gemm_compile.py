@@ -11,10 +11,12 @@ from isa.model import Spec
 from isa.targets import TargetProfile
 
 from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
-from .gemm_config import default_config, validate_config
+from .gemm_config import default_config, validate_config, widest_vectors
 from .gemm_contract import gemm_contract
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .gemm_text import format_ir
+
+__all__ = ["CompiledGemm", "choose_config", "compile_gemm", "kernel_name", "widest_vectors"]
 
 
 @dataclass(frozen=True)
@@ -37,26 +39,8 @@ def kernel_name(problem: GemmProblem, config: GemmConfig) -> str:
     return f"jitgemm_{p.a.name}_{p.b.name}_{p.d.name}_{tail}_{digest}"
 
 
-def widest_vectors(problem: GemmProblem, config: GemmConfig) -> GemmConfig:
-    """The widest global loads the problem's shapes and leading dimensions allow (up to 16 bytes)."""
-    p = problem
-    lead = p.lead
-    choices = {}
-    for op, eb, transposed in (("a", p.a.bytes, p.a_transposed), ("b", p.b.bytes, p.b_transposed)):
-        contiguous = {("a", False): p.k, ("a", True): p.m, ("b", False): p.n, ("b", True): p.k}[(op, transposed)]
-        tile_contig = {("a", False): config.depth_k, ("a", True): config.tile_m,
-                       ("b", False): config.tile_n, ("b", True): config.depth_k}[(op, transposed)]
-        vec = 1
-        for cand in (16, 8, 4, 2):
-            if cand * eb <= 16 and contiguous % cand == 0 and lead[op] % cand == 0 and tile_contig % cand == 0:
-                vec = cand
-                break
-        choices[op] = vec
-    return replace(config, vec_a=choices["a"], vec_b=choices["b"])
-
-
 def _fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmConfig:
-    """Shrink vector widths until the tile splits over the work-items and the LDS rows stay aligned."""
+    """Shrink vector widths until the lowering accepts the config."""
     from .gemm_asm import GemmLowering
 
     cfg = config
@@ -71,7 +55,8 @@ def _fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec, target: T
 
 
 def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> GemmConfig:
-    """The default config for the dtypes and size, with the widest vector loads the problem allows."""
+    """The default config for the dtypes and size (gemm_config.default_config: tile, waves, MFMA, prefetch,
+    LDS buffers, the widest vector loads the problem allows, the LDS padding with the fewest bank conflicts)."""
     return _fit_vectors(problem, widest_vectors(problem, default_config(problem, spec, target)), spec, target)
 
 

@@ -12,7 +12,7 @@ from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_text import format_ir
 
 GENERATOR = "jitgemm-asm"
-GENERATOR_VERSION = "0.1.0"
+GENERATOR_VERSION = "0.2.0"
 # matrices must stay below 2 GiB: out-of-range accesses use offset 0x80000000 (see gemm_asm.OOB)
 MAX_BYTES = 2**31 - 1
 

@@ -157,6 +157,7 @@ class GemmConfig:
     unroll: int = 1
     vec_a: int = 1      # elements per global load of A along its contiguous dimension
     vec_b: int = 1
+    lds_buffers: int = 1  # 2: the next tile is written to a second LDS buffer while this one is multiplied
     extras: dict = field(default_factory=dict, compare=False, hash=False, repr=False)
 
     @property

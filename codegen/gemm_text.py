@@ -1,10 +1,11 @@
 """A small text form of a GEMM problem and config, for logs, cache keys and the CLI:
 
     gemm m=17 n=33 k=65 a=bf16 b=bf16 d=bf16 acc=fp32 layout=NT alpha=1.0 beta=0.0 bias=none act=none
-    tile 128x128x32 waves=2x2 mfma=V_MFMA_F32_32X32X8_BF16 lds_pad=8 prefetch=2 unroll=1
+    tile 128x128x32 waves=2x2 mfma=V_MFMA_F32_32X32X8_BF16 lds_pad=8 prefetch=2 unroll=1 vec=8x8 lds_buffers=2
 
 `format_*` prints the canonical form (fixed key order, defaults included) and `parse` reads it back, so
-`format(parse(format(x))) == format(x)`. Parsed with a lark LALR grammar built once.
+`format(parse(format(x))) == format(x)`. Keys added later have defaults, so older texts still parse.
+Parsed with a lark LALR grammar built once.
 """
 
 from __future__ import annotations
@@ -32,7 +33,7 @@ _GRAMMAR = r"""
 
 _PROBLEM_KEYS = ("m", "n", "k", "batch", "a", "b", "c", "d", "acc", "layout", "lda", "ldb", "ldc", "ldd",
                  "alpha", "beta", "bias", "act")
-_CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec")
+_CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec", "lds_buffers")
 
 
 @cache
@@ -64,7 +65,8 @@ def format_problem(p: GemmProblem) -> str:
 
 def format_config(c: GemmConfig) -> str:
     return (f"tile {c.tile_m}x{c.tile_n}x{c.depth_k} waves={c.waves_m}x{c.waves_n} mfma={c.mfma} "
-            f"lds_pad={c.lds_pad} prefetch={c.prefetch} unroll={c.unroll} vec={c.vec_a}x{c.vec_b}")
+            f"lds_pad={c.lds_pad} prefetch={c.prefetch} unroll={c.unroll} vec={c.vec_a}x{c.vec_b} "
+            f"lds_buffers={c.lds_buffers}")
 
 
 def format_ir(problem: GemmProblem, config: GemmConfig | None = None) -> str:
@@ -146,7 +148,9 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
         config = GemmConfig(tm, tn, tk, wm, wn, str(ckv["mfma"]).upper(), vec_a=va, vec_b=vb,
                             lds_pad=_int(ckv["lds_pad"], "lds_pad", source) if "lds_pad" in ckv else 0,
                             prefetch=_int(ckv["prefetch"], "prefetch", source) if "prefetch" in ckv else 1,
-                            unroll=_int(ckv["unroll"], "unroll", source) if "unroll" in ckv else 1)
+                            unroll=_int(ckv["unroll"], "unroll", source) if "unroll" in ckv else 1,
+                            lds_buffers=(_int(ckv["lds_buffers"], "lds_buffers", source) if "lds_buffers" in ckv
+                                         else 1))
     return problem, config
 
 

@@ -115,17 +115,8 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     fast = _by_problem.get((problem, config, arch, generator))
     if fast is not None:
         return fast
+    asked = config
     spec = isa.load_spec(arch)
-    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch, generator)
-    if config is None:
-        key_mem = key_mem + (problem.lead["a"] % 16, problem.lead["b"] % 16, problem.m % 16, problem.n % 16,
-                             problem.k % 16, problem.m >= 128 and problem.n >= 128, problem.m <= 32)
-    with _lock:
-        hit = _memory.get(key_mem)
-        if hit is not None:
-            _by_problem[(problem, config, arch, generator)] = hit
-    if hit is not None:
-        return hit
     if generator == "llvm":
         from codegen.llvm.compile import choose_config as choose
         from codegen.llvm.compile import compile_gemm_llvm, generator_version
@@ -133,8 +124,15 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         version = generator_version()
     else:
         choose, version = choose_config, GENERATOR_VERSION
-    if config is None:
+    if config is None:   # the default depends on the problem's sizes; the cache keys on what was chosen
         config = choose(problem, spec, isa.target_profile(arch))
+    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch, generator)
+    with _lock:
+        hit = _memory.get(key_mem)
+        if hit is not None:
+            _by_problem[(problem, asked, arch, generator)] = hit
+    if hit is not None:
+        return hit
     ir_text = format_ir(problem.kernel_class(), config)
     disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, GENERATORS[generator], version)
     kernel = None
@@ -158,7 +156,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
             _by_problem.clear()
-        _by_problem[(problem, config, arch, generator)] = kernel
+        _by_problem[(problem, asked, arch, generator)] = kernel
     return kernel
 
 

@@ -6,21 +6,40 @@ Tolerances: tests/gemm_cases.OUT_RTOL per output dtype."""
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import pytest
 
 import jitgemm
+from codegen.gemm_compile import compile_gemm
+from codegen.gemm_config import best_lds_pad
 from codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.reference import check, operands, reference
 
 
 def run(problem: GemmProblem, config: GemmConfig | None = None, seed: int = 0):
-    a, b, c, bias = operands(problem, seed)
+    """matmul (the selector's kernel) without a config; with one, that config's kernel launched directly (the
+    selector would pick its own candidate)."""
     if config is not None:
-        jitgemm.compile(problem, config)       # the explicit config is then what matmul's compile finds
+        return run_config(problem, config, seed)
+    a, b, c, bias = operands(problem, seed)
     d = jitgemm.matmul(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
                        activation=problem.activation, backend="emu")
     check(problem, d, reference(problem, a, b, c, bias))
     return d
+
+
+def run_config(problem: GemmProblem, config: GemmConfig, seed: int = 0):
+    from jitgemm.api import launch, prepare
+    from jitgemm.contract import Contract
+
+    compiled = compile_gemm(problem, config)
+    a, b, c, bias = operands(problem, seed)
+    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                   activation=problem.activation)
+    d = launch(call, compiled.code_object, compiled.name, Contract.load(compiled.contract), backend="emu")
+    check(problem, d, reference(problem, a, b, c, bias))
+    return compiled
 
 
 @pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
@@ -71,3 +90,125 @@ def test_int8_epilogue(bias):
 
 def test_batched():
     run(GemmProblem.make(20, 24, 40, "bf16", layout="TN", batch=3))
+
+
+# --- the pipeline options: prefetch, LDS double buffer, padding (ragged sizes, every dtype and layout) -----------
+DTYPES = [("fp32", "fp32", "V_MFMA_F32_32X32X2_F32"), ("fp16", "fp16", "V_MFMA_F32_32X32X8_F16"),
+          ("bf16", "bf16", "V_MFMA_F32_32X32X8_BF16"), ("fp8", "fp32", "V_MFMA_F32_32X32X16_FP8_FP8"),
+          ("bf8", "bf16", "V_MFMA_F32_32X32X16_BF8_BF8"), ("int8", "int32", "V_MFMA_I32_32X32X16_I8")]
+OPTIONS = [dict(prefetch=1, lds_buffers=1), dict(prefetch=2, lds_buffers=1), dict(prefetch=1, lds_buffers=2),
+           dict(prefetch=2, lds_buffers=2)]
+
+
+def _padded(problem: GemmProblem, config: GemmConfig, whole_vectors: bool = True) -> GemmConfig:
+    import isa
+
+    return replace(config, lds_pad=best_lds_pad(problem, config, isa.load_spec("gfx942"),
+                                                isa.target_profile("gfx942"), whole_vectors=whole_vectors))
+
+
+@pytest.mark.parametrize("opts", OPTIONS, ids=lambda o: f"p{o['prefetch']}b{o['lds_buffers']}")
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("a, d, mfma", DTYPES, ids=[x[0] for x in DTYPES])
+def test_pipeline_options_ragged(a, d, mfma, layout, opts):
+    """K = 70 with two MFMA substeps per tile: several unguarded iterations, then the guarded tail (and with
+    two LDS buffers, both parities of each); M and N end inside a tile; element-wise loads (vec 1), so the
+    transposed operands are packed along K from single elements."""
+    problem = GemmProblem.make(45, 37, 70, a, d=d, layout=layout)
+    k = {"fp32": 2, "fp16": 8, "bf16": 8}.get(a, 16)
+    config = _padded(problem, GemmConfig(64, 64, 2 * k, 2, 2, mfma, **opts))
+    run_config(problem, config, seed=sum(map(ord, a + layout)) + opts["prefetch"])
+
+
+@pytest.mark.parametrize("layout", ["NN", "NT", "TN", "TT"])
+@pytest.mark.parametrize("a, d, mfma", DTYPES, ids=[x[0] for x in DTYPES])
+def test_vector_loads_packed_and_split_writes(a, d, mfma, layout):
+    """Sizes that allow 16-byte loads but end inside a tile: K-contiguous vectors written whole or, with rows
+    that are not 16-byte aligned (padding chosen against bank conflicts), as 8-byte halves; transposed vectors
+    packed along K (v_perm_b32, 4x4 byte transposes for 8-bit types)."""
+    problem = GemmProblem.make(80, 48, 96, a, d=d, layout=layout)
+    wide, word = 16 // problem.a.bytes, 4 // problem.a.bytes     # 4-byte loads: 4 K rows per work-item to pack
+    for vec, opts in ((wide, dict(prefetch=2, lds_buffers=2)), (wide, dict(prefetch=2, lds_buffers=1, lds_pad=0)),
+                      (word, dict(prefetch=1, lds_buffers=2))):
+        config = GemmConfig(64, 64, 64 // problem.a.bytes, 2, 2, mfma, vec_a=vec, vec_b=vec, **opts)
+        if "lds_pad" not in opts:
+            config = _padded(problem, config, whole_vectors=False)
+        compiled = run_config(problem, config, seed=vec + len(layout))
+        assert compiled.config == config
+
+
+def test_default_big_tile_runs():
+    """The default for a large problem (256x256 macro tile, 4 waves) on a smaller ragged one, so the emulator
+    runs it in a few seconds: a partial tile in M, N and K."""
+    import isa
+    from codegen.gemm_compile import choose_config
+
+    big = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
+    config = choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
+    assert (config.tile_m, config.tile_n) == (256, 256)
+    run_config(GemmProblem.make(272, 264, 104, "bf16", layout="NT"), config, seed=5)
+
+
+@pytest.mark.parametrize("a, layout, config", [
+    ("bf16", "NT", GemmConfig(64, 64, 32, 2, 2, "V_MFMA_F32_32X32X8_BF16", lds_pad=4, prefetch=2, lds_buffers=2,
+                              vec_a=8, vec_b=8)),                                   # 16-byte vectors in halves
+    ("fp16", "TN", GemmConfig(64, 64, 16, 2, 2, "V_MFMA_F32_32X32X8_F16", prefetch=2, vec_a=4, vec_b=4)),  # d16_hi
+    ("fp8", "TN", GemmConfig(64, 64, 32, 2, 2, "V_MFMA_F32_32X32X16_FP8_FP8", vec_a=8, vec_b=8)),  # byte writes
+    ("fp8", "NN", GemmConfig(64, 64, 64, 2, 2, "V_MFMA_F32_32X32X16_FP8_FP8", lds_buffers=2, vec_a=4,
+                             vec_b=4)),                                             # 4x4 byte transposes
+    ("bf16", "TT", GemmConfig(64, 64, 64, 2, 2, "V_MFMA_F32_16X16X16_BF16", prefetch=2, vec_a=2, vec_b=2)),
+], ids=["halves", "d16-hi", "bytes", "byte-transpose", "pack8"])
+def test_llvm_mc_assembles_every_staging_form(tmp_path, a, layout, config):
+    """Each LDS write form (halves, d16_hi, shifted bytes, v_perm packs), ds_read2 and soffset loads: LLVM's
+    assembler takes our text (operand classes, constant bus, offsets) and encodes it to our exact bytes; the
+    kernel also computes the right result."""
+    import subprocess
+
+    from elftools.elf.elffile import ELFFile
+
+    from isa.instruction import LabelDef
+    from isa.printer import format_item
+    from tests.oracles import require_tool
+
+    llvm_mc = require_tool("llvm-mc")
+    problem = GemmProblem.make(80, 48, 96, a, d="fp32" if a == "fp8" else a, layout=layout)
+    compiled = run_config(problem, config, seed=11)
+    names = {i.name for i in compiled.lowered.instructions if not isinstance(i, LabelDef)}
+    assert "ds_read2_b64" in names or "ds_read2_b32" in names
+    lines = [f"{item.name}:" if isinstance(item, LabelDef) else "  " + format_item(item)
+             for item in compiled.lowered.instructions]
+    src, obj = tmp_path / "k.s", tmp_path / "k.o"
+    src.write_text("\n".join(lines) + "\n")
+    out = subprocess.run([llvm_mc, "-arch=amdgcn", "-mcpu=gfx942", "-filetype=obj", str(src), "-o", str(obj)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[:2000]
+    with open(obj, "rb") as fh:
+        assert ELFFile(fh).get_section_by_name(".text").data() == compiled.code
+
+
+def test_emitter_joins_cover_every_incoming_path():
+    """A forward branch joins its hazard history and pending loads with the fall-through path: an MFMA result
+    read right after the join waits the MFMA->VALU states of the branch path (gfx942 profile: 19), and a load
+    still pending on one path is waited for after the join."""
+    import isa
+    from codegen.asm_emit import Emitter, counter_lookup
+    from isa.instruction import Reg
+
+    spec, profile = isa.load_spec("gfx942"), isa.target_profile("gfx942")
+    rule = next(h for h in profile.get("hazards") if (h["writer"], h["reader"]) == ("mfma", "valu"))
+    e = Emitter(counter_lookup(spec, profile), profile.get("hazards"))
+    acc, v0, v2 = Reg("a", 0, 16), Reg("v", 0), Reg("v", 2, 2)
+    e.emit("v_mfma_f32_32x32x8_bf16", acc, v2, v2, acc, writes=[acc])
+    e.emit("buffer_load_dword", v0, Reg("v", 1), Reg("s", 4, 4), 0, offen=True, writes=[v0])
+    e.branch("s_cbranch_scc1", "join")
+    e.wait(vmcnt=0)
+    for _ in range(rule["wait_states"]):
+        e.emit("s_add_u32", Reg("s", 8), Reg("s", 8), 1, writes=[Reg("s", 8)])
+    e.label("join")
+    e.emit("v_accvgpr_read_b32", Reg("v", 3), Reg("a", 0), writes=[Reg("v", 3)])
+    e.emit("v_add_u32", Reg("v", 4), v0, v0, writes=[Reg("v", 4)])
+    tail = e.code[[type(x).__name__ for x in e.code].index("LabelDef"):]
+    nops = sum(x.operands[0].value + 1 for x in tail if getattr(x, "name", "") == "s_nop")
+    assert nops >= rule["wait_states"] - 3              # mfma, load, branch lie between on the branch path
+    waits = [x for x in tail if getattr(x, "name", "") == "s_waitcnt"]
+    assert waits and "vmcnt(0)" in str(waits[0])
