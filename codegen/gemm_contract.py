@@ -7,9 +7,13 @@ the vector's bytes; everything else (ragged M/N/K, any batch) is handled by boun
 
 from __future__ import annotations
 
-from .gemm_asm import KERNARG_SIZE, KERNARGS, LoweredKernel
+from typing import TYPE_CHECKING
+
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_text import format_ir
+
+if TYPE_CHECKING:
+    from .gemm_asm import LoweredKernel
 
 GENERATOR = "jitgemm-asm"
 GENERATOR_VERSION = "0.2.0"
@@ -22,6 +26,8 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
     p = problem
     integer = p.acc.kind == "int"
     args = []
+    from .gemm_asm import KERNARG_SIZE, KERNARGS
+
     for name, offset, size, kind in KERNARGS:
         role = {"stride_a": "stride_a", "stride_b": "stride_b", "stride_c": "stride_c",
                 "stride_d": "stride_d"}.get(name, name)

@@ -93,6 +93,38 @@ def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
 
 
 _memo: dict[tuple[str, int, int], Spec] = {}
+_sha_memo: dict[tuple[str, int, int], str] = {}
+
+
+def spec_sha256(path: Path) -> str:
+    """sha256 of a spec file, remembered per (path, size, mtime) in this process and in the cache folder, so
+    a process that only needs the identity of the spec (a kernel-cache hit) does not hash megabytes."""
+    import json
+
+    from .files import atomic_write
+
+    st = path.stat()
+    key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
+    if key in _sha_memo:
+        return _sha_memo[key]
+    index_path = cache_root() / "parsed-specs" / "sha256-index.json"
+    try:
+        index = json.loads(index_path.read_text())
+    except (OSError, ValueError):
+        index = {}
+    entry = index.get(key[0]) if isinstance(index, dict) else None
+    if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:
+        sha = str(entry[2])
+    else:
+        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        index = index if isinstance(index, dict) else {}
+        index[key[0]] = [st.st_size, st.st_mtime_ns, sha]
+        try:
+            atomic_write(index_path, json.dumps(index).encode())
+        except OSError:
+            pass
+    _sha_memo[key] = sha
+    return sha
 _memo_lock = threading.Lock()
 
 

@@ -7,7 +7,6 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 import isa
-from codegen.gemm_compile import CompiledGemm, choose_config, compile_gemm
 from codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
 from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from codegen.gemm_text import format_ir, parse
@@ -99,7 +98,7 @@ _by_problem: dict[tuple, Kernel] = {}    # by the exact problem: the hot path of
 _lock = threading.Lock()
 
 
-def _from_compiled(c: CompiledGemm, target: str, source: str) -> Kernel:
+def _from_compiled(c, target: str, source: str) -> Kernel:
     return Kernel(c.name, c.code_object, c.contract, c.config, c.problem, target, from_cache=source)
 
 
@@ -116,6 +115,14 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     if fast is not None:
         return fast
     asked = config
+    if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
+        kernel = _known_problem(problem, arch, generator)
+        if kernel is not None:
+            with _lock:
+                _by_problem[(problem, None, arch, generator)] = kernel
+            return kernel
+    from codegen.gemm_compile import choose_config, compile_gemm  # not needed on the cache-hit paths
+
     spec = isa.load_spec(arch)
     if generator == "llvm":
         from codegen.llvm.compile import choose_config as choose
@@ -151,13 +158,60 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
             kernel = _from_compiled(compile_gemm(problem, config, spec=spec, target=arch), arch, "compiled")
         if use_disk_cache:
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
-                                                               "ir": ir_text, "target": arch})
+                                                               "ir": ir_text, "target": arch,
+                                                               "config": _config_data(config)})
+    if asked is None and use_disk_cache:
+        kernel_cache.store_choice(_problem_key(problem, arch, generator, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
             _by_problem.clear()
         _by_problem[(problem, asked, arch, generator)] = kernel
     return kernel
+
+
+def _config_data(config: GemmConfig) -> dict:
+    from dataclasses import asdict
+
+    data = asdict(config)
+    data.pop("extras", None)
+    return data
+
+
+def _version(generator: str) -> str:
+    if generator == "llvm":
+        from codegen.llvm.compile import generator_version
+
+        return generator_version()
+    return GENERATOR_VERSION
+
+
+def _problem_key(problem: GemmProblem, arch: str, generator: str, spec_sha: str) -> str:
+    from codegen.gemm_text import format_problem
+
+    return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, GENERATORS[generator],
+                                    _version(generator))
+
+
+def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | None:
+    """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
+    from isa.spec_sources import spec_sha256
+
+    try:
+        spec_sha = spec_sha256(isa.locate_spec(arch).path)
+    except (isa.SpecError, OSError):
+        return None
+    key = kernel_cache.load_choice(_problem_key(problem, arch, generator, spec_sha))
+    entry = kernel_cache.load(key) if key else None
+    if entry is None:
+        return None
+    blob, record = entry
+    try:
+        config = GemmConfig(**record["config"])
+    except (KeyError, TypeError):
+        return None
+    return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
+                  generator=GENERATORS[generator], from_cache="disk")
 
 
 def clear_memory_cache() -> None:

@@ -45,6 +45,27 @@ def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, versi
     return hashlib.sha256(text.encode()).hexdigest()
 
 
+def problem_key(problem_text: str, spec_sha256: str, target: str, generator: str, version: str) -> str:
+    """Key of the default kernel chosen for one exact problem (sizes included): lets a new process find its
+    kernel without loading the spec or choosing a config."""
+    return cache_key("problem:" + problem_text, spec_sha256, target, generator, version)
+
+
+def load_choice(pkey: str) -> str | None:
+    try:
+        key = (kernel_dir() / "by-problem" / pkey).read_text().strip()
+    except OSError:
+        return None
+    return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
+
+
+def store_choice(pkey: str, key: str) -> None:
+    try:
+        atomic_write(kernel_dir() / "by-problem" / pkey, key.encode())
+    except OSError:
+        pass
+
+
 def load(key: str) -> tuple[bytes, dict] | None:
     """(code object, record) of a valid entry, or None."""
     folder = kernel_dir()
