@@ -244,3 +244,19 @@ def test_cli_compile_with_llvm(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == ("jitgemm compile: error: --print-llir goes with --generator llvm (the "
                                          "direct generator makes no LLVM IR)")
+
+
+def test_double_lds_buffer_is_refused_by_the_llvm_generator():
+    from dataclasses import replace
+
+    import pytest
+
+    import isa
+    from codegen.gemm_compile import choose_config
+    from codegen.gemm_ir import GemmProblem, IRError
+    from codegen.llvm.compile import compile_gemm_llvm
+
+    p = GemmProblem.make(64, 64, 64, "bf16", layout="NT")
+    cfg = replace(choose_config(p, isa.load_spec("gfx942"), isa.target_profile("gfx942")), lds_buffers=2)
+    with pytest.raises(IRError, match="lds_buffers=2: the LLVM generator stages through one LDS buffer"):
+        compile_gemm_llvm(p, cfg)

@@ -127,6 +127,9 @@ def compile_gemm_llvm(problem: GemmProblem, config: GemmConfig | None = None, *,
     if config is None:
         config = choose_config(problem, spec, profile)
     validate_config(problem, config, spec, profile)
+    if config.lds_buffers != 1:
+        raise IRError(f"lds_buffers={config.lds_buffers}: the LLVM generator stages through one LDS buffer "
+                      f"(the double buffer is the direct generator's); use lds_buffers=1")
     cls = problem.kernel_class()
     name = name or kernel_name(problem, config)
     cpu = codeobj.targets.target(profile.target).name
