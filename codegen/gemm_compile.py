@@ -4,16 +4,16 @@ code object with computed descriptor, metadata and embedded kernel contract."""
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import isa
 from isa.model import Spec
 from isa.targets import TargetProfile
 
 from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
-from .gemm_config import default_config, validate_config, widest_vectors
+from .gemm_config import default_config, fit_vectors, validate_config, widest_vectors
 from .gemm_contract import gemm_contract
-from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_text import format_ir
 
 __all__ = ["CompiledGemm", "choose_config", "compile_gemm", "kernel_name", "widest_vectors"]
@@ -39,25 +39,13 @@ def kernel_name(problem: GemmProblem, config: GemmConfig) -> str:
     return f"jitgemm_{p.a.name}_{p.b.name}_{p.d.name}_{tail}_{digest}"
 
 
-def _fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmConfig:
-    """Shrink vector widths until the lowering accepts the config."""
-    from .gemm_asm import GemmLowering
-
-    cfg = config
-    while True:
-        try:
-            GemmLowering(problem, cfg, spec, target)
-            return cfg
-        except IRError:
-            if cfg.vec_a == 1 and cfg.vec_b == 1:
-                raise
-            cfg = replace(cfg, vec_a=max(1, cfg.vec_a // 2), vec_b=max(1, cfg.vec_b // 2))
-
-
 def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> GemmConfig:
     """The default config for the dtypes and size (gemm_config.default_config: tile, waves, MFMA, prefetch,
     LDS buffers, the widest vector loads the problem allows, the LDS padding with the fewest bank conflicts)."""
-    return _fit_vectors(problem, widest_vectors(problem, default_config(problem, spec, target)), spec, target)
+    from .gemm_asm import GemmLowering
+
+    return fit_vectors(problem, widest_vectors(problem, default_config(problem, spec, target)), spec,
+                       accept=lambda c: GemmLowering(problem, c, spec, target))
 
 
 def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,

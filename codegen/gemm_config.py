@@ -343,13 +343,15 @@ def widest_vectors(problem: GemmProblem, config: GemmConfig) -> GemmConfig:
     return replace(config, vec_a=choices["a"], vec_b=choices["b"])
 
 
-def fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec) -> GemmConfig:
-    """Halve vector widths until the tiles split evenly over the work-items."""
+def fit_vectors(problem: GemmProblem, config: GemmConfig, spec: Spec, accept=None) -> GemmConfig:
+    """Halve vector widths until the tiles split evenly over the work-items (`accept(config)` raising IRError
+    for a config a generator cannot take; default: the staging plan both generators share)."""
     mfma = _mfma_named(spec, config.mfma)
+    check = accept or (lambda c: plan_staging(problem, c, mfma))
     cfg = config
     while True:
         try:
-            plan_staging(problem, cfg, mfma)
+            check(cfg)
             return cfg
         except IRError:
             if cfg.vec_a == 1 and cfg.vec_b == 1:

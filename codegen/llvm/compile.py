@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 
 import isa
 from isa.model import Spec
@@ -17,13 +17,13 @@ from ..codeobj.annotate import set_kernel_metadata
 from ..gemm_asm import KERNARGS, LoweredKernel
 from ..gemm_compile import kernel_name as direct_kernel_name
 from ..gemm_compile import widest_vectors
-from ..gemm_config import default_config, validate_config
+from ..gemm_config import default_config, fit_vectors, validate_config
 from ..gemm_contract import GENERATOR_VERSION, gemm_contract
 from ..gemm_ir import GemmConfig, GemmProblem, IRError
 from ..gemm_text import format_ir
 from .backend import data_layout as target_data_layout
 from .backend import llvm_version, run_backend
-from .ir_builder import build_module, plan_staging
+from .ir_builder import build_module
 
 GENERATOR = "jitgemm-llvm"
 
@@ -73,15 +73,8 @@ def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> Ge
     """The default config for the dtypes and size with the widest vector loads the problem allows and this
     generator's staging accepts (the same rules as the direct generator's, so both choose alike)."""
     cfg = widest_vectors(problem, default_config(problem, spec, target))
-    mfma = validate_config(problem, cfg, spec, target).mfma
-    while True:
-        try:
-            plan_staging(problem, cfg, mfma)
-            return cfg
-        except IRError:
-            if cfg.vec_a == 1 and cfg.vec_b == 1:
-                raise
-            cfg = replace(cfg, vec_a=max(1, cfg.vec_a // 2), vec_b=max(1, cfg.vec_b // 2))
+    validate_config(problem, cfg, spec, target)
+    return fit_vectors(problem, cfg, spec)
 
 
 def _check_abi(name: str, meta: dict, integer: bool) -> None:
