@@ -1,5 +1,5 @@
-"""`jitgemm disasm FILE`: list the kernels of a code object (ours, LLVM's, Triton's, prebuilt) in
-llvm-objdump's syntax, with offsets and raw words.
+"""`jitgemm disasm FILE`: list the kernels (and any other functions) of a code object (ours, LLVM's,
+Triton's, prebuilt) in llvm-objdump's syntax, with offsets and raw words.
 
 Words the spec has no instruction for print as `.long 0x...` and are counted in a warning; a listing
 never stops on them. `--raw` disassembles a file of bare machine code (as `jitgemm asm -o` writes).
@@ -76,8 +76,42 @@ def kernels_of(data: bytes) -> tuple[list[tuple[str, int, bytes]], str | None]:
         except codeobj.CodeObjectError:
             co = None
         if co is not None and co.kernels:
-            return [(k.name, k.code_address, k.code) for k in co.kernels], co.processor
+            kernels = [(k.name, k.code_address, k.code) for k in co.kernels]
+            # other functions in the code (e.g. clang's callable kernel bodies) are listed too, as objdump does
+            names = {k[0] for k in kernels}
+            try:
+                others = [f for f in text_sections(data) if f[0] not in names and f[2]]
+            except CliError:
+                others = []
+            return _to_next_symbol(data, sorted(kernels + others, key=lambda f: f[1])), co.processor
     return text_sections(data), None
+
+
+def _to_next_symbol(data: bytes, funcs: list[tuple[str, int, bytes]]) -> list[tuple[str, int, bytes]]:
+    """Each function runs to the next one (or its section's end), as llvm-objdump lists them: alignment
+    padding after a function's last instruction is shown under it, not dropped."""
+    import io
+
+    from elftools.common.exceptions import ELFError
+    from elftools.elf.elffile import ELFFile
+
+    try:
+        elf = ELFFile(io.BytesIO(data))
+        sections = [(sec["sh_addr"], sec.data()) for sec in elf.iter_sections()
+                    if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS"]
+    except (ELFError, ValueError, KeyError, IndexError, TypeError):
+        return funcs
+    out = []
+    for i, (name, address, code) in enumerate(funcs):
+        for base, body in sections:
+            if base <= address < base + len(body):
+                end = base + len(body)
+                if i + 1 < len(funcs) and address < funcs[i + 1][1] <= end:
+                    end = funcs[i + 1][1]
+                code = body[address - base:end - base]
+                break
+        out.append((name, address, code))
+    return out
 
 
 def run(args: argparse.Namespace) -> int:
