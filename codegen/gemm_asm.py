@@ -42,7 +42,7 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from isa.instruction import VCC, Instruction, Reg
+from isa.instruction import VCC, Reg
 from isa.model import Spec
 from isa.targets import TargetProfile
 
@@ -839,7 +839,3 @@ def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Tar
                name: str = "jitgemm_gemm") -> LoweredKernel:
     """Instructions and resource use of one GEMM kernel class."""
     return GemmLowering(problem, config, spec, target, name).lower()
-
-
-def instruction_names(lowered: LoweredKernel) -> set[str]:
-    return {i.name for i in lowered.instructions if isinstance(i, Instruction)}

@@ -17,8 +17,6 @@ if TYPE_CHECKING:
 
 GENERATOR = "jitgemm-asm"
 GENERATOR_VERSION = "0.2.0"
-# matrices must stay below 2 GiB: out-of-range accesses use offset 0x80000000 (see gemm_asm.OOB)
-MAX_BYTES = 2**31 - 1
 
 
 def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKernel, target_id: str,

@@ -17,7 +17,7 @@ import numpy as np
 
 from isa.errors import IsaError
 
-from .launch import LaunchDescription, explicit_args, pack_kernargs
+from .launch import LaunchDescription, pack_kernargs
 
 
 class HipError(IsaError):
@@ -116,9 +116,3 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
                 hip.hipFree(ptr)
     except RuntimeError as exc:
         raise HipError(f"the ROCm runtime is not available ({exc})") from None
-
-
-def explicit_count(code_object: bytes, kernel: str) -> int:
-    from codegen import codeobj
-
-    return len(explicit_args(codeobj.read(code_object).kernel(kernel).args))
