@@ -40,8 +40,9 @@ def _best(fn, rounds: int = 3) -> float:
 
 def _real_instructions(forms, tmp: Path) -> list:
     """Instructions of clang (and Triton, if importable) kernels for gfx942, decoded by us."""
-    from codegen import codeobj
-    from isa.decoder import decode
+    from jitgemm.codegen import codeobj
+    from jitgemm.isa.decoder import decode
+
     from tests.test_asm_support import CLANG_KERNELS
 
     paths = []
@@ -78,15 +79,16 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=40, help="copies of the kernels in the big input (default 40)")
     args = ap.parse_args(argv)
 
-    import isa
-    from isa.asm_corpus import corpus
-    from isa.asm_fastpath import _LINES, _MODIFIERS, _OPERANDS
-    from isa.asm_parser import parse
-    from isa.assembler import assemble
-    from isa.decoder import decode
-    from isa.encoder import encode, encode_word
-    from isa.forms import forms_of
-    from isa.printer import format_instruction
+    from jitgemm.isa.asm_corpus import corpus
+    from jitgemm.isa.asm_fastpath import _LINES, _MODIFIERS, _OPERANDS
+    from jitgemm.isa.asm_parser import parse
+    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.decoder import decode
+    from jitgemm.isa.encoder import encode, encode_word
+    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.printer import format_instruction
+
+    from jitgemm import isa
 
     spec = isa.load_spec(args.spec)
     forms = forms_of(spec)

@@ -24,8 +24,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codegen.codeobj import KernelArg, KernelDescription, link, read, write  # noqa: E402
-from codegen.codeobj.metadata import STANDARD_HIDDEN_ARGS  # noqa: E402
+from jitgemm.codegen.codeobj import KernelArg, KernelDescription, link, read, write  # noqa: E402
+from jitgemm.codegen.codeobj.metadata import STANDARD_HIDDEN_ARGS  # noqa: E402
 
 
 def tool(name: str) -> str | None:

@@ -22,7 +22,7 @@ COLD = r"""
 import json, sys, time
 t0 = time.perf_counter()
 import jitgemm
-from codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmProblem
 t1 = time.perf_counter()
 k = jitgemm.compile(GemmProblem.make(int(sys.argv[1]), 512, 512, "bf16", layout="NT"))
 t2 = time.perf_counter()
@@ -68,10 +68,11 @@ def run(code: str, *args: str, env: dict) -> dict:
 
 
 def main() -> None:
-    import isa
+    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
     import jitgemm
-    from codegen.gemm_compile import compile_gemm
-    from codegen.gemm_ir import GemmProblem
+    from jitgemm import isa
 
     tmp = tempfile.mkdtemp(prefix="jitgemm-bench-")
     env = dict(os.environ, JITGEMM_CACHE_DIR=os.path.join(tmp, "jit"))

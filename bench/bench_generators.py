@@ -31,10 +31,10 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from codegen import codeobj  # noqa: E402
-from codegen.gemm_compile import compile_gemm  # noqa: E402
-from codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
-from codegen.gemm_text import format_config  # noqa: E402
+from jitgemm.codegen import codeobj  # noqa: E402
+from jitgemm.codegen.gemm_compile import compile_gemm  # noqa: E402
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
+from jitgemm.codegen.gemm_text import format_config  # noqa: E402
 
 LLVM_VERSION = 22
 BF16 = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
@@ -80,7 +80,7 @@ def direct(problem: GemmProblem, config: GemmConfig | None):
 
 
 def llvm(problem: GemmProblem, config: GemmConfig | None):
-    from codegen.llvm import compile_gemm_llvm
+    from jitgemm.codegen.llvm import compile_gemm_llvm
 
     c = compile_gemm_llvm(problem, config)
     return c.code_object, c.name, c.seconds, c.config
@@ -161,8 +161,9 @@ def static_view(blob: bytes, name: str, tmp: Path, lds: int | None = None) -> di
 
 def _mfmas_per_tile(problem: GemmProblem, config: GemmConfig) -> int:
     """MFMAs one wave issues per K tile of the config."""
-    import isa
-    from codegen.gemm_config import resources
+    from jitgemm.codegen.gemm_config import resources
+
+    from jitgemm import isa
 
     mfma = resources(problem, config, isa.load_spec("gfx942")).mfma
     wave_m, wave_n = config.wave_tile

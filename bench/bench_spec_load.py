@@ -25,7 +25,7 @@ from synthetic_spec import write_synthetic_spec  # noqa: E402
 PROBE = """
 import json, sys, time
 t0 = time.perf_counter()
-import isa
+from jitgemm import isa
 t1 = time.perf_counter()
 spec = isa.load_spec(sys.argv[1])
 t2 = time.perf_counter()
@@ -48,9 +48,10 @@ def median(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    import isa
-    from isa.spec_data import build_spec
-    from isa.xml_reader import read_xml
+    from jitgemm.isa.spec_data import build_spec
+    from jitgemm.isa.xml_reader import read_xml
+
+    from jitgemm import isa
 
     tmp = Path(tempfile.mkdtemp(prefix="jitgemm-bench-"))
     env = dict(os.environ, JITGEMM_CACHE_DIR=str(tmp / "cache"))

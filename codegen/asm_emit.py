@@ -14,7 +14,7 @@ import functools
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 
-from isa.instruction import Counters, Imm, Instruction, Label, LabelDef, Reg, SrcMods
+from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
 
 # Largest counts the gfx9 s_waitcnt fields hold (vmcnt 6 bits, lgkmcnt 4 bits; OPR_WAITCNT in the spec).
 MAX_COUNT = {"vmcnt": 63, "lgkmcnt": 15}
@@ -161,7 +161,7 @@ class Emitter:
                 elapsed += covers
         while need > 0:
             n = min(need, 8)
-            self.code.append(Instruction("s_nop", (Imm(n - 1),)))
+            self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
             self._note("salu", set(), n)
             need -= n
 
@@ -196,7 +196,7 @@ class Emitter:
                 del queue[: last + 1]
             parts.append((counter, min(allowed, MAX_COUNT[counter])))
         if parts:
-            self.code.append(Instruction("s_waitcnt", (Counters(tuple(parts)),)))
+            self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
     def wait(self, *, vmcnt: int | None = None, lgkmcnt: int | None = None) -> None:
         """An explicit wait (before barriers and at the end), keeping the bookkeeping exact."""
@@ -209,11 +209,11 @@ class Emitter:
                 del queue[: len(queue) - value]
                 parts.append((counter, value))
         if parts:
-            self.code.append(Instruction("s_waitcnt", (Counters(tuple(parts)),)))
+            self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
     # --- emission ----------------------------------------------------------------------------------
     def emit(self, name: str, *operands, writes: Iterable = (), reads: Iterable | None = None,
-             **modifiers) -> Instruction:
+             **modifiers) -> AsmInstruction:
         """Append one instruction. `writes` are its destination operands (the generator knows them);
         every other register operand is a source. Memory instructions are queued on their counter."""
         written: set[RegKey] = set()
@@ -231,7 +231,7 @@ class Emitter:
                                  "gfx9 VALU instructions may read one SGPR or literal (constant bus)")
         self._cover_hazards(cls, read)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
-        inst = Instruction(name, tuple(_operand(o) for o in operands), mods)
+        inst = AsmInstruction(name, tuple(_operand(o) for o in operands), mods)
         self.code.append(inst)
         self._note(cls, written, read=read)
         for counter in self._counter_of(name):
@@ -252,7 +252,7 @@ class Emitter:
                 parts.append((counter, 0))
                 del queue[:]
         if parts:
-            self.code.append(Instruction("s_waitcnt", (Counters(tuple(parts)),)))
+            self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
     @staticmethod
     def _distances(recent: list) -> list[tuple[int, str, set[RegKey], int]]:
@@ -313,15 +313,15 @@ class Emitter:
             del self._log[-1]
             while need > 0:
                 n = min(need, 8)
-                self.code.append(Instruction("s_nop", (Imm(n - 1),)))
+                self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
                 self._note("salu", set(), n)
                 need -= n
-        self.code.append(Instruction(name, (Label(target),)))
+        self.code.append(AsmInstruction(name, (Label(target),)))
         self._note("salu", set())
         if target not in self._labels:
             self._forward.setdefault(target, []).append((list(self._recent), self._queue_state()))
 
-    def raw(self, inst: Instruction) -> None:
+    def raw(self, inst: AsmInstruction) -> None:
         self.code.append(inst)
 
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa.model import DataFormat
+from jitgemm.isa.model import DataFormat
 
 
 @dataclass(frozen=True)

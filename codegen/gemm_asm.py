@@ -42,9 +42,9 @@ import struct
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from isa.instruction import VCC, Reg
-from isa.model import Spec
-from isa.targets import TargetProfile
+from jitgemm.isa.instruction import VCC, Reg
+from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import TargetProfile
 
 from .asm_emit import Emitter, RegAlloc, counter_lookup
 from .gemm_config import SETUP_TEMPS, Staging, fragment_plan, plan_staging, validate_config

@@ -6,9 +6,10 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 
-import isa
-from isa.model import Spec
-from isa.targets import TargetProfile
+from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import TargetProfile
+
+from jitgemm import isa
 
 from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
 from .gemm_config import default_config, fit_vectors, validate_config, widest_vectors
@@ -54,7 +55,7 @@ def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec
     """Compile the kernel class of `problem`. Without a config: the default for the dtypes and size, with the
     widest vector loads the problem allows. `embed_contract=False` leaves the contract out of the metadata
     (for a sidecar file instead)."""
-    from isa.encoder import encode
+    from jitgemm.isa.encoder import encode
 
     from . import codeobj
 

@@ -17,8 +17,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from isa.model import Spec
-from isa.targets import TargetProfile
+from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import TargetProfile
 
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .mfma_catalog import Mfma, mfma_catalog, mfmas_for

@@ -8,7 +8,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from isa.model import Spec
+from jitgemm.isa.model import Spec
 
 from .dtypes import DType, element_of
 

@@ -23,25 +23,23 @@ __all__ = [
     "target_profile",
 ]
 
-# Assembler and disassembler, loaded on first use so that `import isa` stays light for code that only
-# reads specs. `isa.Instruction` above is the spec's instruction; the assembly-level instruction object
-# is `isa.AsmInstruction` (the same class as `isa.instruction.Instruction`).
+# Assembler and disassembler, loaded on first use so that `from jitgemm import isa` stays light for code
+# that only reads specs. `isa.Instruction` above is the spec's instruction; the assembly-level instruction
+# object is `isa.AsmInstruction`.
 _ASM_EXPORTS = {
     "assemble": "assembler", "encode": "encoder", "decode": "decoder", "disassemble": "printer",
     "format_instruction": "printer", "AsmError": "asm_errors", "EncodeError": "asm_errors",
-    "Reg": "instruction", "Imm": "instruction", "Label": "instruction", "LabelDef": "instruction",
-    "Off": "instruction", "OFF": "instruction", "SrcMods": "instruction", "Counters": "instruction",
-    "Data": "instruction", "Align": "instruction",
+    "AsmInstruction": "instruction", "Reg": "instruction", "Imm": "instruction", "Label": "instruction",
+    "LabelDef": "instruction", "Off": "instruction", "OFF": "instruction", "SrcMods": "instruction",
+    "Counters": "instruction", "Data": "instruction", "Align": "instruction",
 }
-__all__ += ["AsmInstruction", *sorted(_ASM_EXPORTS)]
+__all__ += sorted(_ASM_EXPORTS)
 
 
 def __getattr__(name: str):
     import importlib
 
-    if name == "AsmInstruction":
-        return importlib.import_module(".instruction", __name__).Instruction
     module = _ASM_EXPORTS.get(name)
     if module is None:
-        raise AttributeError(f"module 'isa' has no attribute {name!r}")
+        raise AttributeError(f"module 'jitgemm.isa' has no attribute {name!r}")
     return getattr(importlib.import_module(f".{module}", __name__), name)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from . import operand_syntax as syn
 from .forms import Form, Slot, SpecForms, TypeTable, forms_of
-from .instruction import OFF, Counters, Imm, Instruction, Reg, SrcMods
+from .instruction import OFF, AsmInstruction, Counters, Imm, Reg, SrcMods
 from .model import Spec
 from .printer import format_instruction
 
@@ -27,7 +27,7 @@ class Case:
     encoding: str  # spec encoding name
     condition: str
     what: str  # e.g. "base", "operand 2: s-register", "modifier clamp"
-    item: Instruction
+    item: AsmInstruction
 
     @property
     def text(self) -> str:
@@ -270,7 +270,7 @@ def cases_for_form(form: Form) -> list[Case]:
 
     def add(what: str, ops: tuple, mods: tuple) -> None:
         mods = tuple(sorted(mods, key=lambda m: syn.MODIFIER_RANK.get(m[0], 999)))
-        out.append(Case(inst_name, enc, cond, what, Instruction(form.mnemonic, ops, mods)))
+        out.append(Case(inst_name, enc, cond, what, AsmInstruction(form.mnemonic, ops, mods)))
 
     variants = _base_variants(form)
     for label, ops, mods in variants:

@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from . import operand_syntax as syn
-from .instruction import Counters, Imm, Instruction, Label, Reg, SrcMods
+from .instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods
 
 _LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)")
 _INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$")
@@ -173,7 +173,7 @@ def _modifier(text: str):
     return mod
 
 
-def finish(mnemonic: str, ops: list, mods: list) -> Instruction:
+def finish(mnemonic: str, ops: list, mods: list) -> AsmInstruction:
     """The instruction from parsed operands and modifiers, with the two syntax rules both parsers
     share: counters written as several operands form one (`vmcnt(0), lgkmcnt(0)`), and a lone flag in
     operand position is a modifier (`buffer_inv sc1`)."""
@@ -182,7 +182,7 @@ def finish(mnemonic: str, ops: list, mods: list) -> Instruction:
     if len(ops) == 1 and type(ops[0]) is Label and ops[0].name.lower() in syn.FLAG_MODIFIERS:
         mods = [(ops[0].name.lower(), True)] + list(mods)
         ops = []
-    return Instruction(mnemonic, tuple(ops), tuple(mods))
+    return AsmInstruction(mnemonic, tuple(ops), tuple(mods))
 
 
 def _line(line: str):
@@ -206,7 +206,7 @@ def _line(line: str):
     mnemonic = m.group(1).lower()
     body = m.group(2)
     if not body:
-        return (tuple(labels), Instruction(mnemonic))
+        return (tuple(labels), AsmInstruction(mnemonic))
     parts = _SPLIT_COMMAS.split(body)
     last = parts[-1]
     ops = []

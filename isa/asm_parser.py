@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from . import operand_syntax as syn
 from .asm_errors import AsmError
 from .asm_fastpath import parse_line
-from .instruction import Counters, Imm, Instruction, Label, Off, Reg, SrcMods
+from .instruction import AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods
 
 
 @dataclass(slots=True)
@@ -27,7 +27,7 @@ class Statement:
     kind: str  # "instruction", "label" or "directive"
     line: int
     col: int
-    instruction: Instruction | None = None
+    instruction: AsmInstruction | None = None
     name: str = ""  # label name or directive name
     args: tuple = ()  # directive arguments
     operand_cols: tuple[int, ...] = ()
@@ -206,7 +206,7 @@ class _Builder(Transformer):
 
     def bare_instruction(self, children):
         tok = children[0]
-        return Statement("instruction", tok.line, tok.column, Instruction(tok.value.lower()))
+        return Statement("instruction", tok.line, tok.column, AsmInstruction(tok.value.lower()))
 
     def instruction(self, children):
         tok = children[0]
@@ -228,7 +228,7 @@ class _Builder(Transformer):
         modifiers = []
         for name, value, _col in mods:
             modifiers.append((name, _modifier_value(value)))
-        inst = Instruction(tok.value.lower(), tuple(p.value for p in ops), tuple(modifiers))
+        inst = AsmInstruction(tok.value.lower(), tuple(p.value for p in ops), tuple(modifiers))
         return Statement("instruction", tok.line, tok.column, inst,
                          operand_cols=tuple(p.col for p in ops),
                          modifier_cols=tuple((name, col) for name, _v, col in mods))

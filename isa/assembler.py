@@ -16,7 +16,7 @@ from .asm_errors import AsmError
 from .asm_parser import Statement, locate, parse
 from .encoder import Assembled, StatementError, encode_items
 from .forms import SpecForms, forms_of
-from .instruction import Align, Data, Instruction, LabelDef
+from .instruction import Align, AsmInstruction, Data, LabelDef
 from .model import Spec
 
 _DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4,
@@ -42,7 +42,7 @@ class Program:
 
     code: bytes
     symbols: dict[str, int] = field(default_factory=dict)
-    lines: tuple[tuple[int, Instruction, int, int], ...] = ()  # (line, instruction, offset, size)
+    lines: tuple[tuple[int, AsmInstruction, int, int], ...] = ()  # (line, instruction, offset, size)
 
     def __bytes__(self) -> bytes:
         return self.code
@@ -177,7 +177,7 @@ def assemble_program(text: str, spec: Spec | SpecForms, *, file: str = "<input>"
     ends = list(result.offsets[1:]) + ([len(result.code)] if result.offsets else [])
     info = tuple((st.line, item, off, end - off)
                  for st, item, off, end in zip(owners, items, result.offsets, ends, strict=True)
-                 if isinstance(item, Instruction))
+                 if isinstance(item, AsmInstruction))
     return Program(result.code, result.symbols, info)
 
 

@@ -12,7 +12,7 @@ from typing import NamedTuple
 
 from .asm_errors import DecodeWarning
 from .forms import Form, Mismatch, SpecForms, forms_of
-from .instruction import Data, Instruction
+from .instruction import AsmInstruction, Data
 from .model import Spec
 
 
@@ -22,7 +22,7 @@ class Decoded(NamedTuple):
     offset: int
     size: int
     raw: bytes
-    instruction: Instruction | None
+    instruction: AsmInstruction | None
     encoding: str | None = None
     warning: str | None = None
     target: int | None = None  # branch target address, for branches
@@ -43,7 +43,7 @@ class Decoded(NamedTuple):
 _CACHE_LIMIT = 1 << 18
 
 
-def _match(forms: SpecForms, word: int, avail: int) -> tuple[Form, Instruction] | None:
+def _match(forms: SpecForms, word: int, avail: int) -> tuple[Form, AsmInstruction] | None:
     for mask, table in forms.decode_by_top.get((word >> 23) & 0x1FF, ()):
         candidates = table.get(word & mask)
         if not candidates:

@@ -1,4 +1,4 @@
-"""Instruction objects -> machine code, choosing for each the shortest encoding the spec allows.
+"""AsmInstruction objects -> machine code, choosing for each the shortest encoding the spec allows.
 
 Every candidate is a `Form` (one instruction in one encoding of the spec); the first, shortest form
 that accepts the operands wins, which reproduces LLVM's choice between e32, literal and e64 variants.
@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 
 from .asm_errors import EncodeError
 from .forms import Mismatch, SpecForms, encode_error, forms_of
-from .instruction import Align, Data, Imm, Instruction, Label, LabelDef
+from .instruction import Align, AsmInstruction, Data, Imm, Label, LabelDef
 from .model import Spec
 
 
@@ -50,7 +50,7 @@ def unknown_mnemonic(name: str, forms: SpecForms) -> EncodeError:
     return EncodeError(f"unknown instruction {name!r} (not in spec {forms.spec.architecture.name}){hint}")
 
 
-def encode_word(inst: Instruction, forms: SpecForms, pc: int = 0, symbols=None) -> tuple[int, int]:
+def encode_word(inst: AsmInstruction, forms: SpecForms, pc: int = 0, symbols=None) -> tuple[int, int]:
     """(word, size in bytes) of one instruction; EncodeError says why no form fits."""
     candidates = forms.forms_for(inst.name)
     if candidates is None:
@@ -64,14 +64,14 @@ def encode_word(inst: Instruction, forms: SpecForms, pc: int = 0, symbols=None) 
     raise encode_error(inst, failures)
 
 
-def _has_label(inst: Instruction) -> bool:
+def _has_label(inst: AsmInstruction) -> bool:
     for op in inst.operands:
         if type(op) is Label:
             return True
     return False
 
 
-def encode_instruction(inst: Instruction, spec: Spec | SpecForms, pc: int = 0,
+def encode_instruction(inst: AsmInstruction, spec: Spec | SpecForms, pc: int = 0,
                        symbols: dict[str, int] | None = None) -> bytes:
     """Bytes of one instruction at address `pc` (branch labels looked up in `symbols`)."""
     forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
@@ -106,12 +106,12 @@ def encode_items(items: Iterable, spec: Spec | SpecForms) -> Assembled:
     chunks: list[bytes | None] = []
     offsets: list[int] = []
     symbols: dict[str, int] = {}
-    pending: list[tuple[int, int, Instruction]] = []
+    pending: list[tuple[int, int, AsmInstruction]] = []
     pc = 0
     for i, item in enumerate(items):
         offsets.append(pc)
         t = type(item)
-        if t is Instruction:
+        if t is AsmInstruction:
             data = cache.get(item)
             if data is None:
                 try:
@@ -143,7 +143,7 @@ def encode_items(items: Iterable, spec: Spec | SpecForms) -> Assembled:
             chunks.append(data)
             pc += len(data)
         else:
-            raise StatementError(i, EncodeError(f"cannot encode {item!r}: expected Instruction, LabelDef, Data "
+            raise StatementError(i, EncodeError(f"cannot encode {item!r}: expected AsmInstruction, LabelDef, Data "
                                                 "or Align"))
     for chunk_index, item_index, inst in pending:
         try:
@@ -167,7 +167,7 @@ def _padding(item: Align, pc: int, forms: SpecForms) -> bytes:
         return (unit * (n // width + 1))[:n]
     head = b"\0" * (n % 4)
     try:  # code is padded with the spec's s_nop 0, as LLVM does
-        nop = encode_instruction(Instruction("s_nop", (Imm(0),)), forms)
+        nop = encode_instruction(AsmInstruction("s_nop", (Imm(0),)), forms)
     except EncodeError:
         nop = b"\0\0\0\0"
     if len(nop) != 4:
@@ -176,7 +176,7 @@ def _padding(item: Align, pc: int, forms: SpecForms) -> bytes:
 
 
 def encode(instructions: Iterable, spec: Spec | SpecForms) -> Assembled:
-    """Machine code for a list of `Instruction`, `LabelDef` and `Data` items (the generators' path).
+    """Machine code for a list of `AsmInstruction`, `LabelDef` and `Data` items (the generators' path).
 
     Raises EncodeError naming the failing item (its index and text) when one cannot be encoded.
     """

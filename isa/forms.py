@@ -23,7 +23,7 @@ from .field_codec import (
     field_mask,
     signed_to_field,
 )
-from .instruction import OFF, Counters, Imm, Instruction, Label, Off, Reg, SrcMods
+from .instruction import OFF, AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
 from .modifiers import MODIFIER_ENCODERS, decode_modifiers, modifier_kinds
@@ -102,7 +102,7 @@ class Form:
                            f"literals); {self.spec_inst.name} may read {limit} (constant bus): move one into a "
                            f"VGPR", rank=5)
 
-    def encode(self, inst: Instruction, pc: int = 0, symbols=None) -> int:
+    def encode(self, inst: AsmInstruction, pc: int = 0, symbols=None) -> int:
         """The instruction word (an int of `size` bytes, little-endian) or Mismatch."""
         ops = inst.operands
         slots = self.slots
@@ -454,7 +454,7 @@ class Form:
             fields["OFFSET"] = value
 
     # ---------------------------------------------------------------- decoding
-    def decode(self, word: int) -> Instruction:
+    def decode(self, word: int) -> AsmInstruction:
         fv = {}
         for name, simple, offset, mask, codec in self.unpackers:
             fv[name] = (word >> offset) & mask if simple else codec.unpack(word)
@@ -551,9 +551,9 @@ class Form:
         return _value_operand(slot, value, nregs)
 
 
-def _instruction(name: str, operands: tuple, modifiers: tuple) -> Instruction:
-    """An Instruction from parts already in normal form (skips the constructor's normalization)."""
-    inst = object.__new__(Instruction)
+def _instruction(name: str, operands: tuple, modifiers: tuple) -> AsmInstruction:
+    """An AsmInstruction from parts already in normal form (skips the constructor's normalization)."""
+    inst = object.__new__(AsmInstruction)
     object.__setattr__(inst, "name", name)
     object.__setattr__(inst, "operands", operands)
     object.__setattr__(inst, "modifiers", modifiers)
@@ -1118,7 +1118,7 @@ def forms_of(spec: Spec) -> SpecForms:
     return forms
 
 
-def encode_error(inst: Instruction, failures: list[Mismatch]) -> EncodeError:
+def encode_error(inst: AsmInstruction, failures: list[Mismatch]) -> EncodeError:
     """One error from the reasons each candidate form gave: the one that got furthest."""
     best = max(failures, key=lambda m: m.rank) if failures else None
     if best is None:

@@ -1,4 +1,4 @@
-"""Instruction objects: what the generators build, what the parser produces and what the decoder returns.
+"""AsmInstruction objects: what the generators build, what the parser produces and what the decoder returns.
 
 They hold operands in the terms a person (and LLVM's assembly syntax) uses — `v[4:7]`, `vcc`, `0.5`,
 `offset:16` — not encoded field values, so code can build them without knowing any encoding, and one
@@ -135,7 +135,7 @@ def _normalize_modifiers(mods) -> tuple[tuple[str, ModifierValue], ...]:
 
 
 @dataclass(frozen=True, slots=True)
-class Instruction:
+class AsmInstruction:
     """One machine instruction in assembly terms.
 
     `name` is the mnemonic as LLVM spells it, optionally with an encoding suffix (`v_add_f32`,

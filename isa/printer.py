@@ -1,4 +1,4 @@
-"""Instruction objects -> text in llvm-objdump's syntax.
+"""AsmInstruction objects -> text in llvm-objdump's syntax.
 
 The decoder already produced operands and modifiers in LLVM's terms and order; this module only spells
 them, so any instruction object (decoded, parsed or built by a generator) prints the same way.
@@ -6,7 +6,7 @@ them, so any instruction object (decoded, parsed or built by a generator) prints
 
 from __future__ import annotations
 
-from .instruction import Counters, Data, Imm, Instruction, Label, Off, Reg, SrcMods
+from .instruction import AsmInstruction, Counters, Data, Imm, Label, Off, Reg, SrcMods
 from .operand_syntax import HEX_MODIFIERS, float_text
 
 
@@ -57,7 +57,7 @@ def format_modifier(name: str, value) -> str:
     return f"{name}:{value}"
 
 
-def format_instruction(inst: Instruction) -> str:
+def format_instruction(inst: AsmInstruction) -> str:
     text = inst.name
     if inst.operands:
         text += " " + ", ".join(format_operand(op) for op in inst.operands)
@@ -73,7 +73,7 @@ def format_data(data: Data) -> str:
 
 
 def format_item(item) -> str:
-    if isinstance(item, Instruction):
+    if isinstance(item, AsmInstruction):
         return format_instruction(item)
     if isinstance(item, Data):
         return format_data(item)

@@ -41,7 +41,7 @@ class Release:
 
 def pinned_releases() -> tuple[dict[str, Release], str]:
     """All pinned releases and the default one's name, from `specs/releases.yaml`."""
-    data = yaml.safe_load(resources.files("isa.specs").joinpath("releases.yaml").read_text(encoding="utf-8"))
+    data = yaml.safe_load(resources.files("jitgemm.specs").joinpath("releases.yaml").read_text(encoding="utf-8"))
     out = {}
     for name, r in data["releases"].items():
         members = {m: Pin(int(p["size"]), str(p["sha256"])) for m, p in (r.get("members") or {}).items()}

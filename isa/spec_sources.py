@@ -37,7 +37,7 @@ def official_dir() -> Path:
 
 
 def bundled_dir() -> Path:
-    return Path(str(resources.files("isa.specs")))
+    return Path(str(resources.files("jitgemm.specs")))
 
 
 def _looks_like_path(text: str) -> bool:

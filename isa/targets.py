@@ -39,7 +39,7 @@ def base_target(target_id: str) -> str:
 
 
 def known_targets() -> tuple[str, ...]:
-    folder = resources.files("isa.specs.targets")
+    folder = resources.files("jitgemm.specs.targets")
     return tuple(sorted(p.name[:-5] for p in folder.iterdir() if p.name.endswith(".yaml")))
 
 
@@ -47,7 +47,7 @@ def known_targets() -> tuple[str, ...]:
 def target_profile(target_id: str) -> TargetProfile:
     """Profile of a target id; SpecError listing the known targets when there is none."""
     name = base_target(target_id)
-    res = resources.files("isa.specs.targets").joinpath(f"{name}.yaml")
+    res = resources.files("jitgemm.specs.targets").joinpath(f"{name}.yaml")
     if not res.is_file():
         raise SpecError(f"unknown target {target_id!r}; known targets: {', '.join(known_targets())}")
     where = f"specs/targets/{name}.yaml"

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
-from codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
-
-from .compiler import Kernel, compile  # noqa: E402
-
-_LAZY = {"matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
+# Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
+# and `matmul` and friends import numpy.
+_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "compiler",
+         "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector"}
 
 
 def __getattr__(name: str):
-    """`matmul` and friends import numpy; load them on first use so compile-only users start faster."""
+    """Load public names on first use (see `_LAZY`)."""
     if name in _LAZY:
         import importlib
 

@@ -9,8 +9,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from codegen.dtypes import DType, dtype, of_numpy
-from codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.dtypes import DType, dtype, of_numpy
+from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from .contract import Contract
 from .packing import ordered_args

@@ -35,11 +35,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def _user_errors() -> tuple[type[BaseException], ...]:
-    from isa.errors import IsaError
+    from jitgemm.isa.errors import IsaError
 
     errors: list[type[BaseException]] = [CliError, IsaError]
     try:  # code-object errors are user errors too, when that package is present
-        from codegen.codeobj import CodeObjectError  # type: ignore[attr-defined]
+        from jitgemm.codegen.codeobj import CodeObjectError  # type: ignore[attr-defined]
 
         errors.append(CodeObjectError)
     except ImportError:

@@ -6,10 +6,10 @@ import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
-import isa
-from codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from codegen.gemm_text import format_ir, parse
+from jitgemm import isa
+from jitgemm.codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_text import format_ir, parse
 
 from . import kernel_cache
 from .contract import Contract
@@ -53,7 +53,7 @@ class Kernel:
         "llir" (the LLVM IR the generator built) and "amdgcn" (LLVM's assembly text)."""
         producers: dict[str, Callable[[], str]] = {"ir": lambda: self.ir, "asm": lambda: self.asm}
         if self.generator == GENERATORS["llvm"]:
-            from codegen.llvm.compile import assembly_text, build_llir
+            from jitgemm.codegen.llvm.compile import assembly_text, build_llir
 
             def llir() -> str:
                 if "llir" not in self._stages:
@@ -121,12 +121,12 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
             with _lock:
                 _by_problem[(problem, None, arch, generator)] = kernel
             return kernel
-    from codegen.gemm_compile import choose_config, compile_gemm  # not needed on the cache-hit paths
+    from jitgemm.codegen.gemm_compile import choose_config, compile_gemm  # not needed on the cache-hit paths
 
     spec = isa.load_spec(arch)
     if generator == "llvm":
-        from codegen.llvm.compile import choose_config as choose
-        from codegen.llvm.compile import compile_gemm_llvm, generator_version
+        from jitgemm.codegen.llvm.compile import choose_config as choose
+        from jitgemm.codegen.llvm.compile import compile_gemm_llvm, generator_version
 
         version = generator_version()
     else:
@@ -180,14 +180,14 @@ def _config_data(config: GemmConfig) -> dict:
 
 def _version(generator: str) -> str:
     if generator == "llvm":
-        from codegen.llvm.compile import generator_version
+        from jitgemm.codegen.llvm.compile import generator_version
 
         return generator_version()
     return GENERATOR_VERSION
 
 
 def _problem_key(problem: GemmProblem, arch: str, generator: str, spec_sha: str) -> str:
-    from codegen.gemm_text import format_problem
+    from jitgemm.codegen.gemm_text import format_problem
 
     return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, GENERATORS[generator],
                                     _version(generator))
@@ -195,7 +195,7 @@ def _problem_key(problem: GemmProblem, arch: str, generator: str, spec_sha: str)
 
 def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | None:
     """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
-    from isa.spec_sources import spec_sha256
+    from jitgemm.isa.spec_sources import spec_sha256
 
     try:
         spec_sha = spec_sha256(isa.locate_spec(arch).path)

@@ -16,7 +16,7 @@ from typing import Any
 
 import yaml
 
-from codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmProblem
 
 
 class ContractError(ValueError):
@@ -25,7 +25,7 @@ class ContractError(ValueError):
 
 @functools.cache
 def schema() -> dict:
-    return yaml.safe_load(resources.files("isa.specs").joinpath("contract.schema.yaml").read_text(encoding="utf-8"))
+    return yaml.safe_load(resources.files("jitgemm.specs").joinpath("contract.schema.yaml").read_text(encoding="utf-8"))
 
 
 @functools.cache

@@ -15,7 +15,7 @@ from typing import Any
 
 import numpy as np
 
-from isa.errors import IsaError
+from jitgemm.isa.errors import IsaError
 
 from .launch import LaunchDescription, pack_kernargs
 
@@ -74,7 +74,7 @@ def _module(hip, blob: bytes):
 def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
             lds_bytes: int = 0) -> None:
     """Launch `kernel` and wait for it; numpy arrays in `args` are copied to the device and back."""
-    from codegen import codeobj
+    from jitgemm.codegen import codeobj
 
     try:
         hip = _hip()

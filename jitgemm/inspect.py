@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import re
 
-from codegen import codeobj
-from isa.decoder import decode
-from isa.model import Spec
-from isa.printer import format_instruction
+from jitgemm.codegen import codeobj
+from jitgemm.isa.decoder import decode
+from jitgemm.isa.model import Spec
+from jitgemm.isa.printer import format_instruction
 
 
 def _first_sentence(text: str, limit: int = 70) -> str:

@@ -13,8 +13,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from isa.files import atomic_write
-from isa.spec_cache import cache_root
+from jitgemm.isa.files import atomic_write
+from jitgemm.isa.spec_cache import cache_root
 
 FORMAT = 1
 
@@ -27,9 +27,7 @@ def kernel_dir() -> Path:
 def generator_fingerprint() -> str:
     """sha256 of the source of everything that turns IR into bytes (the generators, the encoder, the
     code-object writer): a changed generator never meets a kernel cached by an older one."""
-    import codegen
-    import isa
-
+    from jitgemm import codegen, isa
     digest = hashlib.sha256()
     for package in (codegen, isa):
         root = Path(package.__file__).parent

@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from isa.errors import IsaError
+from jitgemm.isa.errors import IsaError
 
 
 class LaunchError(IsaError):

@@ -7,7 +7,7 @@ from __future__ import annotations
 import random
 from dataclasses import dataclass
 
-from codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from .contract import Contract
 from .reference import Mismatch, check, operands, reference
@@ -87,6 +87,6 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
 
 
 def problem_text(problem: GemmProblem) -> str:
-    from codegen.gemm_text import format_problem
+    from jitgemm.codegen.gemm_text import format_problem
 
     return format_problem(problem)

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmProblem
 
 # Output rounding dominates: the kernels accumulate in fp32 (int32 for int8, exact), so a result may differ
 # from the float64 reference by the rounding of D to its dtype plus fp32 summation error (~K ulps of fp32).

@@ -15,11 +15,11 @@ import math
 from dataclasses import dataclass
 from pathlib import Path
 
-import isa
-from codegen.gemm_ir import GemmProblem
-from codegen.gemm_text import format_problem
-from isa.files import atomic_write
-from isa.spec_cache import cache_root
+from jitgemm import isa
+from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_text import format_problem
+from jitgemm.isa.files import atomic_write
+from jitgemm.isa.spec_cache import cache_root
 
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
 

@@ -12,10 +12,10 @@ from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 
-import isa
-from codegen.gemm_compile import choose_config
-from codegen.gemm_config import validate_config
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm import isa
+from jitgemm.codegen.gemm_compile import choose_config
+from jitgemm.codegen.gemm_config import validate_config
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
 from .contract import Contract, ContractError
 
@@ -48,8 +48,8 @@ class Supplier:
 
 def _planned_contract(problem: GemmProblem, config: GemmConfig, target: str, generator: str) -> dict:
     """The contract a generator's kernel will carry, known before compiling (legality needs no binary)."""
-    from codegen.gemm_asm import GemmLowering, LoweredKernel
-    from codegen.gemm_contract import gemm_contract
+    from jitgemm.codegen.gemm_asm import GemmLowering, LoweredKernel
+    from jitgemm.codegen.gemm_contract import gemm_contract
 
     spec = isa.load_spec(target)
     profile = isa.target_profile(target)
@@ -79,7 +79,7 @@ class DirectAsmSupplier(Supplier):
                 continue
             try:
                 validate_config(problem, cfg, spec, profile)
-                from codegen.gemm_asm import GemmLowering
+                from jitgemm.codegen.gemm_asm import GemmLowering
 
                 GemmLowering(problem.kernel_class(), cfg, spec, profile)
             except IRError:
@@ -121,7 +121,7 @@ class LlvmSupplier(Supplier):
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         if not self.available():
             return []
-        from codegen.llvm.compile import choose_config as llvm_choose
+        from jitgemm.codegen.llvm.compile import choose_config as llvm_choose
 
         from .compiler import compile as jit_compile
 
@@ -147,7 +147,7 @@ class PrebuiltSupplier(Supplier):
         self._entries: list[tuple[Contract, Path, str]] | None = None
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
-        from codegen import codeobj
+        from jitgemm.codegen import codeobj
 
         if self._entries is not None:
             return self._entries
@@ -239,7 +239,7 @@ class TritonSupplier(Supplier):
         return self._compiled[key]
 
     def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
-        from codegen import codeobj
+        from jitgemm.codegen import codeobj
 
         kernel = codeobj.read(blob).kernel(name)
         explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]

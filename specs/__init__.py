@@ -1,1 +1,1 @@
-"""Data package: pinned spec releases, target profiles, the bundled CDNA3 subset (shipped as isa.specs)."""
+"""Data package: pinned spec releases, target profiles, the bundled CDNA3 subset (shipped as jitgemm.specs)."""

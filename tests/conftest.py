@@ -28,6 +28,5 @@ def excerpt_path():
 @pytest.fixture(scope="session")
 def excerpt_spec(excerpt_path):
     """AMD's own CDNA3 excerpt loaded through the project's loader."""
-    import isa
-
+    from jitgemm import isa
     return isa.load_spec(excerpt_path)

@@ -10,9 +10,9 @@ import sys
 import ml_dtypes
 import numpy as np
 import pytest
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
 import jitgemm
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm import kernel_cache
 from jitgemm.api import MatmulError
 from jitgemm.cli import main
@@ -78,7 +78,7 @@ def test_memory_cache_returns_same_kernel():
 
 
 def _compile_in_new_process(env) -> str:
-    code = ("import jitgemm; from codegen.gemm_ir import GemmProblem\n"
+    code = ("import jitgemm; from jitgemm.codegen.gemm_ir import GemmProblem\n"
             "k = jitgemm.compile(GemmProblem.make(96, 64, 32, 'fp16', layout='TN'))\n"
             "print(k.from_cache, k.name)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env)

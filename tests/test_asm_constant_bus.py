@@ -6,10 +6,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.assembler import assemble
 
-import isa
-from isa.asm_errors import AsmError
-from isa.assembler import assemble
+from jitgemm import isa
 from tests.oracles import require_tool
 
 LINES = [

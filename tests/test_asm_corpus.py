@@ -13,13 +13,13 @@ from __future__ import annotations
 import collections
 
 import pytest
+from jitgemm.isa.asm_corpus import corpus as build_corpus
+from jitgemm.isa.asm_corpus import coverage_table, llvm_mc_encodings, run_corpus
+from jitgemm.isa.asm_errors import AsmError, EncodeError
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.decoder import decode
+from jitgemm.isa.printer import format_instruction
 
-from isa.asm_corpus import corpus as build_corpus
-from isa.asm_corpus import coverage_table, llvm_mc_encodings, run_corpus
-from isa.asm_errors import AsmError, EncodeError
-from isa.assembler import assemble
-from isa.decoder import decode
-from isa.printer import format_instruction
 from tests.oracles import require_tool
 from tests.test_asm_support import SPEC_NAMES, forms_named
 
@@ -109,7 +109,7 @@ def test_round_trip_is_a_fixed_point(name):
 def test_objects_and_text_encode_identically(name):
     """The generators' path (instruction objects) and the text path give the same bytes."""
     spec_forms = forms_named(name)
-    from isa.encoder import encode_instruction
+    from jitgemm.isa.encoder import encode_instruction
 
     for case in build_corpus(spec_forms)[::7]:
         try:

@@ -3,9 +3,10 @@ out-of-order scalar memory), and s_nop for the target's hazard table, also acros
 
 from __future__ import annotations
 
-import isa
-from codegen.asm_emit import Emitter, counter_lookup
-from isa.instruction import Counters, a, s, v
+from jitgemm.codegen.asm_emit import Emitter, counter_lookup
+from jitgemm.isa.instruction import Counters, a, s, v
+
+from jitgemm import isa
 
 PROFILE = isa.target_profile("gfx942")
 

@@ -8,11 +8,11 @@ from __future__ import annotations
 import re
 
 import pytest
+from jitgemm.isa.asm_errors import AsmError, EncodeError
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.encoder import encode
+from jitgemm.isa.instruction import AsmInstruction, Imm, LabelDef, a, s, v
 
-from isa.asm_errors import AsmError, EncodeError
-from isa.assembler import assemble
-from isa.encoder import encode
-from isa.instruction import Imm, Instruction, LabelDef, a, s, v
 from tests.test_asm_support import forms_named
 
 
@@ -119,12 +119,12 @@ def test_unsupported_directive(forms):
 
 def test_encode_api_errors_name_item_and_operand(forms):
     with pytest.raises(EncodeError) as info:
-        encode([LabelDef("a"), Instruction("s_nop", (Imm(0),)),
-                Instruction("v_mfma_f32_32x32x8_bf16", (a(0, 15), s(0, 1), v(2, 3), a(0, 15)))], forms)
+        encode([LabelDef("a"), AsmInstruction("s_nop", (Imm(0),)),
+                AsmInstruction("v_mfma_f32_32x32x8_bf16", (a(0, 15), s(0, 1), v(2, 3), a(0, 15)))], forms)
     assert info.value.operand == 1
     assert "item 2" in str(info.value) and "s[0:1]" in str(info.value)
     with pytest.raises(EncodeError) as info:
-        encode([Instruction("v_add_f32", (v(1), v(2), v(3)), {"clamp": 3})], forms)
+        encode([AsmInstruction("v_add_f32", (v(1), v(2), v(3)), {"clamp": 3})], forms)
     assert info.value.modifier == "clamp"
     with pytest.raises(EncodeError):
         encode(["s_nop 0"], forms)  # text is not an item
@@ -133,11 +133,11 @@ def test_encode_api_errors_name_item_and_operand(forms):
 def test_errors_never_leak_other_exceptions(forms):
     """Malformed objects from code give EncodeError, not KeyError/IndexError/TypeError."""
     bad = [
-        Instruction("s_nop", ()), Instruction("s_nop", (v(1),)), Instruction("s_nop", (Imm(1.5),)),
-        Instruction("v_add_f32", (v(1), Imm(True), v(2))), Instruction("v_add_f32", (v(1), v(2), v(300))),
-        Instruction("s_waitcnt", (Imm(-70000),)), Instruction("ds_read_b32", (v(1), v(2)), {"offset": "x"}),
-        Instruction("v_mov_b32_dpp", (v(1), v(2)), {"quad_perm": (4, 0, 0, 0)}),
-        Instruction("v_mov_b32_sdwa", (v(1), v(2)), {"dst_sel": "WORD_9"}),
+        AsmInstruction("s_nop", ()), AsmInstruction("s_nop", (v(1),)), AsmInstruction("s_nop", (Imm(1.5),)),
+        AsmInstruction("v_add_f32", (v(1), Imm(True), v(2))), AsmInstruction("v_add_f32", (v(1), v(2), v(300))),
+        AsmInstruction("s_waitcnt", (Imm(-70000),)), AsmInstruction("ds_read_b32", (v(1), v(2)), {"offset": "x"}),
+        AsmInstruction("v_mov_b32_dpp", (v(1), v(2)), {"quad_perm": (4, 0, 0, 0)}),
+        AsmInstruction("v_mov_b32_sdwa", (v(1), v(2)), {"dst_sel": "WORD_9"}),
     ]
     for inst in bad:
         with pytest.raises(EncodeError):

@@ -8,11 +8,11 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.isa.asm_errors import AsmError, EncodeError
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.encoder import encode
+from jitgemm.isa.instruction import OFF, AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
 
-from isa.asm_errors import AsmError, EncodeError
-from isa.assembler import assemble
-from isa.encoder import encode
-from isa.instruction import OFF, Counters, Imm, Instruction, Label, LabelDef, Reg, SrcMods
 from tests.test_asm_support import forms_named
 
 SETTINGS = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 500)), deadline=None,
@@ -67,7 +67,7 @@ def test_random_instruction_objects_give_clean_errors(name, data):
     mnemonic = data.draw(st.sampled_from(sorted(forms.by_mnemonic)[:400] + ["nope", ""]))
     ops = tuple(data.draw(st.lists(_OPERANDS, max_size=5)))
     mods = data.draw(_MODS)
-    items = [LabelDef("x"), Instruction(mnemonic, ops, mods)]
+    items = [LabelDef("x"), AsmInstruction(mnemonic, ops, mods)]
     try:
         encode(items, forms)
     except EncodeError as exc:

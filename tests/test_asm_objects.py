@@ -1,20 +1,20 @@
-"""Instruction objects built by code (the generators' path): `encode` gives the bytes llvm-mc gives for the
+"""AsmInstruction objects built by code (the generators' path): `encode` gives the bytes llvm-mc gives for the
 printed program, resolves labels, emits data and alignment, and picks the shortest encoding."""
 
 from __future__ import annotations
 
 import subprocess
 
-from isa.encoder import encode, encode_instruction
-from isa.instruction import (
+from jitgemm.isa.encoder import encode, encode_instruction
+from jitgemm.isa.instruction import (
     EXEC,
     OFF,
     VCC,
     Align,
+    AsmInstruction,
     Counters,
     Data,
     Imm,
-    Instruction,
     Label,
     LabelDef,
     SrcMods,
@@ -22,34 +22,35 @@ from isa.instruction import (
     s,
     v,
 )
-from isa.printer import format_item
+from jitgemm.isa.printer import format_item
+
 from tests.oracles import require_tool
 from tests.test_asm_support import forms_named, text_section
 
 ITEMS = [
     LabelDef("start"),
-    Instruction("s_load_dwordx4", (s(4, 7), s(0, 1), Imm(0x10, hex=True))),
-    Instruction("s_waitcnt", (Counters((("lgkmcnt", 0),)),)),
-    Instruction("v_mov_b32", (v(0), Imm(0x12345678))),  # needs the literal variant
-    Instruction("v_mov_b32", (v(1), Imm(0.5))),  # inline constant: 4 bytes
-    Instruction("v_add_f32", (v(2), v(1), s(3))),  # SGPR in VSRC1 position: VOP3 form
-    Instruction("v_add_f32", (v(2), SrcMods(v(1), neg=True), v(3)), {"clamp": True}),
-    Instruction("v_cmp_gt_u32", (VCC, Imm(64), v(0))),
-    Instruction("s_and_saveexec_b64", (s(8, 9), VCC)),
-    Instruction("s_cbranch_execz", (Label("end"),)),
+    AsmInstruction("s_load_dwordx4", (s(4, 7), s(0, 1), Imm(0x10, hex=True))),
+    AsmInstruction("s_waitcnt", (Counters((("lgkmcnt", 0),)),)),
+    AsmInstruction("v_mov_b32", (v(0), Imm(0x12345678))),  # needs the literal variant
+    AsmInstruction("v_mov_b32", (v(1), Imm(0.5))),  # inline constant: 4 bytes
+    AsmInstruction("v_add_f32", (v(2), v(1), s(3))),  # SGPR in VSRC1 position: VOP3 form
+    AsmInstruction("v_add_f32", (v(2), SrcMods(v(1), neg=True), v(3)), {"clamp": True}),
+    AsmInstruction("v_cmp_gt_u32", (VCC, Imm(64), v(0))),
+    AsmInstruction("s_and_saveexec_b64", (s(8, 9), VCC)),
+    AsmInstruction("s_cbranch_execz", (Label("end"),)),
     Align(16),
     LabelDef("loop"),
-    Instruction("global_load_dwordx4", (v(4, 7), v(0, 1), OFF), {"offset": 64, "sc1": True}),
-    Instruction("global_load_dwordx4", (a(4, 7), v(0), s(4, 5))),
-    Instruction("v_mfma_f32_32x32x8_bf16", (a(0, 15), v(4, 5), v(6, 7), a(0, 15)), {"blgp": 1}),
-    Instruction("ds_read_b128", (v(8, 11), v(12)), {"offset": 256}),
-    Instruction("s_sub_u32", (s(2), s(2), Imm(1))),
-    Instruction("s_cmp_lg_u32", (s(2), Imm(0))),
-    Instruction("s_cbranch_scc1", (Label("loop"),)),
+    AsmInstruction("global_load_dwordx4", (v(4, 7), v(0, 1), OFF), {"offset": 64, "sc1": True}),
+    AsmInstruction("global_load_dwordx4", (a(4, 7), v(0), s(4, 5))),
+    AsmInstruction("v_mfma_f32_32x32x8_bf16", (a(0, 15), v(4, 5), v(6, 7), a(0, 15)), {"blgp": 1}),
+    AsmInstruction("ds_read_b128", (v(8, 11), v(12)), {"offset": 256}),
+    AsmInstruction("s_sub_u32", (s(2), s(2), Imm(1))),
+    AsmInstruction("s_cmp_lg_u32", (s(2), Imm(0))),
+    AsmInstruction("s_cbranch_scc1", (Label("loop"),)),
     Data((0xBF800000,)),
     LabelDef("end"),
-    Instruction("s_or_b64", (EXEC, EXEC, s(8, 9))),
-    Instruction("s_endpgm"),
+    AsmInstruction("s_or_b64", (EXEC, EXEC, s(8, 9))),
+    AsmInstruction("s_endpgm"),
 ]
 
 
@@ -84,19 +85,19 @@ def test_encode_objects_equals_llvm_mc(tmp_path):
 
 def test_shortest_encoding_is_chosen():
     forms = forms_named("excerpt")
-    assert len(encode_instruction(Instruction("v_mov_b32", (v(1), Imm(0.5))), forms)) == 4
-    assert len(encode_instruction(Instruction("v_mov_b32", (v(1), Imm(0.25))), forms)) == 8
-    assert len(encode_instruction(Instruction("v_add_f32", (v(1), s(2), v(3))), forms)) == 4
-    assert len(encode_instruction(Instruction("v_add_f32", (v(1), v(3), s(2))), forms)) == 8
-    assert encode_instruction(Instruction("v_add_f32_e64", (v(1), s(2), v(3))), forms) != \
-        encode_instruction(Instruction("v_add_f32", (v(1), s(2), v(3))), forms)
+    assert len(encode_instruction(AsmInstruction("v_mov_b32", (v(1), Imm(0.5))), forms)) == 4
+    assert len(encode_instruction(AsmInstruction("v_mov_b32", (v(1), Imm(0.25))), forms)) == 8
+    assert len(encode_instruction(AsmInstruction("v_add_f32", (v(1), s(2), v(3))), forms)) == 4
+    assert len(encode_instruction(AsmInstruction("v_add_f32", (v(1), v(3), s(2))), forms)) == 8
+    assert encode_instruction(AsmInstruction("v_add_f32_e64", (v(1), s(2), v(3))), forms) != \
+        encode_instruction(AsmInstruction("v_add_f32", (v(1), s(2), v(3))), forms)
 
 
 def test_instruction_objects_normalize_and_compare():
-    one = Instruction("v_add_f32", [v(1), v(2), v(3)], {"clamp": True, "op_sel": [0, 1]})
-    two = Instruction("v_add_f32", (v(1), v(2), v(3)), (("clamp", True), ("op_sel", (0, 1))))
+    one = AsmInstruction("v_add_f32", [v(1), v(2), v(3)], {"clamp": True, "op_sel": [0, 1]})
+    two = AsmInstruction("v_add_f32", (v(1), v(2), v(3)), (("clamp", True), ("op_sel", (0, 1))))
     assert one == two and hash(one) == hash(two)
     assert one.modifier("op_sel") == (0, 1) and one.modifier("mul") is None
     assert Imm(1) != Imm(1.0) and Imm(0.0) != Imm(-0.0) and Imm(16) == Imm(16, hex=True)
-    assert str(Instruction("v_mov_b32", (v(1), SrcMods(Imm(1.0), neg=True)))) == "v_mov_b32 v1, neg(1.0)"
+    assert str(AsmInstruction("v_mov_b32", (v(1), SrcMods(Imm(1.0), neg=True)))) == "v_mov_b32 v1, neg(1.0)"
     assert str(v(0, 3)) == "v[0:3]" and str(a(5)) == "a5" and str(VCC) == "vcc"

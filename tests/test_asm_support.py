@@ -19,8 +19,7 @@ SPEC_NAMES = ["excerpt", "subset"]
 
 @functools.cache
 def _load(path: str):
-    import isa
-
+    from jitgemm import isa
     return isa.load_spec(path)
 
 
@@ -32,7 +31,7 @@ def spec_named(name: str):
 
 
 def forms_named(name: str):
-    from isa.forms import forms_of
+    from jitgemm.isa.forms import forms_of
 
     return forms_of(spec_named(name))
 

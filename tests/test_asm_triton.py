@@ -4,8 +4,8 @@ the code Triton (through LLVM) put in the kernel's code object."""
 from __future__ import annotations
 
 import pytest
+from jitgemm.isa.assembler import assemble
 
-from isa.assembler import assemble
 from tests.test_asm_support import forms_named, triton_objects
 
 
@@ -15,7 +15,7 @@ def triton_objs(tmp_path_factory):
 
 
 def test_triton_assembly_text_reassembles_to_its_code_object(triton_objs):
-    from codegen import codeobj
+    from jitgemm.codegen import codeobj
 
     forms = forms_named("subset")
     checked = 0

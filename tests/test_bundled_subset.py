@@ -24,9 +24,9 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
+from jitgemm.isa import expr as isa_expr
 
-import isa
-from isa import expr as isa_expr
+from jitgemm import isa
 from tests.oracles import REPO, require_tool
 
 SUBSET = REPO / "specs" / "amdgpu_isa_cdna3_subset.xml"

@@ -13,11 +13,11 @@ from __future__ import annotations
 import io
 
 import pytest
+from jitgemm.codegen.codeobj import KernelArg, KernelDescription, read
+from jitgemm.codegen.codeobj.descriptor import compute_descriptor, sgpr_count, total_vgprs
+from jitgemm.codegen.codeobj.metadata import kernarg_layout, kernel_metadata
+from jitgemm.codegen.codeobj.targets import target
 
-from codegen.codeobj import KernelArg, KernelDescription, read
-from codegen.codeobj.descriptor import compute_descriptor, sgpr_count, total_vgprs
-from codegen.codeobj.metadata import kernarg_layout, kernel_metadata
-from codegen.codeobj.targets import target
 from tests.oracles import require_module
 from tests.test_codeobj_support import llvmlite_object
 

@@ -6,8 +6,8 @@ import subprocess
 import sys
 
 import yaml
+from jitgemm.codegen.codeobj import KernelArg, KernelDescription, write
 
-from codegen.codeobj import KernelArg, KernelDescription, write
 from jitgemm.cli import main
 
 

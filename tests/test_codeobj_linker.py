@@ -13,9 +13,9 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from jitgemm.codegen.codeobj import CodeObjectError, link, read
+from jitgemm.codegen.codeobj.elf_reader import ElfFile
 
-from codegen.codeobj import CodeObjectError, link, read
-from codegen.codeobj.elf_reader import ElfFile
 from tests.oracles import require_tool
 from tests.test_codeobj_support import llvmlite_object, objdump_instructions, readelf_view, run
 

@@ -17,9 +17,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.codegen.codeobj import STANDARD_HIDDEN_ARGS, KernelArg, KernelDescription, read, write
+from jitgemm.codegen.codeobj.elf_reader import ElfFile
 
-from codegen.codeobj import STANDARD_HIDDEN_ARGS, KernelArg, KernelDescription, read, write
-from codegen.codeobj.elf_reader import ElfFile
 from tests.test_codeobj_support import (
     assemble_bytes,
     llvm_code_object,

@@ -12,9 +12,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.codegen.codeobj import CodeObjectError, KernelArg, KernelDescription, link, read, write
+from jitgemm.codegen.codeobj.elf_reader import ElfFile
 
-from codegen.codeobj import CodeObjectError, KernelArg, KernelDescription, link, read, write
-from codegen.codeobj.elf_reader import ElfFile
 from tests.oracles import require_module, require_tool
 from tests.test_codeobj_support import objdump_kernel_directives, readelf_metadata, run
 

@@ -8,10 +8,10 @@ import subprocess
 from pathlib import Path
 
 import yaml
+from jitgemm.codegen.codeobj import KernelDescription
+from jitgemm.codegen.codeobj.descriptor import accum_offset_of, total_vgprs
+from jitgemm.codegen.codeobj.metadata import kernarg_layout
 
-from codegen.codeobj import KernelDescription
-from codegen.codeobj.descriptor import accum_offset_of, total_vgprs
-from codegen.codeobj.metadata import kernarg_layout
 from tests.oracles import require_module, require_tool
 
 

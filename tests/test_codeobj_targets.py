@@ -7,10 +7,10 @@ from __future__ import annotations
 import itertools
 
 import pytest
+from jitgemm.codegen.codeobj import TARGETS, KernelDescription, read, write
+from jitgemm.codegen.codeobj.elf_reader import ElfFile
+from jitgemm.codegen.codeobj.targets import decode_e_flags, target
 
-from codegen.codeobj import TARGETS, KernelDescription, read, write
-from codegen.codeobj.elf_reader import ElfFile
-from codegen.codeobj.targets import decode_e_flags, target
 from tests.oracles import require_tool
 from tests.test_codeobj_support import mattr, run
 

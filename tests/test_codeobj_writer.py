@@ -9,8 +9,7 @@ import io
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
-
-from codegen.codeobj import (
+from jitgemm.codegen.codeobj import (
     CONTRACT_KEY,
     STANDARD_HIDDEN_ARGS,
     CodeObjectError,
@@ -20,6 +19,7 @@ from codegen.codeobj import (
     read,
     write,
 )
+
 from tests.oracles import require_module
 
 S_ENDPGM = (0xBF810000).to_bytes(4, "little")

@@ -6,8 +6,8 @@ from __future__ import annotations
 import copy
 
 import pytest
+from jitgemm.codegen.gemm_ir import GemmProblem
 
-from codegen.gemm_ir import GemmProblem
 from jitgemm.contract import Contract, ContractError, evaluate_formula
 
 BASE = {

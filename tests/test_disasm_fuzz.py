@@ -10,11 +10,11 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.decoder import decode
+from jitgemm.isa.printer import disassemble, format_data, format_instruction
 
-from isa.asm_errors import AsmError
-from isa.assembler import assemble
-from isa.decoder import decode
-from isa.printer import disassemble, format_data, format_instruction
 from tests.test_asm_support import forms_named
 
 SETTINGS = settings(max_examples=int(os.environ.get("FUZZ_EXAMPLES", 400)), deadline=None,

@@ -12,10 +12,10 @@ from __future__ import annotations
 import collections
 
 import pytest
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.decoder import decode, decode_at
+from jitgemm.isa.printer import format_data, format_instruction
 
-from isa.assembler import assemble
-from isa.decoder import decode, decode_at
-from isa.printer import format_data, format_instruction
 from tests.test_asm_support import SPEC_NAMES, clang_objects, forms_named, objdump, text_section, triton_objects
 
 
@@ -71,7 +71,7 @@ def test_triton_code_objects_match_objdump(name, triton_objs, capsys):
 
 
 def _kernel_codes(paths):
-    from codegen import codeobj
+    from jitgemm.codegen import codeobj
 
     for path in paths:
         for kernel in codeobj.read(path.read_bytes()).kernels:

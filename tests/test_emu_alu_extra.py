@@ -25,11 +25,11 @@ import re
 
 import numpy as np
 import pytest
+from jitgemm.codegen.codeobj import KernelArg, KernelDescription, write
+from jitgemm.isa.assembler import assemble
+from jitgemm.isa.forms import forms_of
 
-import isa
-from codegen.codeobj import KernelArg, KernelDescription, write
-from isa.assembler import assemble
-from isa.forms import forms_of
+from jitgemm import isa
 from jitgemm.emu import emulate
 from tests.oracles import REPO
 

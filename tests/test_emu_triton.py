@@ -85,7 +85,7 @@ def launch(compiled, grid, args):
     """Run a Triton kernel in the emulator the way Triton's HIP launcher does: `block` = 64 * num_warps,
     the compile metadata's shared bytes as dynamic LDS, and null pointers for the scratch buffers Triton
     appends to every kernel's arguments."""
-    from codegen.codeobj.reader import read
+    from jitgemm.codegen.codeobj.reader import read
 
     hsaco, shared, warps, _ = compiled
     kernel = read(hsaco).kernels[0]

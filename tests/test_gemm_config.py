@@ -9,13 +9,20 @@ import random
 from dataclasses import replace
 
 import pytest
+from jitgemm.codegen.gemm_asm import lower_gemm
+from jitgemm.codegen.gemm_config import (
+    bank_cycles,
+    best_lds_pad,
+    default_config,
+    lds_cycles,
+    resources,
+    validate_config,
+)
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_text import format_config, format_ir, parse
+from jitgemm.codegen.mfma_catalog import mfmas_for
 
-import isa
-from codegen.gemm_asm import lower_gemm
-from codegen.gemm_config import bank_cycles, best_lds_pad, default_config, lds_cycles, resources, validate_config
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from codegen.gemm_text import format_config, format_ir, parse
-from codegen.mfma_catalog import mfmas_for
+from jitgemm import isa
 
 SPEC = isa.load_spec("gfx942")
 GFX942 = isa.target_profile("gfx942")

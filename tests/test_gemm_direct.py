@@ -9,11 +9,11 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_config import best_lds_pad
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 
 import jitgemm
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_config import best_lds_pad
-from codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.reference import check, operands, reference
 
 
@@ -101,8 +101,7 @@ OPTIONS = [dict(prefetch=1, lds_buffers=1), dict(prefetch=2, lds_buffers=1), dic
 
 
 def _padded(problem: GemmProblem, config: GemmConfig, whole_vectors: bool = True) -> GemmConfig:
-    import isa
-
+    from jitgemm import isa
     return replace(config, lds_pad=best_lds_pad(problem, config, isa.load_spec("gfx942"),
                                                 isa.target_profile("gfx942"), whole_vectors=whole_vectors))
 
@@ -140,8 +139,9 @@ def test_vector_loads_packed_and_split_writes(a, d, mfma, layout):
 def test_default_big_tile_runs():
     """The default for a large problem (256x256 macro tile, 4 waves) on a smaller ragged one, so the emulator
     runs it in a few seconds: a partial tile in M, N and K."""
-    import isa
-    from codegen.gemm_compile import choose_config
+    from jitgemm.codegen.gemm_compile import choose_config
+
+    from jitgemm import isa
 
     big = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
     config = choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
@@ -165,9 +165,9 @@ def test_llvm_mc_assembles_every_staging_form(tmp_path, a, layout, config):
     import subprocess
 
     from elftools.elf.elffile import ELFFile
+    from jitgemm.isa.instruction import LabelDef
+    from jitgemm.isa.printer import format_item
 
-    from isa.instruction import LabelDef
-    from isa.printer import format_item
     from tests.oracles import require_tool
 
     llvm_mc = require_tool("llvm-mc")
@@ -190,9 +190,10 @@ def test_emitter_joins_cover_every_incoming_path():
     """A forward branch joins its hazard history and pending loads with the fall-through path: an MFMA result
     read right after the join waits the MFMA->VALU states of the branch path (gfx942 profile: 19), and a load
     still pending on one path is waited for after the join."""
-    import isa
-    from codegen.asm_emit import Emitter, counter_lookup
-    from isa.instruction import Reg
+    from jitgemm.codegen.asm_emit import Emitter, counter_lookup
+    from jitgemm.isa.instruction import Reg
+
+    from jitgemm import isa
 
     spec, profile = isa.load_spec("gfx942"), isa.target_profile("gfx942")
     rule = next(h for h in profile.get("hazards") if (h["writer"], h["reader"]) == ("mfma", "valu"))

@@ -6,13 +6,13 @@ from __future__ import annotations
 import random
 
 import pytest
+from jitgemm.codegen.dtypes import dtype, element_of, of_numpy
+from jitgemm.codegen.gemm_config import default_config, validate_config
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_text import format_ir, parse
+from jitgemm.codegen.mfma_catalog import mfma_catalog, mfmas_for
 
-import isa
-from codegen.dtypes import dtype, element_of, of_numpy
-from codegen.gemm_config import default_config, validate_config
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from codegen.gemm_text import format_ir, parse
-from codegen.mfma_catalog import mfma_catalog, mfmas_for
+from jitgemm import isa
 
 GFX942 = isa.target_profile("gfx942")
 

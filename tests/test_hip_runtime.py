@@ -8,10 +8,10 @@ import enum
 
 import numpy as np
 import pytest
+from jitgemm.codegen import codeobj
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmProblem
 
-from codegen import codeobj
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_ir import GemmProblem
 from jitgemm import hip_runtime
 from jitgemm.api import MatmulError, _backend
 from jitgemm.launch import LaunchDescription, pack_kernargs

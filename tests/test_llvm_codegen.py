@@ -9,12 +9,12 @@ import re
 import subprocess
 
 import pytest
+from jitgemm.codegen import codeobj
+from jitgemm.codegen.gemm_asm import KERNARGS
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
-import isa
-from codegen import codeobj
-from codegen.gemm_asm import KERNARGS
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm import isa
 from jitgemm.contract import Contract
 from tests.oracles import require_module, require_tool
 from tests.test_codeobj_support import readelf_metadata
@@ -36,11 +36,10 @@ def _objdump_mnemonics(blob: bytes, tmp_path) -> list[str]:
 def test_every_catalog_mfma_selects_its_spec_instruction(tmp_path):
     """One kernel calling each catalog MFMA through its LLVM intrinsic: LLVM must select exactly that spec
     instruction (llvm-objdump names it), so the spelling table and the operand types are right."""
+    from jitgemm.codegen.llvm.backend import data_layout, run_backend
+    from jitgemm.codegen.llvm.intrinsics import PTR_GLOBAL, Intrinsics, mfma_acc_type, mfma_operand_type
+    from jitgemm.codegen.mfma_catalog import mfma_catalog
     from llvmlite import ir
-
-    from codegen.llvm.backend import data_layout, run_backend
-    from codegen.llvm.intrinsics import PTR_GLOBAL, Intrinsics, mfma_acc_type, mfma_operand_type
-    from codegen.mfma_catalog import mfma_catalog
 
     catalog = mfma_catalog(isa.load_spec("gfx942"))
     assert len(catalog) >= 10
@@ -68,7 +67,7 @@ def test_every_catalog_mfma_selects_its_spec_instruction(tmp_path):
 
 
 def _compile(problem: GemmProblem, config: GemmConfig | None = None):
-    from codegen.llvm import compile_gemm_llvm
+    from jitgemm.codegen.llvm import compile_gemm_llvm
 
     return compile_gemm_llvm(problem, config)
 
@@ -130,7 +129,7 @@ def test_llvm_ir_uses_the_named_mechanisms():
 
 
 def test_isolated_backend_gives_the_same_object():
-    from codegen.llvm.backend import run_backend
+    from jitgemm.codegen.llvm.backend import run_backend
 
     llir = _compile(GemmProblem.make(40, 40, 40, "fp8", d="fp32")).llir
     assert run_backend(llir, isolate=True).data == run_backend(llir, isolate=False).data
@@ -152,8 +151,8 @@ _HEAD = 'target triple = "amdgcn-amd-amdhsa"\n'
      "  ret void\n}\n", 5, "@llvm.amdgcn.mfma.f32.16x16x32.bf16(<8 x bfloat> %v"),
 ])
 def test_llvm_errors_name_the_ir_line(stage, body, line, needle):
-    from codegen.llvm import LLVMCompileError
-    from codegen.llvm.backend import run_backend
+    from jitgemm.codegen.llvm import LLVMCompileError
+    from jitgemm.codegen.llvm.backend import run_backend
 
     with pytest.raises(LLVMCompileError) as info:
         run_backend(_HEAD + body, kernel="k")
@@ -174,7 +173,7 @@ def test_bad_configs_are_named(config, message):
 
 
 def test_annotate_adds_vendor_keys_to_a_relocatable_object():
-    from codegen.codeobj.annotate import set_kernel_metadata
+    from jitgemm.codegen.codeobj.annotate import set_kernel_metadata
 
     compiled = _compile(GemmProblem.make(32, 32, 32, "fp16"))
     obj = set_kernel_metadata(compiled.relocatable, compiled.name, {"vendor.note": {"x": [1, 2.5, "y", None]}})
@@ -194,7 +193,7 @@ def test_annotate_adds_vendor_keys_to_a_relocatable_object():
 
 def test_lld_links_the_annotated_object_like_our_linker(tmp_path):
     compiled = _compile(GemmProblem.make(32, 48, 16, "bf16", layout="TN"))
-    from codegen.codeobj.annotate import set_kernel_metadata
+    from jitgemm.codegen.codeobj.annotate import set_kernel_metadata
 
     annotated = set_kernel_metadata(compiled.relocatable, compiled.name, {codeobj.CONTRACT_KEY: compiled.contract})
     (tmp_path / "k.o").write_bytes(annotated)
@@ -250,11 +249,11 @@ def test_double_lds_buffer_is_refused_by_the_llvm_generator():
     from dataclasses import replace
 
     import pytest
+    from jitgemm.codegen.gemm_compile import choose_config
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.codegen.llvm.compile import compile_gemm_llvm
 
-    import isa
-    from codegen.gemm_compile import choose_config
-    from codegen.gemm_ir import GemmProblem, IRError
-    from codegen.llvm.compile import compile_gemm_llvm
+    from jitgemm import isa
 
     p = GemmProblem.make(64, 64, 64, "bf16", layout="NT")
     cfg = replace(choose_config(p, isa.load_spec("gfx942"), isa.target_profile("gfx942")), lds_buffers=2)

@@ -12,13 +12,13 @@ from __future__ import annotations
 import collections
 
 import pytest
+from jitgemm.codegen import codeobj
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
+from jitgemm.isa.decoder import decode_at
+from jitgemm.isa.forms import forms_of
+from jitgemm.isa.printer import format_instruction
 
-import isa
-from codegen import codeobj
-from codegen.gemm_ir import GemmConfig, GemmProblem
-from isa.decoder import decode_at
-from isa.forms import forms_of
-from isa.printer import format_instruction
+from jitgemm import isa
 from tests.oracles import require_module
 from tests.test_asm_support import objdump, text_section
 
@@ -51,7 +51,7 @@ def forms():
 
 @pytest.mark.parametrize("case", CASES, ids=[_id(c) for c in CASES])
 def test_llvm_kernels_disassemble_like_llvm_objdump(tmp_path, forms, case):
-    from codegen.llvm import compile_gemm_llvm
+    from jitgemm.codegen.llvm import compile_gemm_llvm
 
     problem, config = case
     compiled = compile_gemm_llvm(problem, config)

@@ -12,9 +12,9 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.contract import Contract
 from jitgemm.reference import check, operands, reference
 from tests.oracles import require_module
@@ -42,7 +42,7 @@ def _bits(x: np.ndarray) -> np.ndarray:
 
 def both(problem: GemmProblem, config: GemmConfig | None = None, seed: int = 0) -> None:
     """LLVM kernel vs numpy, the direct kernel (same config) vs numpy, and the two against each other."""
-    from codegen.llvm import compile_gemm_llvm
+    from jitgemm.codegen.llvm import compile_gemm_llvm
 
     llvm = compile_gemm_llvm(problem, config)
     direct = compile_gemm(problem, llvm.config)
@@ -73,7 +73,7 @@ def test_dtypes_and_layouts_ragged(a, d, layout):
 @pytest.mark.parametrize("a, d", [("fp16", "fp16"), ("fp8", "bf16")])
 def test_vector_loads(a, d, layout):
     """64x64x64: the widest loads (8 or 16 bytes), including the scatter of a non-K-contiguous vector."""
-    from codegen.llvm import compile_gemm_llvm
+    from jitgemm.codegen.llvm import compile_gemm_llvm
 
     problem = GemmProblem.make(64, 64, 64, a, d=d, layout=layout)
     config = compile_gemm_llvm(problem).config

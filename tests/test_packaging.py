@@ -1,4 +1,8 @@
-"""The wheel: three top-level packages, specs/ inside as isa.specs, and no path installed twice."""
+"""The wheel: one top-level import package, `jitgemm` (isa/, codegen/ and specs/ inside it), no path twice.
+
+Other PyPI distributions own top-level `isa` and `codegen`; a wheel that claimed those names would make an
+environment depend on install order (the conflict that rolled back AMD's first multi-generator integration).
+"""
 
 from __future__ import annotations
 
@@ -9,24 +13,44 @@ from collections import Counter
 
 from tests.oracles import REPO
 
+# repository folder -> installed package
+FOLDERS = {"jitgemm": "jitgemm", "isa": "jitgemm/isa", "codegen": "jitgemm/codegen", "specs": "jitgemm/specs"}
 
-def test_wheel_has_each_path_once(tmp_path):
+
+def test_wheel_has_one_top_level_name_and_each_path_once(tmp_path):
     out = subprocess.run([sys.executable, "-m", "pip", "wheel", "--no-deps", "--no-build-isolation", "-q",
                           "-w", str(tmp_path), str(REPO)], capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     wheel = next(tmp_path.glob("jitgemm-*.whl"))
-    names = zipfile.ZipFile(wheel).namelist()
+    zf = zipfile.ZipFile(wheel)
+    names = zf.namelist()
     dupes = [n for n, c in Counter(names).items() if c > 1]
     assert dupes == []
     tops = {n.split("/", 1)[0] for n in names if not n.startswith("jitgemm-")}
-    assert tops == {"isa", "codegen", "jitgemm"}
-    assert "isa/specs/releases.yaml" in names and "isa/specs/targets/gfx942.yaml" in names
-    assert "isa/specs/amdgpu_isa_cdna3_subset.xml" in names
-    assert not any(n.startswith("specs/") for n in names)
-    for package in ("isa", "codegen", "jitgemm"):     # every sub-package of the source tree is shipped
-        for init in (REPO / package).rglob("__init__.py"):
-            assert str(init.relative_to(REPO)) in names, f"{init.relative_to(REPO)} missing from the wheel"
+    assert tops == {"jitgemm"}
+    top_level = [n for n in names if n.endswith("top_level.txt")]
+    if top_level:
+        assert zf.read(top_level[0]).decode().split() == ["jitgemm"]
+    assert "jitgemm/specs/releases.yaml" in names and "jitgemm/specs/targets/gfx942.yaml" in names
+    assert "jitgemm/specs/amdgpu_isa_cdna3_subset.xml" in names
+    for folder, installed in FOLDERS.items():      # every sub-package of the source tree is shipped
+        for init in (REPO / folder).rglob("__init__.py"):
+            rel = init.relative_to(REPO / folder).as_posix()
+            assert f"{installed}/{rel}" in names, f"{folder}/{rel} missing from the wheel"
     for grammar in (REPO / "isa").glob("*.lark"):
-        assert f"isa/{grammar.name}" in names
+        assert f"jitgemm/isa/{grammar.name}" in names
     entry = [n for n in names if n.endswith("entry_points.txt")]
-    assert entry and b"jitgemm = jitgemm.cli:main" in zipfile.ZipFile(wheel).read(entry[0])
+    assert entry and b"jitgemm = jitgemm.cli:main" in zf.read(entry[0])
+
+
+def test_source_tree_uses_only_the_jitgemm_namespace():
+    """No module imports the repository folders by their bare names (`import isa`, `from codegen...`)."""
+    import re
+
+    bare = re.compile(r"^\s*(?:import|from)\s+(isa|codegen|specs)\b", re.M)
+    offenders = []
+    for folder in ("jitgemm", "isa", "codegen", "tests", "bench", "tools"):
+        for path in (REPO / folder).rglob("*.py"):
+            for m in bare.finditer(path.read_text(encoding="utf-8")):
+                offenders.append(f"{path.relative_to(REPO)}: {m.group(0).strip()}")
+    assert offenders == []

@@ -10,9 +10,9 @@ import copy
 import numpy as np
 import pytest
 import yaml
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmProblem
 
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_ir import GemmProblem
 from jitgemm.contract import Contract
 from jitgemm.launch import LaunchDescription, pack_kernargs
 from jitgemm.packing import ordered_args, pack_segment
@@ -117,7 +117,7 @@ def test_quarantined_kernel_is_never_selected(private):
 
 
 def test_packing_from_contract_equals_metadata(private):
-    from codegen import codeobj
+    from jitgemm.codegen import codeobj
 
     p = GemmProblem.make(33, 40, 24, "fp16", d="fp32", layout="NT", c="fp32", beta=0.5, alpha=2.0, bias="n")
     compiled = compile_gemm(p)
@@ -142,7 +142,8 @@ def test_packing_from_contract_equals_metadata(private):
 
 
 def test_packing_from_contract_equals_metadata_for_triton(private):
-    from codegen import codeobj
+    from jitgemm.codegen import codeobj
+
     from jitgemm.suppliers import TritonSupplier
     from tests.oracles import require_module
 

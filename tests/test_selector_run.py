@@ -9,9 +9,9 @@ import copy
 import numpy as np
 import pytest
 import yaml
+from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmProblem
 
-from codegen.gemm_compile import compile_gemm
-from codegen.gemm_ir import GemmProblem
 from jitgemm.api import launch, prepare
 from jitgemm.cli import main
 from jitgemm.reference import check, operands, reference

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from jitgemm.isa import expr
 
-from isa import expr
 from tests.oracles import require_tool
 
 

@@ -9,10 +9,10 @@ import socket
 import zipfile
 
 import pytest
+from jitgemm.isa import spec_release, spec_sources
+from jitgemm.isa.spec_release import Pin, Release
 
-import isa
-from isa import spec_release, spec_sources
-from isa.spec_release import Pin, Release
+from jitgemm import isa
 from jitgemm.cli import main
 from tests.spec_factory import toy_spec
 

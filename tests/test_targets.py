@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from jitgemm.isa.targets import known_targets
 
-import isa
-from isa.targets import known_targets
+from jitgemm import isa
 
 
 def test_known_targets():

@@ -8,9 +8,10 @@ import hashlib
 import time
 from dataclasses import dataclass, field
 
-import isa
-from isa.model import Spec
-from isa.targets import TargetProfile
+from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import TargetProfile
+
+from jitgemm import isa
 
 from .. import codeobj
 from ..codeobj.annotate import set_kernel_metadata

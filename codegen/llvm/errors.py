@@ -6,7 +6,7 @@ as `Kernel.stages["llir"]` shows it), so a generator bug can be found without re
 
 from __future__ import annotations
 
-from codegen.gemm_ir import IRError
+from jitgemm.codegen.gemm_ir import IRError
 
 
 class LLVMCompileError(IRError):

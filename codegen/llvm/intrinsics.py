@@ -8,11 +8,10 @@ catalog MFMA through its intrinsic and check that LLVM selected exactly the spec
 
 from __future__ import annotations
 
+from jitgemm.codegen.dtypes import DType
+from jitgemm.codegen.gemm_ir import IRError
+from jitgemm.codegen.mfma_catalog import Mfma
 from llvmlite import ir
-
-from codegen.dtypes import DType
-from codegen.gemm_ir import IRError
-from codegen.mfma_catalog import Mfma
 
 I1 = ir.IntType(1)
 I8 = ir.IntType(8)

@@ -22,14 +22,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 
+from jitgemm.codegen.gemm_asm import KERNARGS, OOB, RSRC_WORD3
+from jitgemm.codegen.gemm_config import validate_config
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.mfma_catalog import Mfma
+from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import TargetProfile
 from llvmlite import ir
-
-from codegen.gemm_asm import KERNARGS, OOB, RSRC_WORD3
-from codegen.gemm_config import validate_config
-from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from codegen.mfma_catalog import Mfma
-from isa.model import Spec
-from isa.targets import TargetProfile
 
 from .intrinsics import (
     F16,

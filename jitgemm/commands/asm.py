@@ -28,8 +28,7 @@ def register(subparsers) -> None:
 
 def load_spec(args: argparse.Namespace):
     """The spec named by --spec or --arch (shared with `jitgemm disasm`)."""
-    import isa
-
+    from jitgemm import isa
     return isa.load_spec(args.spec if getattr(args, "spec", None) else args.arch)
 
 
@@ -39,10 +38,10 @@ def encoding_line(text: str, data: bytes) -> str:
 
 
 def run(args: argparse.Namespace) -> int:
-    from isa.assembler import assemble_program
-    from isa.decoder import decode
-    from isa.forms import forms_of
-    from isa.printer import format_instruction
+    from jitgemm.isa.assembler import assemble_program
+    from jitgemm.isa.decoder import decode
+    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.printer import format_instruction
 
     if args.file == "-":
         text, name = sys.stdin.read(), "<stdin>"

@@ -57,14 +57,14 @@ def describe(co: Any, kernel: str | None = None) -> dict[str, Any]:
 def _readobj(args: argparse.Namespace) -> int:
     import yaml
 
-    from codegen.codeobj import read
+    from jitgemm.codegen.codeobj import read
 
     try:
         with open(args.file, "rb") as f:
             data = f.read()
     except OSError as exc:
         raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    from codegen.codeobj import CodeObjectError
+    from jitgemm.codegen.codeobj import CodeObjectError
 
     try:
         co = read(data)

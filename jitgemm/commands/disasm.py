@@ -67,7 +67,7 @@ def text_sections(data: bytes) -> list[tuple[str, int, bytes]]:
 def kernels_of(data: bytes) -> tuple[list[tuple[str, int, bytes]], str | None]:
     """(name, address, code) per kernel, and the code object's processor (e.g. gfx942) if known."""
     try:
-        from codegen import codeobj
+        from jitgemm.codegen import codeobj
     except ImportError:  # pragma: no cover - the reader ships with the project
         codeobj = None
     if codeobj is not None:
@@ -115,10 +115,10 @@ def _to_next_symbol(data: bytes, funcs: list[tuple[str, int, bytes]]) -> list[tu
 
 
 def run(args: argparse.Namespace) -> int:
-    import isa
-    from isa.decoder import decode
-    from isa.forms import forms_of
-    from isa.printer import disassembly_lines, objdump_line
+    from jitgemm import isa
+    from jitgemm.isa.decoder import decode
+    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.printer import disassembly_lines, objdump_line
 
     try:
         data = Path(args.file).read_bytes()

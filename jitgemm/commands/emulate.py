@@ -94,8 +94,8 @@ def parse_arg(text: str, index: int):
 
 
 def _emulate(args: argparse.Namespace) -> int:
-    import isa
-    from codegen.codeobj import read
+    from jitgemm import isa
+    from jitgemm.codegen.codeobj import read
     from jitgemm.emu import check, engine
 
     try:

@@ -29,12 +29,12 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
 
 
 def _problem_and_config(args: argparse.Namespace):
-    import isa
-    from codegen.gemm_compile import choose_config
-    from codegen.gemm_config import default_config
-    from codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-    from codegen.gemm_text import parse_dtype_list
-    from codegen.mfma_catalog import mfmas_for
+    from jitgemm import isa
+    from jitgemm.codegen.gemm_compile import choose_config
+    from jitgemm.codegen.gemm_config import default_config
+    from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+    from jitgemm.codegen.gemm_text import parse_dtype_list
+    from jitgemm.codegen.mfma_catalog import mfmas_for
 
     try:
         da, db = parse_dtype_list(args.dtype)
@@ -65,13 +65,13 @@ def _problem_and_config(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace):
-    from codegen.gemm_compile import compile_gemm
-    from codegen.gemm_ir import IRError
+    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.gemm_ir import IRError
 
     problem, config, spec = _problem_and_config(args)
     try:
         if args.generator == "llvm":
-            from codegen.llvm import compile_gemm_llvm
+            from jitgemm.codegen.llvm import compile_gemm_llvm
 
             return problem, compile_gemm_llvm(problem, config, spec=spec, target=args.arch)
         return problem, compile_gemm(problem, config, spec=spec, target=args.arch)
@@ -80,7 +80,7 @@ def _compile(args: argparse.Namespace):
 
 
 def _cmd_compile(args: argparse.Namespace) -> int:
-    import isa
+    from jitgemm import isa
     from jitgemm.inspect import annotated_listing
 
     if args.print_llir and args.generator != "llvm":
@@ -111,7 +111,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
     import jitgemm
-    from codegen.gemm_ir import IRError
+    from jitgemm.codegen.gemm_ir import IRError
     from jitgemm.reference import operands, reference
 
     p, config, _ = _problem_and_config(args)
@@ -144,7 +144,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
-    import isa
+    from jitgemm import isa
     from jitgemm.inspect import annotated_listing
 
     try:

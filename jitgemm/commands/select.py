@@ -25,8 +25,8 @@ def _selector(args: argparse.Namespace):
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
-    from codegen.gemm_ir import GemmProblem, IRError
-    from codegen.gemm_text import parse_dtype_list
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.codegen.gemm_text import parse_dtype_list
     from jitgemm.selector import SelectionError
 
     try:
@@ -65,7 +65,7 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
         raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) found")
     quarantine = Quarantine()
     failed = 0
-    from codegen.gemm_ir import GemmProblem
+    from jitgemm.codegen.gemm_ir import GemmProblem
 
     dummy = GemmProblem.make(1, 1, 1, "fp32")
     for cand in sup.candidates(dummy, args.arch):

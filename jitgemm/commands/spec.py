@@ -16,14 +16,12 @@ def _add_source_args(p: argparse.ArgumentParser) -> None:
 
 
 def _location(args: argparse.Namespace):
-    import isa
-
+    from jitgemm import isa
     return isa.locate_spec(args.spec if args.spec else args.arch)
 
 
 def _info(args: argparse.Namespace) -> int:
-    import isa
-
+    from jitgemm import isa
     loc = _location(args)
     spec = isa.spec_sources.load_spec_file(loc.path)
     doc = spec.document
@@ -52,8 +50,8 @@ def _info(args: argparse.Namespace) -> int:
 
 
 def _show(args: argparse.Namespace) -> int:
-    import isa
-    from isa import expr
+    from jitgemm import isa
+    from jitgemm.isa import expr
 
     loc = _location(args)
     spec = isa.spec_sources.load_spec_file(loc.path)
@@ -89,7 +87,7 @@ def _show(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from isa import spec_release
+    from jitgemm.isa import spec_release
 
     for path in spec_release.fetch(args.release):
         print(f"verified and extracted {path}")
@@ -97,7 +95,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from isa import spec_release
+    from jitgemm.isa import spec_release
 
     for path in spec_release.import_archive(args.file, args.release):
         print(f"verified and extracted {path}")

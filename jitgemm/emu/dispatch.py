@@ -16,8 +16,8 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from isa.instruction import Imm, Reg, SrcMods
-from isa.model import Spec
+from jitgemm.isa.instruction import Imm, Reg, SrcMods
+from jitgemm.isa.model import Spec
 
 from . import semantics_mem
 from .errors import EmulatorError, NoSemantics
@@ -362,7 +362,7 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
     dst_sel = 6
     dst_unused = "UNUSED_PRESERVE"
     if sdwa:
-        from isa.operand_syntax import SDWA_SEL
+        from jitgemm.isa.operand_syntax import SDWA_SEL
         for i, s in enumerate(srcs[:2]):
             key = f"src{i}_sel"
             if key in mods and not s.mask:

@@ -127,7 +127,7 @@ class Context:
 
 
 def _load_code_object(code_object) -> Any:
-    from codegen.codeobj.reader import CodeObject, read
+    from jitgemm.codegen.codeobj.reader import CodeObject, read
 
     if isinstance(code_object, CodeObject):
         return code_object
@@ -166,8 +166,7 @@ def program_for(kernel, spec) -> Program:
 
 
 def _default_spec():
-    import isa
-
+    from jitgemm import isa
     return isa.load_spec("gfx942")
 
 

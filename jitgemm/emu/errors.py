@@ -4,7 +4,7 @@ report would)."""
 
 from __future__ import annotations
 
-from isa.errors import IsaError
+from jitgemm.isa.errors import IsaError
 
 
 class EmulatorError(IsaError):

@@ -16,8 +16,8 @@ import struct
 
 import numpy as np
 
-from isa.instruction import Imm, Label, Off, Reg, SrcMods
-from isa.model import Spec
+from jitgemm.isa.instruction import Imm, Label, Off, Reg, SrcMods
+from jitgemm.isa.model import Spec
 
 from .errors import EmulatorError
 from .state import LANE_BITS, Waves

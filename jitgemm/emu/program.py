@@ -5,11 +5,11 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from isa.decoder import decode
-from isa.forms import Form, forms_of
-from isa.instruction import Instruction
-from isa.model import Instruction as SpecInstruction
-from isa.model import Operand, Spec
+from jitgemm.isa.decoder import decode
+from jitgemm.isa.forms import Form, forms_of
+from jitgemm.isa.instruction import AsmInstruction
+from jitgemm.isa.model import Instruction as SpecInstruction
+from jitgemm.isa.model import Operand, Spec
 
 
 @dataclass(frozen=True)
@@ -18,7 +18,7 @@ class Decoded:
 
     pc: int
     size: int
-    inst: Instruction | None  # None: a word no instruction of the spec matches
+    inst: AsmInstruction | None  # None: a word no instruction of the spec matches
     form: Form | None
     word: int = 0
 
@@ -73,7 +73,7 @@ class Decoded:
         return self.inst.modifier(name, default) if self.inst is not None else default
 
 
-def _form_of(forms, inst: Instruction, encoding: str | None) -> Form | None:
+def _form_of(forms, inst: AsmInstruction, encoding: str | None) -> Form | None:
     candidates = forms.forms_for(inst.name) or []
     for form in candidates:
         if form.enc.name == encoding:

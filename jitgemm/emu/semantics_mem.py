@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from isa.instruction import Imm, Off, Reg
+from jitgemm.isa.instruction import Imm, Off, Reg
 
 from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported

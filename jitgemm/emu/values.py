@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from isa.model import DataFormat, Spec
+from jitgemm.isa.model import DataFormat, Spec
 
 # (exponent bits, mantissa bits) -> numpy dtype. fp8 on gfx942 is the FNUZ flavour (LLVM AMDGPUUsage and
 # the CDNA3 ISA: FP8 E4M3 and BF8 E5M2 with bias 8/16, no infinities, one NaN encoding 0x80).

@@ -1,1 +1,1 @@
-"""Target profiles (YAML), shipped as isa.specs.targets."""
+"""Target profiles (YAML), shipped as jitgemm.specs.targets."""
