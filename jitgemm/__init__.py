@@ -4,6 +4,21 @@ from __future__ import annotations
 
 __version__ = "0.1.0"
 
+
+def _source_checkout_layout() -> None:
+    """In a source checkout the folders isa/, codegen/ and specs/ sit beside jitgemm/ (the wheel installs
+    them inside it, see pyproject.toml). Find them as jitgemm.isa, jitgemm.codegen and jitgemm.specs from
+    *this* checkout, so that a second work tree, or a tree that is not installed, never mixes its jitgemm/
+    with another tree's isa/. An installed wheel has no pyproject.toml beside the package and is untouched."""
+    from pathlib import Path
+
+    root = Path(__file__).resolve().parent.parent
+    if (root / "pyproject.toml").is_file() and (root / "isa" / "asm_grammar.lark").is_file():
+        __path__.append(str(root))
+
+
+_source_checkout_layout()
+
 # Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
 # and `matmul` and friends import numpy.
 _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "compiler",
