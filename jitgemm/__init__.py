@@ -23,7 +23,8 @@ _source_checkout_layout()
 # and `matmul` and friends import numpy.
 _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "compiler",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
-         "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector"}
+         "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
+         "MXTensor": "mx"}
 
 
 def __getattr__(name: str):
@@ -35,5 +36,5 @@ def __getattr__(name: str):
     raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
 
 
-__all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MatmulError", "compile", "emulate", "explain",
-           "last_launch", "matmul", "use_prebuilt", "use_triton"]
+__all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
+           "explain", "last_launch", "matmul", "quantize_mx", "use_prebuilt", "use_triton"]
