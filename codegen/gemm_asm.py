@@ -47,20 +47,10 @@ from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
 from .asm_emit import Emitter, RegAlloc, counter_lookup
-from .gemm_config import SETUP_TEMPS, Staging, fragment_plan, plan_staging, validate_config
 from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_plan import SETUP_TEMPS, GemmPlan, Staging, validate_config
+from .kernel_abi import KERNARGS, OOB, RSRC_WORD3, LoweredKernel, matrix_extent
 
-# name, offset, size, type
-KERNARGS: tuple[tuple[str, int, int, str], ...] = (
-    ("a", 0, 8, "ptr"), ("b", 8, 8, "ptr"), ("c", 16, 8, "ptr"), ("d", 24, 8, "ptr"), ("bias", 32, 8, "ptr"),
-    ("m", 40, 4, "i32"), ("n", 44, 4, "i32"), ("k", 48, 4, "i32"), ("batch", 52, 4, "i32"),
-    ("lda", 56, 4, "i32"), ("ldb", 60, 4, "i32"), ("ldc", 64, 4, "i32"), ("ldd", 68, 4, "i32"),
-    ("stride_a", 72, 4, "i32"), ("stride_b", 76, 4, "i32"), ("stride_c", 80, 4, "i32"), ("stride_d", 84, 4, "i32"),
-    ("alpha", 88, 4, "f32"), ("beta", 92, 4, "f32"),
-)
-KERNARG_SIZE = 96
-OOB = 0x80000000          # an offset past any num_records the kernel sets (matrices are < 2 GiB)
-RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Triton use on gfx942)
 MAX_BUFFER_OFFSET = 4095  # MUBUF instruction offset: 12 bits
 
 _LOAD = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword", 8: "buffer_load_dwordx2",
@@ -87,18 +77,6 @@ def _log2(x: int, what: str) -> int:
     if x < 1 or x & (x - 1):
         raise IRError(f"{what}={x} must be a power of two for this generator")
     return x.bit_length() - 1
-
-
-@dataclass(frozen=True)
-class LoweredKernel:
-    name: str
-    instructions: tuple
-    lds_bytes: int
-    next_free_vgpr: int
-    next_free_sgpr: int
-    next_free_agpr: int
-    workgroup_size: int
-    grid: tuple[str, str, str]
 
 
 @dataclass
@@ -138,15 +116,14 @@ class GemmLowering:
     def __init__(self, problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
                  name: str = "jitgemm_gemm") -> None:
         self.p, self.c, self.spec, self.target, self.name = problem, config, spec, target, name
-        self.res = validate_config(problem, config, spec, target)
-        self.mfma = self.res.mfma
+        self.plan: GemmPlan = validate_config(problem, config, spec, target)
+        self.mfma = self.plan.mfma
         self.threads = config.workgroup_size
-        self.e = Emitter(counter_lookup(spec, target), target.get("hazards") or ())
-        self.ra = RegAlloc({"s": int(target.get("sgprs", 102)), "v": int(target.get("arch_vgprs", 256)),
-                            "a": int(target.get("agprs", 256))})
-        self.A, self.B, self.buffer_bytes = plan_staging(problem, config, self.mfma)
-        self.lds_bytes = self.buffer_bytes * config.lds_buffers
-        self.blocks_m, self.blocks_n, self.groups = fragment_plan(config, self.mfma)
+        self.e = Emitter(counter_lookup(spec, target), target.hazards)
+        self.ra = RegAlloc({"s": target.sgprs, "v": target.arch_vgprs, "a": target.agprs})
+        self.A, self.B, self.buffer_bytes = self.plan.a, self.plan.b, self.plan.buffer_bytes
+        self.lds_bytes = self.plan.lds_bytes
+        self.blocks_m, self.blocks_n, self.groups = self.plan.blocks_m, self.plan.blocks_n, list(self.plan.groups)
         for what, value in (("waves_n", config.waves_n), ("tile_m", config.tile_m), ("tile_n", config.tile_n)):
             _log2(value, what)
 
@@ -230,8 +207,7 @@ class GemmLowering:
         self._epilogue()
         emit("s_endpgm")
         return LoweredKernel(self.name, tuple(self.e.code), self.lds_bytes, ra.high["v"], ra.high["s"],
-                             ra.high["a"], self.threads,
-                             (f"ceil(n/{self.c.tile_n})", f"ceil(m/{self.c.tile_m})", "batch"))
+                             ra.high["a"], self.threads, self.plan.grid)
 
     def _batch_offsets(self, wg_z: Reg) -> None:
         """ptr_X += wg_z * stride_X * bytes (64-bit), for every matrix."""
@@ -263,14 +239,10 @@ class GemmLowering:
             count = a["m"] if p.bias == "m" else a["n"]
             emit("s_lshl_b32", w[2], count, 2, writes=[w[2]])
         else:
-            eb = {"a": p.a, "b": p.b, "c": p.c or p.d, "d": p.d}[x].bytes
-            rows, cols = {
-                "a": (a["k"], a["m"]) if p.a_transposed else (a["m"], a["k"]),
-                "b": (a["n"], a["k"]) if p.b_transposed else (a["k"], a["n"]),
-                "c": (a["m"], a["n"]), "d": (a["m"], a["n"])}[x]
-            emit("s_sub_u32", w[2], rows, 1, writes=[w[2]])
-            emit("s_mul_i32", w[2], w[2], a[f"ld{x}"], writes=[w[2]])
-            emit("s_add_u32", w[2], w[2], cols, writes=[w[2]])
+            rows, cols, ld, eb = matrix_extent(p, x)
+            emit("s_sub_u32", w[2], a[rows], 1, writes=[w[2]])
+            emit("s_mul_i32", w[2], w[2], a[ld], writes=[w[2]])
+            emit("s_add_u32", w[2], w[2], a[cols], writes=[w[2]])
             if eb > 1:
                 emit("s_lshl_b32", w[2], w[2], _log2(eb, "element size"), writes=[w[2]])
         emit("s_mov_b32", w[3], RSRC_WORD3, writes=[w[3]])

@@ -5,6 +5,7 @@ architecture means adding data, not code.
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, field
 from importlib import resources
@@ -14,11 +15,38 @@ import yaml
 
 from .errors import SpecError
 
-_REQUIRED = ("target", "family", "spec_file", "wavefront_size")
+# The profile's schema: key -> (accepted types, default when the key is absent). Keys without a default are
+# required. `None` in the accepted types means the YAML may say `null` (a number this target does not have,
+# such as AGPRs or a register granule on RDNA). Unknown keys are kept in `values` for their readers.
+_NUM = (int, float)
+_SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
+    "target": ((str,), ...),
+    "family": ((str,), ...),
+    "spec_file": ((str,), ...),
+    "legacy_spec_files": ((list,), ...),
+    "bundled_spec": ((str, type(None)), ...),
+    "spec_release": ((str, type(None)), ...),
+    "wavefront_size": ((int,), ...),
+    "vgprs": ((int, type(None)), ...),
+    "arch_vgprs": ((int, type(None)), ...),
+    "agprs": ((int,), ...),
+    "sgprs": ((int,), ...),
+    "lds_bytes_per_workgroup": ((int,), ...),
+    "max_workgroup_size": ((int,), ...),
+    "compute_units": ((int,), ...),
+    "lds_banks": ((int, type(None)), None),          # None: the LDS bank model does not know this target
+    "peak_matrix_tflops": ((dict,), ...),
+    "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
+    "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
+    "wait_counters": ((dict,), {}),
+}
 
 
 @dataclass(frozen=True)
 class TargetProfile:
+    """One target's facts, typed and checked when the YAML is read: code asks the attribute, never a
+    `.get(key, default)` with a default of its own (two defaults of one number disagree sooner or later)."""
+
     target: str
     family: str
     spec_file: str
@@ -29,8 +57,55 @@ class TargetProfile:
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """Any other number of the profile (vgprs, lds_bytes_per_workgroup, peak_matrix_tflops, ...)."""
+        """A number of the profile the typed attributes below do not cover (clock_mhz, fp8_flavour, ...)."""
         return self.values.get(key, default)
+
+    @property
+    def arch_vgprs(self) -> int:
+        """v0..v(N-1): the VGPRs a kernel addresses (0 where the profile has no number)."""
+        return self.values["arch_vgprs"] or 0
+
+    @property
+    def agprs(self) -> int:
+        """AccVGPRs (a0..): 256 on CDNA 3/4, 0 on RDNA."""
+        return self.values["agprs"]
+
+    @property
+    def sgprs(self) -> int:
+        return self.values["sgprs"]
+
+    @property
+    def lds_bytes_per_workgroup(self) -> int:
+        return self.values["lds_bytes_per_workgroup"]
+
+    @property
+    def lds_banks(self) -> int | None:
+        return self.values["lds_banks"]
+
+    @property
+    def max_workgroup_size(self) -> int:
+        return self.values["max_workgroup_size"]
+
+    @property
+    def compute_units(self) -> int:
+        """Compute units of the target's reference product (MI300X: 304), for occupancy and tile choice."""
+        return self.values["compute_units"]
+
+    @property
+    def peak_matrix_tflops(self) -> dict[str, float]:
+        return self.values["peak_matrix_tflops"]
+
+    @property
+    def hbm_bandwidth_gbs(self) -> float | None:
+        return self.values["hbm_bandwidth_gbs"]
+
+    @property
+    def hazards(self) -> tuple[dict, ...]:
+        return tuple(self.values["hazards"])
+
+    @property
+    def wait_counters(self) -> dict[str, list[str]]:
+        return self.values["wait_counters"]
 
 
 def base_target(target_id: str) -> str:
@@ -59,11 +134,18 @@ def target_profile(target_id: str) -> TargetProfile:
                         line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None) from None
     if not isinstance(data, dict):
         raise SpecError("target profile is not a mapping", path=where)
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise SpecError(f"target profile lacks {', '.join(missing)}", path=where)
+    values = dict(data)
+    for key, (types, default) in _SCHEMA.items():
+        if key not in values:
+            if default is ...:
+                raise SpecError(f"target profile lacks {key!r}", path=where)
+            values[key] = copy.deepcopy(default)
+        value = values[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise SpecError(f"target profile key {key!r} is {value!r}; accepted: {accepted}", path=where)
     return TargetProfile(
-        target=str(data["target"]), family=str(data["family"]), spec_file=str(data["spec_file"]),
-        legacy_spec_files=tuple(data.get("legacy_spec_files") or ()), bundled_spec=data.get("bundled_spec"),
-        spec_release=data.get("spec_release"), wavefront_size=int(data["wavefront_size"]), values=dict(data),
+        target=values["target"], family=values["family"], spec_file=values["spec_file"],
+        legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],
+        spec_release=values["spec_release"], wavefront_size=values["wavefront_size"], values=values,
     )

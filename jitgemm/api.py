@@ -35,7 +35,6 @@ class LaunchRecord:
 
 
 _last = threading.local()
-_chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
 
 
 def _alignment(x: np.ndarray | None) -> int:
@@ -46,24 +45,10 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The selector's winner for this exact problem and alignment (memoized), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
     from .selector import default_selector
 
-    key = (problem, tuple(sorted(align.items())), arch)
-    hit = _chosen.get(key)
-    if hit is None:
-        selector = default_selector()
-        if selector.target != arch:
-            from .selector import Selector
-
-            selector = Selector(target=arch)
-        cand = selector.select(problem, align)
-        blob, name = cand.load()
-        hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
-        if len(_chosen) > 4096:
-            _chosen.clear()
-        _chosen[key] = hit
-    return hit
+    return default_selector(arch).choose(problem, align)
 
 
 def last_launch() -> LaunchRecord | None:

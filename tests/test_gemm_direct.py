@@ -139,12 +139,12 @@ def test_vector_loads_packed_and_split_writes(a, d, mfma, layout):
 def test_default_big_tile_runs():
     """The default for a large problem (256x256 macro tile, 4 waves) on a smaller ragged one, so the emulator
     runs it in a few seconds: a partial tile in M, N and K."""
-    from jitgemm.codegen.gemm_compile import choose_config
+    from jitgemm.codegen.generator import generator
 
     from jitgemm import isa
 
     big = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
-    config = choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
+    config = generator("asm").choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
     assert (config.tile_m, config.tile_n) == (256, 256)
     run_config(GemmProblem.make(272, 264, 104, "bf16", layout="NT"), config, seed=5)
 

@@ -30,10 +30,10 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
 
 def _problem_and_config(args: argparse.Namespace):
     from jitgemm import isa
-    from jitgemm.codegen.gemm_compile import choose_config
     from jitgemm.codegen.gemm_config import default_config
     from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
     from jitgemm.codegen.gemm_text import parse_dtype_list
+    from jitgemm.codegen.generator import generator
     from jitgemm.codegen.mfma_catalog import mfmas_for
 
     try:
@@ -50,7 +50,10 @@ def _problem_and_config(args: argparse.Namespace):
     if not args.tile:
         if args.waves or args.mfma:
             raise CliError("--waves and --mfma go with --tile")
-        return problem, choose_config(problem, spec, profile), spec
+        try:
+            return problem, generator(args.generator or "asm").choose_config(problem, spec, profile), spec
+        except IRError as exc:
+            raise CliError(str(exc)) from None
     try:
         tm, tn, tk = (int(x) for x in args.tile.lower().split("x"))
     except ValueError:
@@ -65,45 +68,46 @@ def _problem_and_config(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace):
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
 
-    problem, config, spec = _problem_and_config(args)
+    problem, config, _ = _problem_and_config(args)
     try:
-        if args.generator == "llvm":
-            from jitgemm.codegen.llvm import compile_gemm_llvm
-
-            return problem, compile_gemm_llvm(problem, config, spec=spec, target=args.arch)
-        return problem, compile_gemm(problem, config, spec=spec, target=args.arch)
+        return problem, jitgemm.compile(problem, config, arch=args.arch, generator=args.generator)
     except IRError as exc:
         raise CliError(str(exc)) from None
 
 
+def spill_note(contract: dict) -> str:
+    """A line for kernels that keep registers in scratch memory (empty for those that do not)."""
+    scratch = int(contract.get("tile", {}).get("scratch", 0) or 0)
+    return (f"warning: the kernel spills registers ({scratch} bytes of scratch per work-item); it runs slower, "
+            f"and the selector ranks it below kernels that do not\n") if scratch else ""
+
+
 def _cmd_compile(args: argparse.Namespace) -> int:
-    from jitgemm import isa
-    from jitgemm.inspect import annotated_listing
+    from jitgemm.codegen import codeobj
 
     if args.print_llir and args.generator != "llvm":
         raise CliError("--print-llir goes with --generator llvm (the direct generator makes no LLVM IR)")
     t0 = time.perf_counter()
-    _, compiled = _compile(args)
+    _, kernel = _compile(args)
     elapsed = time.perf_counter() - t0
     out = Path(args.output)
     try:
-        out.write_bytes(compiled.code_object)
+        out.write_bytes(kernel.code_object)
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
-    print(f"{compiled.ir_text}")
-    if args.generator == "llvm":
-        vgprs, agprs, lds = compiled.vgprs, compiled.agprs, compiled.lds_bytes
-    else:
-        vgprs, agprs, lds = compiled.lowered.next_free_vgpr, compiled.lowered.next_free_agpr, compiled.lowered.lds_bytes
-    print(f"kernel {compiled.name}: {len(compiled.code)} bytes of code, {vgprs} VGPRs, {agprs} AGPRs, {lds} B LDS; "
-          f"wrote {out} ({len(compiled.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    print(kernel.stages["ir"])
+    tile = kernel.contract["tile"]
+    code = codeobj.read(kernel.code_object).kernel(kernel.name).code
+    print(f"kernel {kernel.name}: {len(code)} bytes of code, {tile['vgprs']} VGPRs, {tile['agprs']} AGPRs, "
+          f"{tile['lds']} B LDS; wrote {out} ({len(kernel.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    sys.stdout.write(spill_note(kernel.contract))
     if args.print_llir:
-        print(compiled.llir, end="")
+        print(kernel.stages["llir"], end="")
     if args.print_asm:
-        print(annotated_listing(compiled.code_object, isa.load_spec(args.arch)), end="")
+        print(kernel.asm, end="")
     return 0
 
 
@@ -128,6 +132,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                activation=p.activation)
             d = api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
                            backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
+            sys.stdout.write(spill_note(kernel.contract))
         else:
             d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                                activation=p.activation, arch=args.arch, backend=args.backend)
