@@ -124,7 +124,7 @@ def test_llvm_ir_uses_the_named_mechanisms():
         assert f'@"{name}' in text, name
     assert 'fence syncscope("workgroup") release' in text
     assert "module asm" not in text      # module-level inline asm aborts LLVM's AMDGPU object emission
-    asm = compiled.assembly()
+    asm = compiled.stages["amdgcn"]
     assert "v_mfma_f32_16x16x16_bf16" in asm and "s_barrier" in asm and ".amdhsa_kernel " + compiled.name in asm
 
 
