@@ -73,6 +73,7 @@ class DirectGenerator(Generator):
     never spills: a config over the register budget is refused by the plan)."""
 
     option = "asm"
+    title = "direct"
     name = "jitgemm-asm"
 
     def version(self) -> str:

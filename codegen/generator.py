@@ -123,6 +123,7 @@ class Generator:
     option = ""                   # how users name it: jitgemm.compile(generator=...), --generator
     name = ""                     # what its contracts carry as identity.generator
     suffix = ""                   # appended to the shared kernel name
+    title = ""                    # for messages: "the direct generator"
 
     def version(self) -> str:
         raise NotImplementedError

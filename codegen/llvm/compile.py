@@ -104,6 +104,7 @@ class LlvmGenerator(Generator):
     may spill: its contract says so, and the selector ranks it below kernels that do not)."""
 
     option = "llvm"
+    title = "LLVM"
     name = GENERATOR
     suffix = "_llvm"
 

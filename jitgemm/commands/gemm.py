@@ -87,9 +87,17 @@ def spill_note(contract: dict) -> str:
 
 def _cmd_compile(args: argparse.Namespace) -> int:
     from jitgemm.codegen import codeobj
+    from jitgemm.codegen.gemm_ir import IRError
+    from jitgemm.codegen.generator import generator, generator_options
 
-    if args.print_llir and args.generator != "llvm":
-        raise CliError("--print-llir goes with --generator llvm (the direct generator makes no LLVM IR)")
+    try:
+        gen = generator(args.generator)
+    except IRError as exc:
+        raise CliError(f"--generator: {exc}") from None
+    if args.print_llir and "llir" not in [s.name for s in gen.stages()]:
+        makers = [o for o in generator_options() if "llir" in [s.name for s in generator(o).stages()]]
+        raise CliError(f"--print-llir goes with --generator {' or '.join(makers)} (the {gen.title} generator makes "
+                       f"no LLVM IR)")
     t0 = time.perf_counter()
     _, kernel = _compile(args)
     elapsed = time.perf_counter() - t0
@@ -166,7 +174,7 @@ def register(sub) -> None:
     _problem_args(p)
     p.add_argument("-o", "--output", required=True, help="code object file to write")
     p.add_argument("--print-asm", action="store_true", help="print the annotated instructions")
-    p.add_argument("--generator", choices=("asm", "llvm"), default="asm",
+    p.add_argument("--generator", default="asm",
                    help="asm: the direct generator (default); llvm: LLVM IR through llvmlite and LLVM's backend")
     p.add_argument("--print-llir", action="store_true", help="print the LLVM IR (with --generator llvm)")
     p.set_defaults(func=_cmd_compile)
@@ -175,7 +183,7 @@ def register(sub) -> None:
     _problem_args(r)
     r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"))
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--generator", choices=("asm", "llvm"), default=None,
+    r.add_argument("--generator", default=None,
                    help="run this generator's kernel for the config (default: the selector's choice)")
     r.set_defaults(func=_cmd_run)
 
