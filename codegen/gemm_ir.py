@@ -26,6 +26,7 @@ _ACCUMULATOR = {
     ("int8", "int8"): "int32",
 }
 _FLOAT_OUT = ("fp32", "fp16", "bf16")
+DTYPE_PAIRS: tuple[tuple[str, str], ...] = tuple(_ACCUMULATOR)   # the (A, B) dtype pairs a GEMM may take
 
 
 class IRError(ValueError):
