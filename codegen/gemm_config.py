@@ -22,7 +22,7 @@ from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
 from .gemm_ir import GemmConfig, GemmProblem, IRError
-from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, validate_config
+from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, remembered, validate_config
 from .mfma_catalog import Mfma, mfmas_for
 
 WAVE = 64
@@ -78,6 +78,14 @@ def best_lds_pad(problem: GemmProblem, config: GemmConfig, spec: Spec, target: T
     whole-vector writes), so a config chosen here compiles with either generator. Without it, the 8-byte-
     aligned rows that make 8-byte fragment reads conflict-free are allowed too (the direct generator then
     writes 16-byte vectors in two halves)."""
+    cls = problem.kernel_class()
+    key = (cls, config, max_pad_bytes, whole_vectors)
+    return remembered("lds_pad", key, spec, target,  # type: ignore[return-value]
+                      lambda: _best_lds_pad(cls, config, spec, target, max_pad_bytes, whole_vectors))
+
+
+def _best_lds_pad(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
+                  max_pad_bytes: int, whole_vectors: bool) -> int:
     mfma = mfma_named(spec, config.mfma)
     banks = target.lds_banks or LDS_BANKS
     eb = max(problem.a.bytes, problem.b.bytes)

@@ -13,6 +13,7 @@ for a sweep of configs).
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from dataclasses import dataclass
 
 from jitgemm.isa.model import Spec
@@ -272,9 +273,30 @@ class GemmPlan:
     grid: tuple[str, str, str]
 
 
-_memo: dict[tuple, tuple[Spec, TargetProfile, GemmPlan | IRError]] = {}
+_memo: dict[tuple, tuple[Spec, TargetProfile, object]] = {}
 _memo_lock = threading.Lock()
 _MEMO_LIMIT = 8192
+
+
+def remembered(kind: str, key: tuple, spec: Spec, target: TargetProfile, make: Callable[[], object]) -> object:
+    """`make()`'s answer (a value, or the IRError it raised, raised again) kept per kind and key for this spec
+    and target object: what only the kernel class and config decide is decided once."""
+    full = (kind, key, id(spec), id(target))
+    hit = _memo.get(full)
+    if hit is not None and hit[0] is spec and hit[1] is target:
+        result = hit[2]
+    else:
+        try:
+            result = make()
+        except IRError as exc:
+            result = exc
+        with _memo_lock:
+            if len(_memo) >= _MEMO_LIMIT:
+                _memo.clear()
+            _memo[full] = (spec, target, result)
+    if isinstance(result, IRError):
+        raise IRError(str(result))
+    return result
 
 
 def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:
@@ -290,22 +312,9 @@ def validate_config(problem: GemmProblem, config: GemmConfig, spec: Spec, target
     """The plan of a legal config; IRError saying which limit is exceeded otherwise. Only the kernel class
     matters (sizes are runtime arguments), so every problem of one class shares the answer, which is kept
     per spec and target object."""
-    key = (problem.kernel_class(), config, id(spec), id(target))
-    hit = _memo.get(key)
-    if hit is not None and hit[0] is spec and hit[1] is target:
-        result = hit[2]
-    else:
-        try:
-            result = make_plan(problem, config, spec, target)
-        except IRError as exc:
-            result = exc
-        with _memo_lock:
-            if len(_memo) >= _MEMO_LIMIT:
-                _memo.clear()
-            _memo[key] = (spec, target, result)
-    if isinstance(result, IRError):
-        raise IRError(str(result))
-    return result
+    cls = problem.kernel_class()
+    return remembered("plan", (cls, config), spec, target,
+                      lambda: make_plan(cls, config, spec, target))  # type: ignore[return-value]
 
 
 def clear_plans() -> None:

@@ -96,6 +96,18 @@ class GeneratorSupplier(Supplier):
         data["tile"]["registers"] = "planned"
         return data
 
+    _contracts: dict[tuple, Contract] = {}      # planned contracts depend on the kernel class and config only
+
+    def _contract(self, problem: GemmProblem, config: GemmConfig, target: str, label: str) -> Contract:
+        key = (self.option, problem.kernel_class(), config, target, isa.load_spec(target).sha256, label)
+        hit = GeneratorSupplier._contracts.get(key)
+        if hit is None:
+            hit = Contract.load(self.planned_contract(problem, config, target), f"{self.name}:{label}")
+            if len(GeneratorSupplier._contracts) > 4096:
+                GeneratorSupplier._contracts.clear()
+            GeneratorSupplier._contracts[key] = hit
+        return hit
+
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         if not self.available():
             return []
@@ -103,7 +115,7 @@ class GeneratorSupplier(Supplier):
 
         found = []
         for label, cfg, is_fallback in self.configs(problem, target):
-            contract = Contract.load(self.planned_contract(problem, cfg, target), f"{self.name}:{label}")
+            contract = self._contract(problem, cfg, target, label)
 
             def load(cfg=cfg):
                 kernel = jit_compile(problem, cfg, arch=target, generator=self.option)

@@ -15,11 +15,11 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jitgemm.codegen.gemm_ir import DTYPE_PAIRS, LAYOUTS, GemmProblem
 from jitgemm.codegen.gemm_plan import validate_config
+
+from jitgemm import isa
 from jitgemm.reference import check, reference
 from jitgemm.selector import Quarantine, Selector, TuningDB, Verdict, rank_key
 from jitgemm.suppliers import Candidate, DirectAsmSupplier, LlvmSupplier
-
-from jitgemm import isa
 
 PROFILE = isa.target_profile("gfx942")
 SPEC = isa.load_spec("gfx942")

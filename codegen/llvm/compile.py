@@ -21,7 +21,7 @@ from ..gemm_text import format_ir
 from ..generator import Build, CompiledKernel, Generator, Stage
 from ..kernel_abi import KERNARGS, LoweredKernel
 from .backend import data_layout as target_data_layout
-from .backend import llvm_version, run_backend
+from .backend import run_backend
 
 GENERATOR = "jitgemm-llvm"
 VERSION = "0.2.0"
@@ -109,9 +109,12 @@ class LlvmGenerator(Generator):
     suffix = "_llvm"
 
     def version(self) -> str:
-        """Including the LLVM that compiled for it (a different LLVM makes different code: part of every cache
-        key)."""
-        return f"{VERSION}+llvm{llvm_version()}"
+        """Including the llvmlite release, which bundles the LLVM that compiles for it (a different LLVM makes
+        different code: part of every cache key). Read from the package, not from LLVM itself, so that offering
+        a candidate does not load LLVM's library."""
+        import llvmlite
+
+        return f"{VERSION}+llvmlite{llvmlite.__version__}"
 
     def available(self) -> tuple[bool, str]:
         try:
