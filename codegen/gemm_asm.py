@@ -46,7 +46,7 @@ from jitgemm.isa.instruction import VCC, Reg
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, counter_lookup
+from .asm_emit import Emitter, RegAlloc, emit_facts
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .gemm_plan import SETUP_TEMPS, GemmPlan, Staging, validate_config
 from .kernel_abi import KERNARGS, OOB, RSRC_WORD3, LoweredKernel, matrix_extent
@@ -119,7 +119,7 @@ class GemmLowering:
         self.plan: GemmPlan = validate_config(problem, config, spec, target)
         self.mfma = self.plan.mfma
         self.threads = config.workgroup_size
-        self.e = Emitter(counter_lookup(spec, target), target.hazards)
+        self.e = Emitter(emit_facts(spec, target), target.hazards)
         self.ra = RegAlloc({"s": target.sgprs, "v": target.arch_vgprs, "a": target.agprs})
         self.A, self.B, self.buffer_bytes = self.plan.a, self.plan.b, self.plan.buffer_bytes
         self.lds_bytes = self.plan.lds_bytes
@@ -133,7 +133,7 @@ class GemmLowering:
 
     def sconst(self, value: int) -> Reg:
         reg = self.ra.take("s")
-        self.emit("s_mov_b32", reg, value, writes=[reg])
+        self.emit("s_mov_b32", reg, value)
         return reg
 
     def vconst(self, value: int) -> Reg:
@@ -144,7 +144,7 @@ class GemmLowering:
             if getattr(self, "_in_loop", False):
                 raise AssertionError(f"constant {value:#x} first needed inside the loop: make it before")
             reg = self.vtmp()
-            self.emit("v_mov_b32", reg, value, writes=[reg])
+            self.emit("v_mov_b32", reg, value)
             cache[value] = reg
         return cache[value]
 
@@ -172,27 +172,27 @@ class GemmLowering:
         args = {}
         for base in (0, 32, 64):
             dst = ra.take("s", 8, align=4)
-            emit("s_load_dwordx8", dst, self.kernarg, base, writes=[dst])
+            emit("s_load_dwordx8", dst, self.kernarg, base)
             for name, off, size, _ in KERNARGS:
                 if base <= off < base + 32:
                     args[name] = Reg("s", dst.index + (off - base) // 4, size // 4)
         self.args = args
-        emit("v_and_b32", tid, 0x3FF, tid, writes=[tid])
+        emit("v_and_b32", tid, 0x3FF, tid)
         lane = self.vtmp()
-        emit("v_and_b32", lane, 63, tid, writes=[lane])
+        emit("v_and_b32", lane, 63, tid)
         wave_v = self.vtmp()
-        emit("v_lshrrev_b32", wave_v, 6, tid, writes=[wave_v])
+        emit("v_lshrrev_b32", wave_v, 6, tid)
         wave = ra.take("s")
-        emit("v_readfirstlane_b32", wave, wave_v, writes=[wave])
+        emit("v_readfirstlane_b32", wave, wave_v)
         wave_m, wave_n = self.c.wave_tile
         wrow, wcol = ra.take("s"), ra.take("s")
-        emit("s_lshr_b32", wrow, wave, _log2(self.c.waves_n, "waves_n"), writes=[wrow])
-        emit("s_mul_i32", wrow, wrow, wave_m, writes=[wrow])
-        emit("s_and_b32", wcol, wave, self.c.waves_n - 1, writes=[wcol])
-        emit("s_mul_i32", wcol, wcol, wave_n, writes=[wcol])
+        emit("s_lshr_b32", wrow, wave, _log2(self.c.waves_n, "waves_n"))
+        emit("s_mul_i32", wrow, wrow, wave_m)
+        emit("s_and_b32", wcol, wave, self.c.waves_n - 1)
+        emit("s_mul_i32", wcol, wcol, wave_n)
         row0, col0 = ra.take("s"), ra.take("s")
-        emit("s_lshl_b32", row0, wg_y, _log2(self.c.tile_m, "tile_m"), writes=[row0])
-        emit("s_lshl_b32", col0, wg_x, _log2(self.c.tile_n, "tile_n"), writes=[col0])
+        emit("s_lshl_b32", row0, wg_y, _log2(self.c.tile_m, "tile_m"))
+        emit("s_lshl_b32", col0, wg_x, _log2(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
         self._batch_offsets(wg_z)
         self.rsrc = {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
@@ -220,12 +220,12 @@ class GemmLowering:
         for x, eb in sizes.items():
             ptr = a[x]
             plo, phi = Reg("s", ptr.index), Reg("s", ptr.index + 1)
-            emit("s_mul_i32", lo, wg_z, a[f"stride_{x}"], writes=[lo])
-            emit("s_mul_hi_u32", hi, wg_z, a[f"stride_{x}"], writes=[hi])
+            emit("s_mul_i32", lo, wg_z, a[f"stride_{x}"])
+            emit("s_mul_hi_u32", hi, wg_z, a[f"stride_{x}"])
             if eb > 1:
-                emit("s_lshl_b64", prod, prod, _log2(eb, "element size"), writes=[prod])
-            emit("s_add_u32", plo, plo, lo, writes=[plo])
-            emit("s_addc_u32", phi, phi, hi, writes=[phi])
+                emit("s_lshl_b64", prod, prod, _log2(eb, "element size"))
+            emit("s_add_u32", plo, plo, lo)
+            emit("s_addc_u32", phi, phi, hi)
 
     def _resource(self, x: str) -> Reg:
         """A buffer descriptor whose num_records is exactly the matrix's bytes ((rows-1)*ld + cols)."""
@@ -233,26 +233,26 @@ class GemmLowering:
         rsrc = self.ra.take("s", 4, align=4)
         w = [Reg("s", rsrc.index + i) for i in range(4)]
         ptr = a[x]
-        emit("s_mov_b32", w[0], Reg("s", ptr.index), writes=[w[0]])
-        emit("s_and_b32", w[1], Reg("s", ptr.index + 1), 0xFFFF, writes=[w[1]])
+        emit("s_mov_b32", w[0], Reg("s", ptr.index))
+        emit("s_and_b32", w[1], Reg("s", ptr.index + 1), 0xFFFF)
         if x == "bias":
             count = a["m"] if p.bias == "m" else a["n"]
-            emit("s_lshl_b32", w[2], count, 2, writes=[w[2]])
+            emit("s_lshl_b32", w[2], count, 2)
         else:
             rows, cols, ld, eb = matrix_extent(p, x)
-            emit("s_sub_u32", w[2], a[rows], 1, writes=[w[2]])
-            emit("s_mul_i32", w[2], w[2], a[ld], writes=[w[2]])
-            emit("s_add_u32", w[2], w[2], a[cols], writes=[w[2]])
+            emit("s_sub_u32", w[2], a[rows], 1)
+            emit("s_mul_i32", w[2], w[2], a[ld])
+            emit("s_add_u32", w[2], w[2], a[cols])
             if eb > 1:
-                emit("s_lshl_b32", w[2], w[2], _log2(eb, "element size"), writes=[w[2]])
-        emit("s_mov_b32", w[3], RSRC_WORD3, writes=[w[3]])
+                emit("s_lshl_b32", w[2], w[2], _log2(eb, "element size"))
+        emit("s_mov_b32", w[3], RSRC_WORD3)
         return rsrc
 
     def _zero_accumulators(self) -> None:
         n_acc = self.blocks_m * self.blocks_n * self.mfma.acc_regs
         self.acc = self.ra.take("a", n_acc, align=4)
         for i in range(n_acc):
-            self.emit("v_accvgpr_write_b32", Reg("a", self.acc.index + i), 0, writes=[Reg("a", self.acc.index + i)])
+            self.emit("v_accvgpr_write_b32", Reg("a", self.acc.index + i), 0)
 
     # --- staging: registers --------------------------------------------------------------------------------
     def _alloc_stage(self, st: Staging) -> _Stage:
@@ -303,33 +303,33 @@ class GemmLowering:
         origin = self.row0 if st.name == "a" else self.col0
         bound = self.args["m"] if st.name == "a" else self.args["n"]
         r, c, off, t = temps[:4]
-        emit("v_lshrrev_b32", r, _log2(vpr, "vectors per row"), self.tid, writes=[r])
-        emit("v_and_b32", c, vpr - 1, self.tid, writes=[c])
+        emit("v_lshrrev_b32", r, _log2(vpr, "vectors per row"), self.tid)
+        emit("v_and_b32", c, vpr - 1, self.tid)
         if st.vec > 1:
-            emit("v_lshlrev_b32", c, _log2(st.vec, "vec"), c, writes=[c])
+            emit("v_lshlrev_b32", c, _log2(st.vec, "vec"), c)
         eb_log = _log2(st.eb, "element size")
         if st.k_is_col:                      # stored rows: M/N; stored columns: K
             fix_local, k_local = r, c
-            emit("v_add_u32", t, origin, r, writes=[t])
-            emit("v_mul_lo_u32", off, t, ld, writes=[off])
-            emit("v_add_u32", off, off, c, writes=[off])
+            emit("v_add_u32", t, origin, r)
+            emit("v_mul_lo_u32", off, t, ld)
+            emit("v_add_u32", off, off, c)
         else:                                # stored rows: K (in packs of st.pack); stored columns: M/N
             if st.pack > 1:
-                emit("v_lshlrev_b32", r, _log2(st.pack, "pack"), r, writes=[r])
+                emit("v_lshlrev_b32", r, _log2(st.pack, "pack"), r)
             fix_local, k_local = c, r
-            emit("v_mul_lo_u32", off, r, ld, writes=[off])
-            emit("v_add3_u32", off, off, c, origin, writes=[off])
+            emit("v_mul_lo_u32", off, r, ld)
+            emit("v_add3_u32", off, off, c, origin)
         if eb_log:
-            emit("v_lshlrev_b32", off, eb_log, off, writes=[off])
-        emit("v_mov_b32", stage.k_local, k_local, writes=[stage.k_local])
+            emit("v_lshlrev_b32", off, eb_log, off)
+        emit("v_mov_b32", stage.k_local, k_local)
         wb = stage.write_base
-        emit("v_mul_u32_u24", wb, st.lds_row, fix_local, writes=[wb])
+        emit("v_mul_u32_u24", wb, st.lds_row, fix_local)
         if eb_log:
-            emit("v_lshlrev_b32", t, eb_log, k_local, writes=[t])
-        emit("v_add3_u32", wb, wb, t if eb_log else k_local, self.k(st.lds_base), writes=[wb])
+            emit("v_lshlrev_b32", t, eb_log, k_local)
+        emit("v_add3_u32", wb, wb, t if eb_log else k_local, self.k(st.lds_base))
         sdelta, sbound = self.stmp, self.stmp2
         if not st.k_is_col:
-            emit("s_sub_i32", self.rem_fix, bound, origin, writes=[self.rem_fix])
+            emit("s_sub_i32", self.rem_fix, bound, origin)
         done = set()
         for s in stage.slots:
             if s.voff.index in done:
@@ -338,24 +338,24 @@ class GemmLowering:
             in_imm = st.k_is_col and s.dcol * st.eb <= MAX_BUFFER_OFFSET      # the K delta is s.imm
             delta_cols = 0 if in_imm else s.dcol * st.eb
             if s.drow:
-                emit("s_mul_i32", sdelta, ld, s.drow * st.eb, writes=[sdelta])
+                emit("s_mul_i32", sdelta, ld, s.drow * st.eb)
                 if delta_cols:
-                    emit("s_add_u32", sdelta, sdelta, delta_cols, writes=[sdelta])
-                emit("v_add_u32", s.voff, sdelta, off, writes=[s.voff])
+                    emit("s_add_u32", sdelta, sdelta, delta_cols)
+                emit("v_add_u32", s.voff, sdelta, off)
             elif delta_cols:
-                emit("v_add_u32", s.voff, delta_cols, off, writes=[s.voff])
+                emit("v_add_u32", s.voff, delta_cols, off)
             else:
-                emit("v_mov_b32", s.voff, off, writes=[s.voff])
+                emit("v_mov_b32", s.voff, off)
             if not st.k_is_col:              # column past M/N: never in range
-                emit("s_sub_i32", sbound, self.rem_fix, s.dcol, writes=[sbound])
-                emit("v_cmp_gt_i32", VCC, sbound, c, writes=[VCC])
-                emit("v_cndmask_b32", s.voff, self.oob, s.voff, VCC, writes=[s.voff])
-        emit("s_mov_b32", stage.soff, 0, writes=[stage.soff])
+                emit("s_sub_i32", sbound, self.rem_fix, s.dcol)
+                emit("v_cmp_gt_i32", VCC, sbound, c)
+                emit("v_cndmask_b32", s.voff, self.oob, s.voff, VCC)
+        emit("s_mov_b32", stage.soff, 0)
         if st.k_is_col:
             stage.step = self.c.depth_k * st.eb
         else:
             stage.step = self.ra.take("s")
-            emit("s_mul_i32", stage.step, ld, self.c.depth_k * st.eb, writes=[stage.step])
+            emit("s_mul_i32", stage.step, ld, self.c.depth_k * st.eb)
 
     # --- staging: in the loop ----------------------------------------------------------------------------------
     def _load_thunks(self, guarded: bool) -> list[Thunk]:
@@ -364,7 +364,7 @@ class GemmLowering:
         emit = self.emit
         out: list[Thunk] = []
         if guarded:
-            out.append(lambda: emit("s_sub_i32", self.rem_k, self.args["k"], self.kload, writes=[self.rem_k]))
+            out.append(lambda: emit("s_sub_i32", self.rem_k, self.args["k"], self.kload))
         for stage in self.stages:
             st = stage.st
             for s in stage.slots:
@@ -372,20 +372,19 @@ class GemmLowering:
                     vaddr = s.voff
                     if guarded:
                         vaddr = self.vaddr
-                        emit("s_sub_i32", self.stmp, self.rem_k, s.dk(st.k_is_col), writes=[self.stmp])
-                        emit("v_cmp_gt_i32", VCC, self.stmp, stage.k_local, writes=[VCC])
-                        emit("v_cndmask_b32", vaddr, self.oob, s.voff, VCC, writes=[vaddr])
+                        emit("s_sub_i32", self.stmp, self.rem_k, s.dk(st.k_is_col))
+                        emit("v_cmp_gt_i32", VCC, self.stmp, stage.k_local)
+                        emit("v_cndmask_b32", vaddr, self.oob, s.voff, VCC)
                     emit(_LOAD[st.load_bytes], s.data, vaddr, self.rsrc[st.name], stage.soff, offen=True,
-                         offset=s.imm or None, writes=[s.data])
+                         offset=s.imm or None)
                 out.append(load)
         advanced = []
         for stage in self.stages:                 # after every load: operands with equal steps share soffset
             if stage.soff not in advanced:
                 advanced.append(stage.soff)
-                out.append(lambda stage=stage: emit("s_add_u32", stage.soff, stage.soff, stage.step,
-                                                    writes=[stage.soff]))
+                out.append(lambda stage=stage: emit("s_add_u32", stage.soff, stage.soff, stage.step))
         if guarded:
-            out.append(lambda: emit("s_add_u32", self.kload, self.kload, self.c.depth_k, writes=[self.kload]))
+            out.append(lambda: emit("s_add_u32", self.kload, self.kload, self.c.depth_k))
         return out
 
     def _write_thunks(self, parity: int) -> list[Thunk]:
@@ -411,7 +410,7 @@ class GemmLowering:
         for part in range(0, st.load_bytes, st.chunk):
             data = Reg("v", s.data.index + part // 4, max(1, st.chunk // 4))
             self.emit(_DS_WRITE[st.chunk], stage.write_base, data,
-                      offset=(s.lds + part + parity * self.buffer_bytes) or None, writes=[])
+                      offset=(s.lds + part + parity * self.buffer_bytes) or None)
 
     def _write_elements(self, stage: _Stage, s: _Slot, parity: int) -> None:
         """A transposed vector one element per LDS row (32-bit elements, or no second K row to pack with):
@@ -423,15 +422,14 @@ class GemmLowering:
             byte = e * st.eb % 4
             offset = (base + e * st.lds_row) or None
             if st.eb == 4 or byte == 0:
-                emit(_DS_WRITE[st.eb], stage.write_base, word, offset=offset, writes=[])
+                emit(_DS_WRITE[st.eb], stage.write_base, word, offset=offset)
             elif byte == 2:
-                emit(_DS_WRITE_HI[st.eb], stage.write_base, word, offset=offset, writes=[])
+                emit(_DS_WRITE_HI[st.eb], stage.write_base, word, offset=offset)
             else:                             # bytes 1 and 3: shifted down by 8 to bytes 0 and 2
                 shifted = stage.temps[0]
                 if byte == 1:
-                    emit("v_lshrrev_b32", shifted, 8, word, writes=[shifted])
-                emit(_DS_WRITE[1] if byte == 1 else _DS_WRITE_HI[1], stage.write_base, shifted, offset=offset,
-                     writes=[])
+                    emit("v_lshrrev_b32", shifted, 8, word)
+                emit(_DS_WRITE[1] if byte == 1 else _DS_WRITE_HI[1], stage.write_base, shifted, offset=offset)
 
     def _write_packed(self, stage: _Stage, group: list[_Slot], lds: int, e: int, parity: int) -> None:
         """Columns e (16-bit: one column; bytes: e..e+3, or one for 2-row packs) of a K-row pack gathered with
@@ -444,32 +442,32 @@ class GemmLowering:
             for q in range(R // 2):
                 dst = Reg("v", stage.out[e].index + q)
                 lo, hi = Reg("v", group[2 * q].data.index + word), Reg("v", group[2 * q + 1].data.index + word)
-                emit("v_perm_b32", dst, hi, lo, self.k(_PERM_HI16 if half else _PERM_LO16), writes=[dst])
+                emit("v_perm_b32", dst, hi, lo, self.k(_PERM_HI16 if half else _PERM_LO16))
         elif R == 2:                          # bytes, two K rows: 16 bits per column
             cols = [e]
             word, byte = e // 4, e % 4
             lo, hi = Reg("v", group[0].data.index + word), Reg("v", group[1].data.index + word)
             dst = stage.out[e]
-            emit("v_perm_b32", dst, hi, lo, self.k(((4 + byte) << 8) | byte), writes=[dst])
+            emit("v_perm_b32", dst, hi, lo, self.k(((4 + byte) << 8) | byte))
         else:                                 # bytes, 4-row blocks: 4x4 byte transposes of words e // 4
             cols = list(range(e, e + 4))
             word = e // 4
             t0, t1, t2, t3 = stage.temps
             for q in range(R // 4):
                 x = [Reg("v", group[4 * q + i].data.index + word) for i in range(4)]
-                emit("v_perm_b32", t0, x[1], x[0], self.k(_PERM_B01), writes=[t0])
-                emit("v_perm_b32", t1, x[1], x[0], self.k(_PERM_B23), writes=[t1])
-                emit("v_perm_b32", t2, x[3], x[2], self.k(_PERM_B01), writes=[t2])
-                emit("v_perm_b32", t3, x[3], x[2], self.k(_PERM_B23), writes=[t3])
+                emit("v_perm_b32", t0, x[1], x[0], self.k(_PERM_B01))
+                emit("v_perm_b32", t1, x[1], x[0], self.k(_PERM_B23))
+                emit("v_perm_b32", t2, x[3], x[2], self.k(_PERM_B01))
+                emit("v_perm_b32", t3, x[3], x[2], self.k(_PERM_B23))
                 for cc, (src0, src1, sel) in enumerate(((t2, t0, _PERM_LO16), (t2, t0, _PERM_HI16),
                                                          (t3, t1, _PERM_LO16), (t3, t1, _PERM_HI16))):
                     dst = Reg("v", stage.out[e + cc].index + q)
-                    emit("v_perm_b32", dst, src0, src1, self.k(sel), writes=[dst])
+                    emit("v_perm_b32", dst, src0, src1, self.k(sel))
         size = R * st.eb
         for col in cols:
             data = Reg("v", stage.out[col].index, max(1, size // 4))
             self.emit(_DS_WRITE[size], stage.write_base, data,
-                      offset=(lds + col * st.lds_row + parity * self.buffer_bytes) or None, writes=[])
+                      offset=(lds + col * st.lds_row + parity * self.buffer_bytes) or None)
 
     # --- fragments -----------------------------------------------------------------------------------------
     def _fragment_setup(self, temps: list[Reg]) -> None:
@@ -483,12 +481,12 @@ class GemmLowering:
             unit = regs * 4
             kpl = m.k * dim // 64
             idx, kk, lane_base = temps[:3]
-            emit("v_and_b32", idx, dim - 1, self.lane, writes=[idx])
-            emit("v_add_u32", idx, sbase, idx, writes=[idx])
-            emit("v_lshrrev_b32", kk, _log2(dim, "mfma dim"), self.lane, writes=[kk])
-            emit("v_mul_u32_u24", kk, kpl * st.eb, kk, writes=[kk])
-            emit("v_mul_u32_u24", lane_base, st.lds_row, idx, writes=[lane_base])
-            emit("v_add_u32", lane_base, lane_base, kk, writes=[lane_base])
+            emit("v_and_b32", idx, dim - 1, self.lane)
+            emit("v_add_u32", idx, sbase, idx)
+            emit("v_lshrrev_b32", kk, _log2(dim, "mfma dim"), self.lane)
+            emit("v_mul_u32_u24", kk, kpl * st.eb, kk)
+            emit("v_mul_u32_u24", lane_base, st.lds_row, idx)
+            emit("v_add_u32", lane_base, lane_base, kk)
             current = None
             for parity in range(self.c.lds_buffers):
                 for i in range(blocks):
@@ -496,9 +494,9 @@ class GemmLowering:
                     if current is None or offset - current[1] + span > _DS_READ2_MAX * unit:
                         reg = self.read_bases.pop(0)
                         if offset:
-                            emit("v_add_u32", reg, offset, lane_base, writes=[reg])
+                            emit("v_add_u32", reg, offset, lane_base)
                         else:
-                            emit("v_mov_b32", reg, lane_base, writes=[reg])
+                            emit("v_mov_b32", reg, lane_base)
                         current = (reg, offset)
                     self.read_base[(st.name, parity, i)] = (current[0], offset - current[1])
 
@@ -523,10 +521,9 @@ class GemmLowering:
             def read(base=base, offs=offs, unit=unit, dst=dst, regs=regs):
                 if len(offs) == 2:
                     self.emit(_DS_READ2[unit], Reg("v", dst.index, 2 * regs), base, offset0=offs[0] // unit or None,
-                              offset1=offs[1] // unit or None, writes=[Reg("v", dst.index, 2 * regs)])
+                              offset1=offs[1] // unit or None)
                 else:
-                    self.emit(_DS_READ[unit], Reg("v", dst.index, regs), base, offset=offs[0] or None,
-                              writes=[Reg("v", dst.index, regs)])
+                    self.emit(_DS_READ[unit], Reg("v", dst.index, regs), base, offset=offs[0] or None)
             out.append(read)
         return out
 
@@ -551,7 +548,7 @@ class GemmLowering:
                             acc = self._acc(i, j)
                             a = Reg("v", fa[i].index + si * m.a_regs, m.a_regs)
                             b = Reg("v", fb[j].index + si * m.b_regs, m.b_regs)
-                            self.emit(m.name.lower(), acc, a, b, acc, writes=[acc])
+                            self.emit(m.name.lower(), acc, a, b, acc)
                         mfmas.append((g, mfma))
         gaps: list[list[Thunk]] = [[] for _ in mfmas]
         for g in range(len(self.groups) - 1):
@@ -630,18 +627,18 @@ class GemmLowering:
         log_depth = _log2(c.depth_k, "depth_k")
         lookahead = (c.prefetch - 1) + (c.lds_buffers - 1)
         fast, tail, cnt, cnt2 = (ra.take("s") for _ in range(4))
-        emit("s_lshr_b32", fast, self.args["k"], log_depth, writes=[fast])
-        emit("s_add_u32", tail, self.args["k"], c.depth_k - 1, writes=[tail])
-        emit("s_lshr_b32", tail, tail, log_depth, writes=[tail])
+        emit("s_lshr_b32", fast, self.args["k"], log_depth)
+        emit("s_add_u32", tail, self.args["k"], c.depth_k - 1)
+        emit("s_lshr_b32", tail, tail, log_depth)
         if lookahead:
-            emit("s_sub_i32", fast, fast, lookahead, writes=[fast])
-            emit("s_max_i32", fast, fast, 0, writes=[fast])
-        emit("s_sub_u32", tail, tail, fast, writes=[tail])
-        emit("s_sub_u32", cnt, 0, fast, writes=[cnt])
-        emit("s_sub_u32", cnt2, 0, tail, writes=[cnt2])
+            emit("s_sub_i32", fast, fast, lookahead)
+            emit("s_max_i32", fast, fast, 0)
+        emit("s_sub_u32", tail, tail, fast)
+        emit("s_sub_u32", cnt, 0, fast)
+        emit("s_sub_u32", cnt2, 0, tail)
 
         # prologue: the first `lookahead` tiles
-        emit("s_mov_b32", self.kload, 0, writes=[self.kload])
+        emit("s_mov_b32", self.kload, 0)
         if lookahead:
             for th in self._load_thunks(True):
                 th()
@@ -652,8 +649,8 @@ class GemmLowering:
                 for th in self._load_thunks(True):
                     th()
             self._barrier()
-        emit("s_add_u32", self.stmp, fast, lookahead, writes=[self.stmp])
-        emit("s_lshl_b32", self.kload, self.stmp, log_depth, writes=[self.kload])
+        emit("s_add_u32", self.stmp, fast, lookahead)
+        emit("s_lshl_b32", self.kload, self.stmp, log_depth)
 
         e = self.e
         self._in_loop = True
@@ -662,7 +659,7 @@ class GemmLowering:
         e.label("main_loop")
         if c.lds_buffers == 1:
             self._body(0, guarded=False)
-            emit("s_add_u32", cnt, cnt, 1, writes=[cnt])
+            emit("s_add_u32", cnt, cnt, 1)
             e.branch("s_cbranch_scc0", "main_loop")
             e.label("tail0")
             if not lookahead:
@@ -670,22 +667,22 @@ class GemmLowering:
                 e.branch("s_cbranch_scc1", "loop_done")
             e.label("tail_loop")
             self._body(0, guarded=True)
-            emit("s_add_u32", cnt2, cnt2, 1, writes=[cnt2])
+            emit("s_add_u32", cnt2, cnt2, 1)
             e.branch("s_cbranch_scc0", "tail_loop")
         else:
             self._body(0, guarded=False)
-            emit("s_add_u32", cnt, cnt, 1, writes=[cnt])
+            emit("s_add_u32", cnt, cnt, 1)
             e.branch("s_cbranch_scc1", "tail1")
             self._body(1, guarded=False)
-            emit("s_add_u32", cnt, cnt, 1, writes=[cnt])
+            emit("s_add_u32", cnt, cnt, 1)
             e.branch("s_cbranch_scc0", "main_loop")
             e.label("tail0")
             self._body(0, guarded=True)
-            emit("s_add_u32", cnt2, cnt2, 1, writes=[cnt2])
+            emit("s_add_u32", cnt2, cnt2, 1)
             e.branch("s_cbranch_scc1", "loop_done")
             e.label("tail1")
             self._body(1, guarded=True)
-            emit("s_add_u32", cnt2, cnt2, 1, writes=[cnt2])
+            emit("s_add_u32", cnt2, cnt2, 1)
             e.branch("s_cbranch_scc0", "tail0")
         e.label("loop_done")
         e.wait(vmcnt=0)
@@ -696,14 +693,14 @@ class GemmLowering:
         emit, ra, m = self.emit, self.ra, self.mfma
         groups = 64 // m.n
         rbase, cbase = self.vtmp(), self.vtmp()
-        emit("v_lshrrev_b32", rbase, _log2(m.n, "mfma n"), self.lane, writes=[rbase])
-        emit("v_lshlrev_b32", rbase, 2, rbase, writes=[rbase])
+        emit("v_lshrrev_b32", rbase, _log2(m.n, "mfma n"), self.lane)
+        emit("v_lshlrev_b32", rbase, 2, rbase)
         origin = self.ra.take("s")
-        emit("s_add_u32", origin, self.wrow, self.row0, writes=[origin])
-        emit("v_add_u32", rbase, origin, rbase, writes=[rbase])
-        emit("v_and_b32", cbase, m.n - 1, self.lane, writes=[cbase])
-        emit("s_add_u32", origin, self.wcol, self.col0, writes=[origin])
-        emit("v_add_u32", cbase, origin, cbase, writes=[cbase])
+        emit("s_add_u32", origin, self.wrow, self.row0)
+        emit("v_add_u32", rbase, origin, rbase)
+        emit("v_and_b32", cbase, m.n - 1, self.lane)
+        emit("s_add_u32", origin, self.wcol, self.col0)
+        emit("v_add_u32", cbase, origin, cbase)
         row, col, x, off, tmp, tmp2 = (self.vtmp() for _ in range(6))
         cmask = ra.take("s", 2)
         consts = self._epilogue_constants()
@@ -712,14 +709,14 @@ class GemmLowering:
         for i in range(self.blocks_m):
             for j in range(self.blocks_n):
                 acc = self._acc(i, j)
-                emit("v_add_u32", col, j * m.n, cbase, writes=[col])
-                emit("v_cmp_gt_u32_e64", cmask, self.args["n"], col, writes=[cmask])
+                emit("v_add_u32", col, j * m.n, cbase)
+                emit("v_cmp_gt_u32_e64", cmask, self.args["n"], col)
                 for r in range(m.acc_regs):
                     drow = i * m.m + (r // 4) * 4 * groups + r % 4
-                    emit("v_add_u32", row, drow, rbase, writes=[row])
-                    emit("v_cmp_gt_u32", VCC, self.args["m"], row, writes=[VCC])
-                    emit("s_and_b64", VCC, VCC, cmask, writes=[VCC])
-                    emit("v_accvgpr_read_b32", x, Reg("a", acc.index + r), writes=[x])
+                    emit("v_add_u32", row, drow, rbase)
+                    emit("v_cmp_gt_u32", VCC, self.args["m"], row)
+                    emit("s_and_b64", VCC, VCC, cmask)
+                    emit("v_accvgpr_read_b32", x, Reg("a", acc.index + r))
                     self._epilogue_value(x, row, col, off, tmp, tmp2, consts)
                     self._store(x, row, col, off, tmp)
 
@@ -736,75 +733,75 @@ class GemmLowering:
     def _masked_offset(self, off: Reg, row: Reg, col: Reg, ld: Reg, eb: int) -> None:
         """off = in range (VCC) ? (row*ld + col) * eb : OOB."""
         emit = self.emit
-        emit("v_mul_lo_u32", off, row, ld, writes=[off])
-        emit("v_add_u32", off, off, col, writes=[off])
+        emit("v_mul_lo_u32", off, row, ld)
+        emit("v_add_u32", off, off, col)
         if eb > 1:
-            emit("v_lshlrev_b32", off, _log2(eb, "element size"), off, writes=[off])
-        emit("v_cndmask_b32", off, self.oob, off, VCC, writes=[off])
+            emit("v_lshlrev_b32", off, _log2(eb, "element size"), off)
+        emit("v_cndmask_b32", off, self.oob, off, VCC)
 
     def _load_scalar(self, dst: Reg, rsrc: Reg, off: Reg, dtype) -> None:
         """Load one element as f32 (or i32) into dst."""
         emit = self.emit
-        emit(_LOAD[dtype.bytes], dst, off, rsrc, 0, offen=True, writes=[dst])
+        emit(_LOAD[dtype.bytes], dst, off, rsrc, 0, offen=True)
         if dtype.name == "bf16":
-            emit("v_lshlrev_b32", dst, 16, dst, writes=[dst])
+            emit("v_lshlrev_b32", dst, 16, dst)
         elif dtype.name == "fp16":
-            emit("v_cvt_f32_f16", dst, dst, writes=[dst])
+            emit("v_cvt_f32_f16", dst, dst)
 
     def _epilogue_value(self, x: Reg, row: Reg, col: Reg, off: Reg, tmp: Reg, tmp2: Reg, consts) -> None:
         emit, p, a = self.emit, self.p, self.args
         integer = self.mfma.acc.kind == "int"
         if p.alpha != 1.0:
             if integer:
-                emit("v_mul_lo_u32", x, x, a["alpha"], writes=[x])
+                emit("v_mul_lo_u32", x, x, a["alpha"])
             else:
-                emit("v_mul_f32", x, a["alpha"], x, writes=[x])
+                emit("v_mul_f32", x, a["alpha"], x)
         if p.c is not None and p.beta != 0.0:
             self._masked_offset(off, row, col, a["ldc"], p.c.bytes)
             self._load_scalar(tmp, self.rsrc["c"], off, p.c)
             if integer:
-                emit("v_mul_lo_u32", tmp, tmp, a["beta"], writes=[tmp])
-                emit("v_add_u32", x, x, tmp, writes=[x])
+                emit("v_mul_lo_u32", tmp, tmp, a["beta"])
+                emit("v_add_u32", x, x, tmp)
             else:
-                emit("v_fma_f32", x, tmp, a["beta"], x, writes=[x])
+                emit("v_fma_f32", x, tmp, a["beta"], x)
         if p.bias != "none":
             index = row if p.bias == "m" else col
-            emit("v_lshlrev_b32", off, 2, index, writes=[off])
-            emit("v_cndmask_b32", off, self.oob, off, VCC, writes=[off])
-            emit("buffer_load_dword", tmp, off, self.rsrc["bias"], 0, offen=True, writes=[tmp])
-            emit("v_add_u32" if integer else "v_add_f32", x, x, tmp, writes=[x])
+            emit("v_lshlrev_b32", off, 2, index)
+            emit("v_cndmask_b32", off, self.oob, off, VCC)
+            emit("buffer_load_dword", tmp, off, self.rsrc["bias"], 0, offen=True)
+            emit("v_add_u32" if integer else "v_add_f32", x, x, tmp)
         if p.activation == "relu":
             if integer:
-                emit("v_max_i32", x, 0, x, writes=[x])
+                emit("v_max_i32", x, 0, x)
             else:
-                emit("v_max_f32", x, 0, x, writes=[x])
+                emit("v_max_f32", x, 0, x)
         elif p.activation == "gelu":
             # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3),
             # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e))
-            emit("v_mul_f32", tmp, x, x, writes=[tmp])
-            emit("v_fma_f32", tmp, tmp, consts["c3"], 1.0, writes=[tmp])
-            emit("v_mul_f32", tmp, tmp, x, writes=[tmp])
-            emit("v_mul_f32", tmp, consts["k"], tmp, writes=[tmp])
-            emit("v_exp_f32", tmp, tmp, writes=[tmp])
-            emit("v_add_f32", tmp, 1.0, tmp, writes=[tmp])
-            emit("v_rcp_f32", tmp, tmp, writes=[tmp])
-            emit("v_fma_f32", tmp, tmp, -2.0, 1.0, writes=[tmp])
-            emit("v_fma_f32", tmp, tmp, 0.5, 0.5, writes=[tmp])
-            emit("v_mul_f32", x, x, tmp, writes=[x])
+            emit("v_mul_f32", tmp, x, x)
+            emit("v_fma_f32", tmp, tmp, consts["c3"], 1.0)
+            emit("v_mul_f32", tmp, tmp, x)
+            emit("v_mul_f32", tmp, consts["k"], tmp)
+            emit("v_exp_f32", tmp, tmp)
+            emit("v_add_f32", tmp, 1.0, tmp)
+            emit("v_rcp_f32", tmp, tmp)
+            emit("v_fma_f32", tmp, tmp, -2.0, 1.0)
+            emit("v_fma_f32", tmp, tmp, 0.5, 0.5)
+            emit("v_mul_f32", x, x, tmp)
 
     def _store(self, x: Reg, row: Reg, col: Reg, off: Reg, tmp: Reg) -> None:
         emit, p = self.emit, self.p
         if p.d.name == "bf16" and self.mfma.acc.kind == "float":
             # round to nearest even; NaN stays NaN (quiet 0x7fc0)
-            emit("v_bfe_u32", tmp, x, 16, 1, writes=[tmp])
-            emit("v_add3_u32", tmp, x, tmp, self.round_reg, writes=[tmp])
-            emit("v_lshrrev_b32", tmp, 16, tmp, writes=[tmp])
-            emit("v_cmp_o_f32_e64", self.nan_mask, x, x, writes=[self.nan_mask])
-            emit("v_cndmask_b32_e64", x, self.vconst(0x7FC0), tmp, self.nan_mask, writes=[x])
+            emit("v_bfe_u32", tmp, x, 16, 1)
+            emit("v_add3_u32", tmp, x, tmp, self.round_reg)
+            emit("v_lshrrev_b32", tmp, 16, tmp)
+            emit("v_cmp_o_f32_e64", self.nan_mask, x, x)
+            emit("v_cndmask_b32_e64", x, self.vconst(0x7FC0), tmp, self.nan_mask)
         elif p.d.name == "fp16":
-            emit("v_cvt_f16_f32", x, x, writes=[x])
+            emit("v_cvt_f16_f32", x, x)
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)
-        emit(_STORE[p.d.bytes], x, off, self.rsrc["d"], 0, offen=True, writes=[])
+        emit(_STORE[p.d.bytes], x, off, self.rsrc["d"], 0, offen=True)
 
 
 def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
