@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
+from jitgemm.isa.mfma import WAVE64
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
@@ -25,7 +26,6 @@ from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, remembered, validate_config
 from .mfma_catalog import Mfma, mfmas_for
 
-WAVE = 64
 LDS_BANKS = 32          # gfx942 (see the module docstring)
 LDS_BANK_BYTES = 4
 
@@ -53,18 +53,18 @@ def lds_cycles(problem: GemmProblem, config: GemmConfig, mfma: Mfma, banks: int 
     substeps = config.depth_k // mfma.k
     cycles = instructions = 0
     for st, dim, regs, blocks in ((a, mfma.m, mfma.a_regs, bm), (b, mfma.n, mfma.b_regs, bn)):
-        kpl = mfma.k * dim // WAVE
-        reads = [(lane % dim) * st.lds_row + (lane // dim) * kpl * st.eb for lane in range(WAVE)]
+        kpl = mfma.k * dim // WAVE64
+        reads = [(lane % dim) * st.lds_row + (lane // dim) * kpl * st.eb for lane in range(WAVE64)]
         cycles += bank_cycles(reads, regs * 4, banks) * substeps * blocks
         instructions += len(groups) * blocks
         vpr = st.vectors_per_row
         if st.k_is_col:
             for part in range(0, st.load_bytes, st.chunk):
-                writes = [(t // vpr) * st.lds_row + (t % vpr) * st.load_bytes + part for t in range(WAVE)]
+                writes = [(t // vpr) * st.lds_row + (t % vpr) * st.load_bytes + part for t in range(WAVE64)]
                 cycles += bank_cycles(writes, st.chunk, banks) * st.slots
         else:
             for e in range(st.vec):
-                writes = [((t % vpr) * st.vec + e) * st.lds_row + (t // vpr) * st.pack * st.eb for t in range(WAVE)]
+                writes = [((t % vpr) * st.vec + e) * st.lds_row + (t // vpr) * st.pack * st.eb for t in range(WAVE64)]
                 cycles += bank_cycles(writes, st.write_bytes, banks) * (st.slots // st.pack)
         instructions += st.lds_writes
     return cycles, instructions

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from jitgemm.isa.mfma import WAVE64
+
 from .dtypes import DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -167,4 +169,4 @@ class GemmConfig:
 
     @property
     def workgroup_size(self) -> int:
-        return self.waves_m * self.waves_n * 64
+        return self.waves_m * self.waves_n * WAVE64

@@ -16,6 +16,7 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
+from jitgemm.isa.mfma import WAVE64
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
@@ -233,6 +234,9 @@ def _check(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetP
         if row % (regs * 4):       # fragments are read whole (ds_read_b64/b32 need natural alignment)
             raise IRError(f"LDS row of {name} is {row} bytes (depth_k + lds_pad elements); it must be a multiple "
                           f"of {regs * 4}: choose lds_pad accordingly")
+    if target.wavefront_size != WAVE64:
+        raise IRError(f"{target.target} runs wave{target.wavefront_size}; the generators emit wave64 MFMA code "
+                      f"(CDNA targets)")
     max_wg = target.max_workgroup_size
     if res.workgroup_size > max_wg:
         raise IRError(f"{config.waves_m}x{config.waves_n} waves = {res.workgroup_size} work-items; "

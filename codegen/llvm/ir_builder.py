@@ -24,6 +24,7 @@ import math
 from jitgemm.codegen.gemm_ir import GemmConfig, IRError
 from jitgemm.codegen.gemm_plan import GemmPlan, Staging
 from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3, matrix_extent
+from jitgemm.isa.mfma import WAVE64
 from llvmlite import ir
 
 from .intrinsics import (
@@ -44,7 +45,6 @@ from .intrinsics import (
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
 LDS_SYMBOL = "jitgemm.lds"
-WAVE = 64
 SIMDS_PER_CU = 4
 
 
@@ -81,7 +81,7 @@ def kernel_attributes(config: GemmConfig, accumulators: int) -> dict[str, str]:
     when they fill a register file), and the hardware-initialised inputs the kernel does not use, so that only
     the kernarg pointer, the workgroup ids and workitem id X are set up (as in the direct generator)."""
     threads = config.workgroup_size
-    waves = threads // WAVE
+    waves = threads // WAVE64
     attrs = {
         "amdgpu-flat-work-group-size": f"{threads},{threads}",
         "amdgpu-waves-per-eu": f"{max(1, math.ceil(waves / SIMDS_PER_CU))}",
@@ -152,7 +152,7 @@ class GemmIRBuilder:
         b, c, intr = self.b, self.c, self.intr
         tid = self.call(intr.workitem_id("x"), name="tid")
         self.tid = tid
-        self.lane = b.and_(tid, c32(WAVE - 1), name="lane")
+        self.lane = b.and_(tid, c32(WAVE64 - 1), name="lane")
         wave = self.call(intr.readfirstlane(), b.lshr(tid, c32(6)), name="wave")
         wave_m, wave_n = c.wave_tile
         self.wrow = b.mul(b.lshr(wave, c32(_log2(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
@@ -274,7 +274,7 @@ class GemmIRBuilder:
         b, m = self.b, self.mfma
         bases = {}
         for op, dim, wpos in ((self.A, m.m, self.wrow), (self.B, m.n, self.wcol)):
-            kpl = m.k * dim // WAVE
+            kpl = m.k * dim // WAVE64
             idx = b.add(wpos, b.and_(self.lane, c32(dim - 1)))
             kk = b.mul(b.lshr(self.lane, c32(_log2(dim, "mfma dim"))), c32(kpl * op.eb))
             bases[op.name] = b.add(b.add(b.mul(idx, c32(op.lds_row)), kk), c32(op.lds_base), name=f"{op.name}.frag")
@@ -349,7 +349,7 @@ class GemmIRBuilder:
     # --- epilogue ------------------------------------------------------------------------------------------------
     def _epilogue(self) -> None:
         b, m, a = self.b, self.mfma, self.args
-        groups = WAVE // m.n
+        groups = WAVE64 // m.n
         rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(_log2(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
                       name="d.row")
         cbase = b.add(b.add(b.and_(self.lane, c32(m.n - 1)), self.wcol), self.col0, name="d.col")
