@@ -87,8 +87,11 @@ class Staging:
         return self.slots // self.pack * self.vec
 
 
-def _pow2(x: int) -> bool:
-    return x >= 1 and not x & (x - 1)
+def log2_exact(x: int, what: str) -> int:
+    """log2 of a power of two; IRError naming `what` otherwise (tiles, waves and vectors are powers of two)."""
+    if x < 1 or x & (x - 1):
+        raise IRError(f"{what}={x} must be a power of two for this generator")
+    return x.bit_length() - 1
 
 
 def _pack_rows(eb: int, vec: int, rows_t: int, slots: int, lds_row: int) -> int:
@@ -119,8 +122,7 @@ def plan_staging(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[
     threads = c.workgroup_size
     for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
                         ("waves_m", c.waves_m), ("waves_n", c.waves_n), ("vec_a", c.vec_a), ("vec_b", c.vec_b)):
-        if not _pow2(value):
-            raise IRError(f"{what}={value} must be a power of two for this generator")
+        log2_exact(value, what)
     out = []
     base = 0
     for name, eb, vec, transposed, fixed, frag in (("a", p.a.bytes, c.vec_a, p.a_transposed, c.tile_m, mfma.a_regs),

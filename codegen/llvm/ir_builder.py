@@ -21,8 +21,8 @@ from __future__ import annotations
 
 import math
 
-from jitgemm.codegen.gemm_ir import GemmConfig, IRError
-from jitgemm.codegen.gemm_plan import GemmPlan, Staging
+from jitgemm.codegen.gemm_ir import GemmConfig
+from jitgemm.codegen.gemm_plan import GemmPlan, Staging, log2_exact
 from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3, matrix_extent
 from jitgemm.isa.mfma import WAVE64
 from llvmlite import ir
@@ -46,12 +46,6 @@ TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
 LDS_SYMBOL = "jitgemm.lds"
 SIMDS_PER_CU = 4
-
-
-def _log2(x: int, what: str) -> int:
-    if x < 1 or x & (x - 1):
-        raise IRError(f"{what}={x} must be a power of two for this generator")
-    return x.bit_length() - 1
 
 
 def c32(value: int) -> ir.Constant:
@@ -155,7 +149,7 @@ class GemmIRBuilder:
         self.lane = b.and_(tid, c32(WAVE64 - 1), name="lane")
         wave = self.call(intr.readfirstlane(), b.lshr(tid, c32(6)), name="wave")
         wave_m, wave_n = c.wave_tile
-        self.wrow = b.mul(b.lshr(wave, c32(_log2(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
+        self.wrow = b.mul(b.lshr(wave, c32(log2_exact(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
         self.wcol = b.mul(b.and_(wave, c32(c.waves_n - 1)), c32(wave_n), name="wcol")
         gx = self.call(intr.workgroup_id("x"), name="wg.x")
         gy = self.call(intr.workgroup_id("y"), name="wg.y")
@@ -198,7 +192,7 @@ class GemmIRBuilder:
         ld = self.args[f"ld{op.name}"]
         per_row = op.cols_t // op.vec
         origin = self.row0 if op.name == "a" else self.col0
-        r0 = b.lshr(self.tid, c32(_log2(per_row, "vectors per row")))
+        r0 = b.lshr(self.tid, c32(log2_exact(per_row, "vectors per row")))
         col0 = b.mul(b.and_(self.tid, c32(per_row - 1)), c32(op.vec))
         k0, fix0 = (col0, r0) if op.k_is_col else (r0, col0)
         grow, gcol = (b.add(origin, r0), col0) if op.k_is_col else (r0, b.add(origin, col0))
@@ -276,7 +270,7 @@ class GemmIRBuilder:
         for op, dim, wpos in ((self.A, m.m, self.wrow), (self.B, m.n, self.wcol)):
             kpl = m.k * dim // WAVE64
             idx = b.add(wpos, b.and_(self.lane, c32(dim - 1)))
-            kk = b.mul(b.lshr(self.lane, c32(_log2(dim, "mfma dim"))), c32(kpl * op.eb))
+            kk = b.mul(b.lshr(self.lane, c32(log2_exact(dim, "mfma dim"))), c32(kpl * op.eb))
             bases[op.name] = b.add(b.add(b.mul(idx, c32(op.lds_row)), kk), c32(op.lds_base), name=f"{op.name}.frag")
         return bases
 
@@ -350,7 +344,7 @@ class GemmIRBuilder:
     def _epilogue(self) -> None:
         b, m, a = self.b, self.mfma, self.args
         groups = WAVE64 // m.n
-        rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(_log2(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
+        rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(log2_exact(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
                       name="d.row")
         cbase = b.add(b.add(b.and_(self.lane, c32(m.n - 1)), self.wcol), self.col0, name="d.col")
         for i in range(self.blocks_m):
