@@ -39,7 +39,22 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
     "wait_counters": ((dict,), {}),
+    "code_object": ((dict, type(None)), ...),        # None: no code objects are written for this target
 }
+_CODE_OBJECT_KEYS = {"elf_mach": int, "architected_flat_scratch": bool, "vgpr_encoding_granule": int,
+                     "sgpr_encoding_granule": int, "max_user_sgprs": int}
+
+
+@dataclass(frozen=True)
+class CodeObjectFacts:
+    """What the code-object writer needs beyond the register and LDS budgets (AMDGPUUsage: "AMDGPU ELF
+    Header" machine numbers, kernel descriptor granules, user SGPRs, architected flat scratch)."""
+
+    elf_mach: int
+    architected_flat_scratch: bool
+    vgpr_encoding_granule: int
+    sgpr_encoding_granule: int
+    max_user_sgprs: int
 
 
 @dataclass(frozen=True)
@@ -107,6 +122,15 @@ class TargetProfile:
     def wait_counters(self) -> dict[str, list[str]]:
         return self.values["wait_counters"]
 
+    @property
+    def vgprs(self) -> int:
+        """The unified VGPR + AGPR file (512 on gfx90a and later CDNA; 0 where the profile has no number)."""
+        return self.values["vgprs"] or 0
+
+    @property
+    def code_object(self) -> CodeObjectFacts | None:
+        return self.values["code_object"]
+
 
 def base_target(target_id: str) -> str:
     """`gfx942:sramecc+:xnack-` -> `gfx942` (features do not change which profile applies)."""
@@ -125,9 +149,14 @@ def target_profile(target_id: str) -> TargetProfile:
     res = resources.files("jitgemm.specs.targets").joinpath(f"{name}.yaml")
     if not res.is_file():
         raise SpecError(f"unknown target {target_id!r}; known targets: {', '.join(known_targets())}")
-    where = f"specs/targets/{name}.yaml"
+    return parse_profile(res.read_text(encoding="utf-8"), f"specs/targets/{name}.yaml")
+
+
+def parse_profile(text: str, where: str) -> TargetProfile:
+    """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
+    and key, and what is accepted)."""
     try:
-        data = yaml.safe_load(res.read_text(encoding="utf-8"))
+        data = yaml.safe_load(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,
@@ -144,6 +173,17 @@ def target_profile(target_id: str) -> TargetProfile:
         if not isinstance(value, types) or isinstance(value, bool):
             accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise SpecError(f"target profile key {key!r} is {value!r}; accepted: {accepted}", path=where)
+    if values["code_object"] is not None:
+        facts = values["code_object"]
+        for key, kind in _CODE_OBJECT_KEYS.items():
+            if not isinstance(facts.get(key), kind) or (kind is int and isinstance(facts.get(key), bool)):
+                raise SpecError(f"target profile key 'code_object.{key}' is {facts.get(key)!r}; accepted: "
+                                f"{kind.__name__}", path=where)
+        unknown = sorted(set(facts) - set(_CODE_OBJECT_KEYS))
+        if unknown:
+            raise SpecError(f"target profile key 'code_object' has unknown keys {', '.join(unknown)}; accepted: "
+                            f"{', '.join(_CODE_OBJECT_KEYS)}", path=where)
+        values["code_object"] = CodeObjectFacts(**facts)
     return TargetProfile(
         target=values["target"], family=values["family"], spec_file=values["spec_file"],
         legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],
