@@ -11,6 +11,7 @@ import numpy as np
 
 from jitgemm.codegen.dtypes import DType, dtype, of_numpy
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
 from .packing import ordered_args
@@ -89,7 +90,7 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
         nb = x.shape[0]
     else:
         nb = 1
-    inner = (rows - 1) * ld + cols if layout == "N" else (cols - 1) * ld + rows
+    inner = extent(rows, cols, ld) if layout == "N" else extent(cols, rows, ld)   # the kernel ABI's rule
     span = (nb - 1) * batch_stride + inner
     flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=bool(x.flags.writeable))
     return layout, ld, batch_stride, flat
