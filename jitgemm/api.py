@@ -33,6 +33,11 @@ class LaunchRecord:
     problem: str
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
+    scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+
+    @property
+    def spills(self) -> bool:
+        return self.scratch_bytes > 0
 
 
 _last = threading.local()
@@ -199,7 +204,8 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
         emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
-                                f"{p.d.name} {p.layout}", time.perf_counter() - start, source)
+                                f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
     return call.d
 
 

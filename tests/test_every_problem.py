@@ -126,3 +126,31 @@ def test_spilling_kernels_rank_below_kernels_that_do_not():
     spilling = Verdict(_candidate("spills", 256), True, "", 900.0, "tuning")
     clean = Verdict(_candidate("clean", 0), True, "", 1.0, "model")
     assert sorted([spilling, clean], key=rank_key)[0] is clean
+
+
+def test_spills_are_reported_by_run_and_compile():
+    """A kernel whose contract says it uses scratch is reported by the launch record and the CLI's note (the
+    generators here never spill: the plan refuses configs over the budget; LLVM kernels report what LLVM did)."""
+    import copy
+
+    import ml_dtypes
+    from jitgemm.codegen.gemm_compile import compile_gemm
+
+    from jitgemm import api
+    from jitgemm.commands.gemm import spill_note
+    from jitgemm.contract import Contract
+
+    p = GemmProblem.make(32, 32, 32, "bf16")
+    k = compile_gemm(p)
+    assert k.contract["tile"]["scratch"] == 0 and spill_note(k.contract) == ""
+    data = copy.deepcopy(k.contract)
+    data["tile"]["scratch"] = 128
+    rng = np.random.default_rng(2)
+    a = rng.standard_normal((32, 32)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((32, 32)).astype(ml_dtypes.bfloat16)
+    call = api.prepare(a, b)
+    d = api.launch(call, k.code_object, k.name, Contract.load(data), backend="emu")
+    check(p, d, a.astype(np.float64) @ b.astype(np.float64))
+    rec = api.last_launch()
+    assert rec.spills and rec.scratch_bytes == 128
+    assert "spills registers (128 bytes of scratch per work-item)" in spill_note(data)

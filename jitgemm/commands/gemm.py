@@ -140,7 +140,6 @@ def _cmd_run(args: argparse.Namespace) -> int:
                                activation=p.activation)
             d = api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
                            backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
-            sys.stdout.write(spill_note(kernel.contract))
         else:
             d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                                activation=p.activation, arch=args.arch, backend=args.backend)
@@ -153,6 +152,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"{rec.problem}: kernel {rec.kernel} ({rec.kernel_source}) on {rec.backend}, grid {rec.grid}, "
           f"block {rec.block}")
     print(f"max relative error vs numpy (float64): {err:.3e}; time {elapsed:.3f} s")
+    sys.stdout.write(spill_note({"tile": {"scratch": rec.scratch_bytes}}))
     return 0
 
 
