@@ -144,3 +144,20 @@ def test_generator_stage_table(option):
     assert compiled.stages["ir"].startswith("gemm m=1 n=1 k=1") and compiled.code_object == compiled.stages["co"]
     assert compiled.name == gen.kernel_name(p, compiled.config) and not compiled.spills
     assert set(generator_options()) >= {"asm", "llvm"}
+
+
+def test_every_target_sees_the_same_suppliers(monkeypatch):
+    """matmul(..., arch=X) for any X uses X's selector, built from the one supplier list; a registration
+    reaches every target and clears each selector's memo. (Issue 16: gfx950 used to get only the direct one.)"""
+    import jitgemm.selector as selector_module
+    from jitgemm.suppliers import PrebuiltSupplier
+
+    monkeypatch.setattr(selector_module, "_suppliers", None)
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    s942, s950 = selector_module.default_selector("gfx942"), selector_module.default_selector("gfx950:sramecc+")
+    assert s950.target == "gfx950" and s942.suppliers is s950.suppliers
+    assert [s.name for s in s950.suppliers] == ["jitgemm-asm", "jitgemm-llvm"]
+    s942._chosen[("x",)] = (b"", "k", None, "")
+    selector_module.register_supplier(PrebuiltSupplier(REPO / "no-such-folder"))
+    assert len(s950.suppliers) == 3 and s942.suppliers is s950.suppliers and not s942._chosen
+    assert selector_module.default_selector("gfx942") is s942
