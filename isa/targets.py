@@ -39,7 +39,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
     "wait_counters": ((dict,), {}),
-    "code_object": ((dict, type(None)), ...),        # None: no code objects are written for this target
+    "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
 }
 _CODE_OBJECT_KEYS = {"elf_mach": int, "architected_flat_scratch": bool, "vgpr_encoding_granule": int,
                      "sgpr_encoding_granule": int, "max_user_sgprs": int}
