@@ -15,6 +15,8 @@ import yaml
 
 from .errors import SpecError
 
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser when PyYAML has it (30x faster)
+
 # The profile's schema: key -> (accepted types, default when the key is absent). Keys without a default are
 # required. `None` in the accepted types means the YAML may say `null` (a number this target does not have,
 # such as AGPRs or a register granule on RDNA). Unknown keys are kept in `values` for their readers.
@@ -156,7 +158,7 @@ def parse_profile(text: str, where: str) -> TargetProfile:
     """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
     and key, and what is accepted)."""
     try:
-        data = yaml.safe_load(text)
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,
