@@ -79,7 +79,6 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=40, help="copies of the kernels in the big input (default 40)")
     args = ap.parse_args(argv)
 
-    from jitgemm.isa.asm_corpus import corpus
     from jitgemm.isa.asm_fastpath import _LINES, _MODIFIERS, _OPERANDS
     from jitgemm.isa.asm_parser import parse
     from jitgemm.isa.assembler import assemble
@@ -89,6 +88,7 @@ def main(argv=None) -> int:
     from jitgemm.isa.printer import format_instruction
 
     from jitgemm import isa
+    from tests.asm_corpus import corpus
 
     spec = isa.load_spec(args.spec)
     forms = forms_of(spec)

@@ -161,7 +161,7 @@ def static_view(blob: bytes, name: str, tmp: Path, lds: int | None = None) -> di
 
 def _mfmas_per_tile(problem: GemmProblem, config: GemmConfig) -> int:
     """MFMAs one wave issues per K tile of the config."""
-    from jitgemm.codegen.gemm_config import resources
+    from jitgemm.codegen.gemm_plan import resources
 
     from jitgemm import isa
 

@@ -6,18 +6,22 @@ registers it will write. Before an instruction reads or overwrites such a regist
 guarantees the value has arrived is inserted: vector memory and LDS return in order, scalar memory does not
 (so a pending scalar load forces lgkmcnt(0)). Generators never write `s_waitcnt` by hand except at
 barriers.
+
+What it knows about an instruction it asks the spec (`EmitFacts`), never the mnemonic's spelling: which
+operands it writes (the encoding's `<Operand>` output flags, in syntax order), its hazard class (functional
+group and subgroup: VALU/MFMA/VMEM; a VALU writing a 32-bit SGPR value is the readlane class) and the
+largest counts of `s_waitcnt` (the bit fields of OPR_WAITCNT). The constant bus and inline constants (the
+float-named predefined values of OPR_SRC) are the encoder's to check: one way for generated and hand-written
+code.
 """
 
 from __future__ import annotations
 
 import functools
-from collections.abc import Callable, Iterable
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
-
-# Largest counts the gfx9 s_waitcnt fields hold (vmcnt 6 bits, lgkmcnt 4 bits; OPR_WAITCNT in the spec).
-MAX_COUNT = {"vmcnt": 63, "lgkmcnt": 15}
 
 RegKey = tuple[str, int]
 
@@ -74,69 +78,106 @@ class _Pending:
     scalar: bool = False
 
 
-def counter_lookup(spec, profile) -> Callable[[str], tuple[str, ...]]:
-    """`name -> counters` from the spec (which encoding an instruction has) and the target profile's
-    `wait_counters` (which counter each memory encoding uses)."""
-    table = profile.get("wait_counters") or {}
+class EmitFacts:
+    """The spec's and the target profile's answers the emitter needs, per mnemonic (cached)."""
 
-    @functools.cache
-    def counters(name: str) -> tuple[str, ...]:
-        inst = spec.find_instruction(name)
-        if inst is None:
-            return ()
-        for ie in inst.encodings:
-            if ie.encoding_name in table:
-                return tuple(table[ie.encoding_name])
+    def __init__(self, spec, profile) -> None:
+        from jitgemm.isa.forms import forms_of
+
+        self.spec = spec
+        self._forms = forms_of(spec)
+        self._wait_table = profile.wait_counters
+        waitcnt = spec.operand_types.get("OPR_WAITCNT")
+        fields = {f.name: f.width for f in waitcnt.fields} if waitcnt is not None else {}
+        missing = [f for f in ("VM", "LGKM") if f not in fields]
+        if missing:
+            raise ValueError(f"the spec's OPR_WAITCNT has no field {', '.join(missing)}: s_waitcnt cannot be built")
+        self.max_count = {"vmcnt": (1 << fields["VM"]) - 1, "lgkmcnt": (1 << fields["LGKM"]) - 1}
+        self._counters = functools.cache(self._counters_of)
+        self._class = functools.cache(self._class_of)
+        self._writes = functools.cache(self._writes_of)
+
+    def __call__(self, name: str) -> tuple[str, ...]:
+        return self._counters(name)
+
+    def counters(self, name: str) -> tuple[str, ...]:
+        """The wait counters `name` increments (target profile `wait_counters`, by the spec's encoding)."""
+        return self._counters(name)
+
+    def instruction(self, name: str):
+        """The spec's instruction an LLVM mnemonic (with or without an encoding suffix such as _e64) names."""
+        forms = self._forms.forms_for(name)
+        if not forms:
+            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
+        return forms[0].spec_inst
+
+    def _counters_of(self, name: str) -> tuple[str, ...]:
+        for ie in self.instruction(name).encodings:
+            if ie.encoding_name in self._wait_table:
+                return tuple(self._wait_table[ie.encoding_name])
         return ()
 
-    return counters
+    def scalar_memory(self, name: str) -> bool:
+        """Scalar memory returns out of order (a pending one forces lgkmcnt(0))."""
+        return self.instruction(name).functional_group == "SMEM"
+
+    def hazard_class(self, name: str) -> str:
+        """mfma, readlane, valu, memory or salu: the classes of the target profile's hazard table."""
+        return self._class(name)
+
+    def _class_of(self, name: str) -> str:
+        inst = self.instruction(name)
+        group, subgroups = inst.functional_group, inst.functional_subgroups
+        if group == "VALU" and "MFMA" in subgroups:
+            return "mfma"
+        if group == "VALU":
+            types = self.spec.operand_types
+            for o in inst.encodings[0].operands:
+                t = types.get(o.operand_type or "")
+                if o.output and o.size == 32 and t is not None and t.value_of("s0") is not None \
+                        and t.value_of("v0") is None:
+                    return "readlane"      # a VALU result in an SGPR: v_readlane, v_readfirstlane
+            return "valu"
+        if group == "VMEM":
+            return "memory"
+        return "salu"
+
+    def written(self, name: str, count: int) -> tuple[int, ...]:
+        """Positions (in syntax order) of the operands `name` writes when written with `count` operands."""
+        return self._writes(name, count)
+
+    def _writes_of(self, name: str, count: int) -> tuple[int, ...]:
+        forms = self._forms.forms_for(name)
+        if not forms:
+            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
+        for form in forms:
+            visible = sorted((o for o in form.ie.operands if not o.implicit), key=lambda o: o.order)
+            if len(visible) == count:
+                return tuple(i for i, o in enumerate(visible) if o.output)
+        counts = sorted({len([o for o in f.ie.operands if not o.implicit]) for f in forms})
+        raise ValueError(f"{name} takes {' or '.join(map(str, counts))} operands, not {count}")
 
 
-_INLINE_FLOATS = {0.5, -0.5, 1.0, -1.0, 2.0, -2.0, 4.0, -4.0, 0.15915494309189535}
+def emit_facts(spec, profile) -> EmitFacts:
+    """The emitter's facts for a spec and target, made once per pair (the forms are the spec's own cache)."""
+    key = (id(spec), profile.target)
+    hit = _FACTS.get(key)
+    if hit is None or hit.spec is not spec:
+        hit = _FACTS[key] = EmitFacts(spec, profile)
+    return hit
 
 
-def scalar_sources(operands, written: set[RegKey]) -> set:
-    """The distinct SGPRs, special registers and literals a VALU instruction reads (its constant-bus uses)."""
-    uses = set()
-    for op in operands:
-        if isinstance(op, SrcMods):
-            op = op.operand
-        if isinstance(op, Reg):
-            if op.kind == "v" or op.kind == "a":
-                continue
-            keys = reg_keys(op)
-            if keys and keys <= written and op is operands[0]:
-                continue    # the destination (an SGPR mask written by a VOP3 compare)
-            uses.add((op.kind, op.index))
-        elif isinstance(op, Imm):
-            v = op.value
-            inline = (-16 <= v <= 64) if isinstance(v, int) else (float(v) in _INLINE_FLOATS or v == 0.0)
-            if not inline:
-                uses.add(("literal", v))
-    return uses
-
-
-def hazard_class(name: str) -> str:
-    """The class an instruction belongs to for the hazard table (LLVM mnemonic spelling)."""
-    if name.startswith("v_mfma"):
-        return "mfma"
-    if name.startswith(("v_readfirstlane", "v_readlane")):
-        return "readlane"
-    if name.startswith(("buffer_", "global_", "flat_", "scratch_", "ds_")):
-        return "memory"
-    if name.startswith("v_"):
-        return "valu"
-    return "salu"
+_FACTS: dict[tuple, EmitFacts] = {}
 
 
 class Emitter:
-    """An instruction list with automatic waits. `counter_of(name)` gives the counters an instruction
-    increments (see `counter_lookup`); `hazards` is the target's table of (writer class, reader class,
-    wait states) for data hazards the hardware does not interlock — `s_nop` is inserted to cover them."""
+    """An instruction list with automatic waits. `facts` answers what the spec says about an instruction
+    (`emit_facts`); `hazards` is the target's table of (writer class, reader class, wait states) for data
+    hazards the hardware does not interlock — `s_nop` is inserted to cover them."""
 
-    def __init__(self, counter_of, hazards: Iterable[dict] = ()) -> None:
+    def __init__(self, facts: EmitFacts, hazards: Iterable[dict] = ()) -> None:
         self.code: list = []
-        self._counter_of = counter_of
+        self.facts = facts
         self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
         self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards]
         self._horizon = max([w for _, _, w in self._rules] + [0])
@@ -194,7 +235,7 @@ class Emitter:
             else:
                 allowed = len(queue) - 1 - last
                 del queue[: last + 1]
-            parts.append((counter, min(allowed, MAX_COUNT[counter])))
+            parts.append((counter, min(allowed, self.facts.max_count[counter])))
         if parts:
             self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
@@ -212,30 +253,24 @@ class Emitter:
             self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
     # --- emission ----------------------------------------------------------------------------------
-    def emit(self, name: str, *operands, writes: Iterable = (), reads: Iterable | None = None,
-             **modifiers) -> AsmInstruction:
-        """Append one instruction. `writes` are its destination operands (the generator knows them);
-        every other register operand is a source. Memory instructions are queued on their counter."""
+    def emit(self, name: str, *operands, reads: Iterable | None = None, **modifiers) -> AsmInstruction:
+        """Append one instruction. The operands the spec marks as outputs are its destinations; every register
+        operand counts as read. Memory instructions are queued on their counter."""
         written: set[RegKey] = set()
-        for w in writes:
-            written |= reg_keys(w)
+        for i in self.facts.written(name, len(operands)):
+            written |= reg_keys(operands[i])
         read: set[RegKey] = set()
         for op in (operands if reads is None else reads):
             read |= reg_keys(op)
         self._wait_for(read | written)
-        cls = hazard_class(name)
-        if cls in ("valu", "mfma") and not name.startswith(("v_readlane", "v_writelane")):
-            uses = scalar_sources([_operand(o) for o in operands], written)
-            if len(uses) > 1:
-                raise ValueError(f"{name} would read {len(uses)} scalar values ({sorted(map(str, uses))}); "
-                                 "gfx9 VALU instructions may read one SGPR or literal (constant bus)")
+        cls = self.facts.hazard_class(name)
         self._cover_hazards(cls, read)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
         inst = AsmInstruction(name, tuple(_operand(o) for o in operands), mods)
         self.code.append(inst)
         self._note(cls, written, read=read)
-        for counter in self._counter_of(name):
-            self._queues[counter].append(_Pending(written, scalar=name.startswith("s_")))
+        for counter in self.facts.counters(name):
+            self._queues[counter].append(_Pending(written, scalar=self.facts.scalar_memory(name)))
         return inst
 
     # --- control flow ------------------------------------------------------------------------------

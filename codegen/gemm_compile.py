@@ -1,76 +1,55 @@
-"""From a GEMM problem to a code object with the direct generator: choose a config, lower, encode, write the
-code object with computed descriptor, metadata and embedded kernel contract."""
+"""The direct generator: the tiled GEMM IR lowered to AMDGPU instructions (codegen/gemm_asm.py), encoded
+from the spec and written into a code object with computed descriptor, metadata and embedded kernel
+contract. Stages: ir -> asm -> co."""
 
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
 
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from jitgemm import isa
-
-from .gemm_asm import KERNARGS, LoweredKernel, lower_gemm
-from .gemm_config import default_config, fit_vectors, validate_config, widest_vectors
 from .gemm_contract import gemm_contract
 from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_plan import GemmPlan
 from .gemm_text import format_ir
+from .generator import Build, CompiledKernel, Generator, Stage
+from .kernel_abi import KERNARGS
 
-__all__ = ["CompiledGemm", "choose_config", "compile_gemm", "kernel_name", "widest_vectors"]
+__all__ = ["DirectGenerator", "compile_gemm"]
 
-
-@dataclass(frozen=True)
-class CompiledGemm:
-    problem: GemmProblem          # the kernel class it was compiled for
-    config: GemmConfig
-    name: str
-    code_object: bytes
-    code: bytes
-    contract: dict
-    lowered: LoweredKernel
-    offsets: tuple[int, ...]      # byte offset of each lowered item
-    ir_text: str
+VERSION = "0.2.0"
 
 
-def kernel_name(problem: GemmProblem, config: GemmConfig) -> str:
-    p = problem
-    tail = f"{p.layout}_{config.tile_m}x{config.tile_n}x{config.depth_k}"
-    digest = hashlib.sha256(format_ir(p.kernel_class(), config).encode()).hexdigest()[:8]
-    return f"jitgemm_{p.a.name}_{p.b.name}_{p.d.name}_{tail}_{digest}"
+def _ir(build: Build) -> str:
+    return format_ir(build.problem, build.config)
 
 
-def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> GemmConfig:
-    """The default config for the dtypes and size (gemm_config.default_config: tile, waves, MFMA, prefetch,
-    LDS buffers, the widest vector loads the problem allows, the LDS padding with the fewest bank conflicts)."""
-    from .gemm_asm import GemmLowering
+def _asm(build: Build) -> str:
+    """Lower the plan to instructions; the stage text is their listing (LLVM's syntax, one per line)."""
+    from jitgemm.isa.printer import format_item
 
-    return fit_vectors(problem, widest_vectors(problem, default_config(problem, spec, target)), spec,
-                       accept=lambda c: GemmLowering(problem, c, spec, target))
+    from .gemm_asm import lower_gemm
+
+    build.lowered = lower_gemm(build.problem, build.config, build.spec, build.profile, build.name)
+    return "".join(format_item(item) + "\n" for item in build.lowered.instructions)
 
 
-def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,
-                 target: str = "gfx942", xnack: str = "any", sramecc: str = "any",
-                 name: str | None = None, embed_contract: bool = True) -> CompiledGemm:
-    """Compile the kernel class of `problem`. Without a config: the default for the dtypes and size, with the
-    widest vector loads the problem allows. `embed_contract=False` leaves the contract out of the metadata
-    (for a sidecar file instead)."""
+def _co(build: Build) -> bytes:
+    """Encode, then write the code object: descriptor from the lowering's registers, metadata, contract."""
     from jitgemm.isa.encoder import encode
 
     from . import codeobj
 
-    spec = spec or isa.load_spec(target)
-    profile = isa.target_profile(target)
-    if config is None:
-        config = choose_config(problem, spec, profile)
-    validate_config(problem, config, spec, profile)
-    cls = problem.kernel_class()
-    name = name or kernel_name(problem, config)
-    lowered = lower_gemm(cls, config, spec, profile, name)
-    assembled = encode(lowered.instructions, spec)
-    code = assembled.code
-    target_id = codeobj.target_id(codeobj.targets.target(profile.target), xnack, sramecc).split("--", 1)[1]
-    contract = gemm_contract(cls, config, lowered, target_id, hashlib.sha256(code).hexdigest())
+    lowered, cls = build.lowered, build.problem
+    assert lowered is not None
+    assembled = encode(lowered.instructions, build.spec)
+    build.code, build.offsets = assembled.code, assembled.offsets
+    from .generator import generator
+
+    gen = generator("asm")
+    build.contract = gemm_contract(cls, build.config, lowered, build.target_id, hashlib.sha256(build.code).hexdigest(),
+                                   generator=gen.name, version=gen.version())
     integer = cls.acc.kind == "int"
     args = []
     for arg_name, offset, size, kind in KERNARGS:
@@ -80,12 +59,40 @@ def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec
             tname = "int" if kind == "i32" or integer else "float"
             args.append(codeobj.KernelArg(arg_name, size, "by_value", offset=offset, type_name=tname))
     desc = codeobj.KernelDescription(
-        name=name, code=code, args=args, group_segment_size=lowered.lds_bytes,
+        name=build.name, code=build.code, args=args, group_segment_size=lowered.lds_bytes,
         next_free_vgpr=max(1, lowered.next_free_vgpr), next_free_sgpr=lowered.next_free_sgpr,
         next_free_agpr=lowered.next_free_agpr, workgroup_id=(True, True, True), workitem_id=0,
         float_denorm_mode_32=3,  # keep fp32 denormals (IEEE results, as LLVM's compute kernels do)
-        max_flat_workgroup_size=lowered.workgroup_size, contract=contract if embed_contract else None,
+        max_flat_workgroup_size=lowered.workgroup_size, contract=build.contract if build.embed_contract else None,
     )
-    blob = codeobj.write(desc, profile.target, xnack=xnack, sramecc=sramecc)
-    return CompiledGemm(cls, config, name, blob, code, contract, lowered, assembled.offsets,
-                        format_ir(cls, config))
+    return codeobj.write(desc, build.profile.target, xnack=build.xnack, sramecc=build.sramecc)
+
+
+class DirectGenerator(Generator):
+    """Direct assembly: every instruction chosen and scheduled here, registers allocated by the lowering (it
+    never spills: a config over the register budget is refused by the plan)."""
+
+    option = "asm"
+    title = "direct"
+    name = "jitgemm-asm"
+
+    def version(self) -> str:
+        return VERSION
+
+    def stages(self) -> tuple[Stage, ...]:
+        return (Stage("ir", _ir), Stage("asm", _asm), Stage("co", _co))
+
+    def planned_resources(self, plan: GemmPlan, profile: TargetProfile) -> dict[str, int]:
+        """The plan's resource model is this lowering's upper bound (tests/test_gemm_config.py)."""
+        return {"vgprs": plan.vgprs, "agprs": plan.agprs, "sgprs": 0, "lds": plan.lds_bytes, "scratch": 0}
+
+
+def compile_gemm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,
+                 target: str = "gfx942", xnack: str = "any", sramecc: str = "any",
+                 name: str | None = None, embed_contract: bool = True) -> CompiledKernel:
+    """Compile the kernel class of `problem` with the direct generator. Without a config: the default for the
+    dtypes and size. `embed_contract=False` leaves the contract out of the metadata (for a sidecar file)."""
+    from .generator import generator
+
+    return generator("asm").compile(problem, config, spec=spec, target=target, xnack=xnack, sramecc=sramecc,
+                                    name=name, embed_contract=embed_contract)

@@ -7,25 +7,18 @@ the vector's bytes; everything else (ragged M/N/K, any batch) is handled by boun
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
-
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_text import format_ir
-
-if TYPE_CHECKING:
-    from .gemm_asm import LoweredKernel
-
-GENERATOR = "jitgemm-asm"
-GENERATOR_VERSION = "0.2.0"
+from .kernel_abi import KERNARG_SIZE, KERNARGS, LoweredKernel
 
 
 def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKernel, target_id: str,
-                  code_sha256: str | None = None, generator: str = GENERATOR) -> dict:
+                  code_sha256: str | None, generator: str, version: str) -> dict:
+    """The contract of a generated kernel. `lowered` holds the register, LDS and scratch figures the kernel
+    really has (after compiling) or the generator's plan of them (a candidate not compiled yet)."""
     p = problem
     integer = p.acc.kind == "int"
     args = []
-    from .gemm_asm import KERNARG_SIZE, KERNARGS
-
     for name, offset, size, kind in KERNARGS:
         role = {"stride_a": "stride_a", "stride_b": "stride_b", "stride_c": "stride_c",
                 "stride_d": "stride_d"}.get(name, name)
@@ -50,7 +43,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
     mfma = config.mfma
     return {
         "contract_version": 1,
-        "identity": {"generator": generator, "generator_version": GENERATOR_VERSION, "kernel": lowered.name,
+        "identity": {"generator": generator, "generator_version": version, "kernel": lowered.name,
                      "source": format_ir(p.kernel_class(), config), "target": target_id,
                      **({"code_sha256": code_sha256} if code_sha256 else {})},
         "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
@@ -64,5 +57,5 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                      "activation": [p.activation], "output_cast": p.d != p.acc},
         "tile": {"m": config.tile_m, "n": config.tile_n, "k": config.depth_k, "mfma": mfma,
                  "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr,
-                 "lds": lowered.lds_bytes},
+                 "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes},
     }

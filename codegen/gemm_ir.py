@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
 
+from jitgemm.isa.mfma import WAVE64
+
 from .dtypes import DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -26,6 +28,7 @@ _ACCUMULATOR = {
     ("int8", "int8"): "int32",
 }
 _FLOAT_OUT = ("fp32", "fp16", "bf16")
+DTYPE_PAIRS: tuple[tuple[str, str], ...] = tuple(_ACCUMULATOR)   # the (A, B) dtype pairs a GEMM may take
 
 
 class IRError(ValueError):
@@ -166,4 +169,4 @@ class GemmConfig:
 
     @property
     def workgroup_size(self) -> int:
-        return self.waves_m * self.waves_n * 64
+        return self.waves_m * self.waves_n * WAVE64

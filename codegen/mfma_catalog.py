@@ -5,16 +5,12 @@ must agree with the operand sizes, so a misnamed or unusual entry is left out ra
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 
+from jitgemm.isa.mfma import WAVE64, parse_mfma_name
 from jitgemm.isa.model import Spec
 
 from .dtypes import DType, element_of
-
-_NAME = re.compile(r"^V_MFMA_(?P<acc>F32|I32|F64)_(?P<m>\d+)X(?P<n>\d+)X(?P<k>\d+)"
-                   r"(?:_(?P<blocks>\d+)B)?_?(?P<rest>\w*)$")
-WAVE = 64
 
 
 @dataclass(frozen=True)
@@ -46,12 +42,12 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
         return cached
     out = []
     for inst in spec.instructions:
-        match = _NAME.match(inst.name)
-        if not match or match.group("blocks") or "XF32" in match.group("rest"):
+        shape = parse_mfma_name(inst.name)
+        if shape is None or shape.blocks != 1 or shape.xf32:
             # multi-block MFMAs are not used by the generators; XF32 rounds its fp32 inputs to a shorter
             # mantissa, which the spec's data formats do not tell apart from IEEE fp32
             continue
-        m, n, k = (int(match.group(x)) for x in "mnk")
+        m, n, k = shape.m, shape.n, shape.k
         for ie in inst.encodings:
             ops = {o.field_name: o for o in ie.operands}
             if not {"VDST", "SRC0", "SRC1", "SRC2"} <= ops.keys():
@@ -65,7 +61,7 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
             a_elems = fmts["SRC0"].component_count
             acc_elems = fmts["VDST"].component_count
             # one block: every lane holds M*N/64 results and M*K/64 A elements
-            if acc_elems * WAVE != m * n or a_elems * WAVE != m * k:
+            if acc_elems * WAVE64 != m * n or a_elems * WAVE64 != m * k:
                 continue
             out.append(Mfma(inst.name, ie.encoding_name, m, n, k, a, b, acc,
                             ops["SRC0"].size // 32, ops["SRC1"].size // 32, ops["VDST"].size // 32))

@@ -5,6 +5,7 @@ architecture means adding data, not code.
 
 from __future__ import annotations
 
+import copy
 import functools
 from dataclasses import dataclass, field
 from importlib import resources
@@ -14,11 +15,55 @@ import yaml
 
 from .errors import SpecError
 
-_REQUIRED = ("target", "family", "spec_file", "wavefront_size")
+_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser when PyYAML has it (30x faster)
+
+# The profile's schema: key -> (accepted types, default when the key is absent). Keys without a default are
+# required. `None` in the accepted types means the YAML may say `null` (a number this target does not have,
+# such as AGPRs or a register granule on RDNA). Unknown keys are kept in `values` for their readers.
+_NUM = (int, float)
+_SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
+    "target": ((str,), ...),
+    "family": ((str,), ...),
+    "spec_file": ((str,), ...),
+    "legacy_spec_files": ((list,), ...),
+    "bundled_spec": ((str, type(None)), ...),
+    "spec_release": ((str, type(None)), ...),
+    "wavefront_size": ((int,), ...),
+    "vgprs": ((int, type(None)), ...),
+    "arch_vgprs": ((int, type(None)), ...),
+    "agprs": ((int,), ...),
+    "sgprs": ((int,), ...),
+    "lds_bytes_per_workgroup": ((int,), ...),
+    "max_workgroup_size": ((int,), ...),
+    "compute_units": ((int,), ...),
+    "lds_banks": ((int, type(None)), None),          # None: the LDS bank model does not know this target
+    "peak_matrix_tflops": ((dict,), ...),
+    "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
+    "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
+    "wait_counters": ((dict,), {}),
+    "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
+}
+_CODE_OBJECT_KEYS = {"elf_mach": int, "architected_flat_scratch": bool, "vgpr_encoding_granule": int,
+                     "sgpr_encoding_granule": int, "max_user_sgprs": int}
+
+
+@dataclass(frozen=True)
+class CodeObjectFacts:
+    """What the code-object writer needs beyond the register and LDS budgets (AMDGPUUsage: "AMDGPU ELF
+    Header" machine numbers, kernel descriptor granules, user SGPRs, architected flat scratch)."""
+
+    elf_mach: int
+    architected_flat_scratch: bool
+    vgpr_encoding_granule: int
+    sgpr_encoding_granule: int
+    max_user_sgprs: int
 
 
 @dataclass(frozen=True)
 class TargetProfile:
+    """One target's facts, typed and checked when the YAML is read: code asks the attribute, never a
+    `.get(key, default)` with a default of its own (two defaults of one number disagree sooner or later)."""
+
     target: str
     family: str
     spec_file: str
@@ -29,8 +74,64 @@ class TargetProfile:
     values: dict[str, Any] = field(default_factory=dict, compare=False, repr=False)
 
     def get(self, key: str, default: Any = None) -> Any:
-        """Any other number of the profile (vgprs, lds_bytes_per_workgroup, peak_matrix_tflops, ...)."""
+        """A number of the profile the typed attributes below do not cover (clock_mhz, fp8_flavour, ...)."""
         return self.values.get(key, default)
+
+    @property
+    def arch_vgprs(self) -> int:
+        """v0..v(N-1): the VGPRs a kernel addresses (0 where the profile has no number)."""
+        return self.values["arch_vgprs"] or 0
+
+    @property
+    def agprs(self) -> int:
+        """AccVGPRs (a0..): 256 on CDNA 3/4, 0 on RDNA."""
+        return self.values["agprs"]
+
+    @property
+    def sgprs(self) -> int:
+        return self.values["sgprs"]
+
+    @property
+    def lds_bytes_per_workgroup(self) -> int:
+        return self.values["lds_bytes_per_workgroup"]
+
+    @property
+    def lds_banks(self) -> int | None:
+        return self.values["lds_banks"]
+
+    @property
+    def max_workgroup_size(self) -> int:
+        return self.values["max_workgroup_size"]
+
+    @property
+    def compute_units(self) -> int:
+        """Compute units of the target's reference product (MI300X: 304), for occupancy and tile choice."""
+        return self.values["compute_units"]
+
+    @property
+    def peak_matrix_tflops(self) -> dict[str, float]:
+        return self.values["peak_matrix_tflops"]
+
+    @property
+    def hbm_bandwidth_gbs(self) -> float | None:
+        return self.values["hbm_bandwidth_gbs"]
+
+    @property
+    def hazards(self) -> tuple[dict, ...]:
+        return tuple(self.values["hazards"])
+
+    @property
+    def wait_counters(self) -> dict[str, list[str]]:
+        return self.values["wait_counters"]
+
+    @property
+    def vgprs(self) -> int:
+        """The unified VGPR + AGPR file (512 on gfx90a and later CDNA; 0 where the profile has no number)."""
+        return self.values["vgprs"] or 0
+
+    @property
+    def code_object(self) -> CodeObjectFacts | None:
+        return self.values["code_object"]
 
 
 def base_target(target_id: str) -> str:
@@ -50,20 +151,43 @@ def target_profile(target_id: str) -> TargetProfile:
     res = resources.files("jitgemm.specs.targets").joinpath(f"{name}.yaml")
     if not res.is_file():
         raise SpecError(f"unknown target {target_id!r}; known targets: {', '.join(known_targets())}")
-    where = f"specs/targets/{name}.yaml"
+    return parse_profile(res.read_text(encoding="utf-8"), f"specs/targets/{name}.yaml")
+
+
+def parse_profile(text: str, where: str) -> TargetProfile:
+    """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
+    and key, and what is accepted)."""
     try:
-        data = yaml.safe_load(res.read_text(encoding="utf-8"))
+        data = yaml.load(text, Loader=_LOADER)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,
                         line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None) from None
     if not isinstance(data, dict):
         raise SpecError("target profile is not a mapping", path=where)
-    missing = [k for k in _REQUIRED if k not in data]
-    if missing:
-        raise SpecError(f"target profile lacks {', '.join(missing)}", path=where)
+    values = dict(data)
+    for key, (types, default) in _SCHEMA.items():
+        if key not in values:
+            if default is ...:
+                raise SpecError(f"target profile lacks {key!r}", path=where)
+            values[key] = copy.deepcopy(default)
+        value = values[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise SpecError(f"target profile key {key!r} is {value!r}; accepted: {accepted}", path=where)
+    if values["code_object"] is not None:
+        facts = values["code_object"]
+        for key, kind in _CODE_OBJECT_KEYS.items():
+            if not isinstance(facts.get(key), kind) or (kind is int and isinstance(facts.get(key), bool)):
+                raise SpecError(f"target profile key 'code_object.{key}' is {facts.get(key)!r}; accepted: "
+                                f"{kind.__name__}", path=where)
+        unknown = sorted(set(facts) - set(_CODE_OBJECT_KEYS))
+        if unknown:
+            raise SpecError(f"target profile key 'code_object' has unknown keys {', '.join(unknown)}; accepted: "
+                            f"{', '.join(_CODE_OBJECT_KEYS)}", path=where)
+        values["code_object"] = CodeObjectFacts(**facts)
     return TargetProfile(
-        target=str(data["target"]), family=str(data["family"]), spec_file=str(data["spec_file"]),
-        legacy_spec_files=tuple(data.get("legacy_spec_files") or ()), bundled_spec=data.get("bundled_spec"),
-        spec_release=data.get("spec_release"), wavefront_size=int(data["wavefront_size"]), values=dict(data),
+        target=values["target"], family=values["family"], spec_file=values["spec_file"],
+        legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],
+        spec_release=values["spec_release"], wavefront_size=values["wavefront_size"], values=values,
     )

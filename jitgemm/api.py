@@ -11,6 +11,7 @@ import numpy as np
 
 from jitgemm.codegen.dtypes import DType, dtype, of_numpy
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
 from .packing import ordered_args
@@ -32,10 +33,14 @@ class LaunchRecord:
     problem: str
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
+    scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+
+    @property
+    def spills(self) -> bool:
+        return self.scratch_bytes > 0
 
 
 _last = threading.local()
-_chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
 
 
 def _alignment(x: np.ndarray | None) -> int:
@@ -46,24 +51,10 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The selector's winner for this exact problem and alignment (memoized), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
     from .selector import default_selector
 
-    key = (problem, tuple(sorted(align.items())), arch)
-    hit = _chosen.get(key)
-    if hit is None:
-        selector = default_selector()
-        if selector.target != arch:
-            from .selector import Selector
-
-            selector = Selector(target=arch)
-        cand = selector.select(problem, align)
-        blob, name = cand.load()
-        hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
-        if len(_chosen) > 4096:
-            _chosen.clear()
-        _chosen[key] = hit
-    return hit
+    return default_selector(arch).choose(problem, align)
 
 
 def last_launch() -> LaunchRecord | None:
@@ -104,7 +95,7 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
         nb = x.shape[0]
     else:
         nb = 1
-    inner = (rows - 1) * ld + cols if layout == "N" else (cols - 1) * ld + rows
+    inner = extent(rows, cols, ld) if layout == "N" else extent(cols, rows, ld)   # the kernel ABI's rule
     span = (nb - 1) * batch_stride + inner
     flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=bool(x.flags.writeable))
     return layout, ld, batch_stride, flat
@@ -213,7 +204,8 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
         emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
-                                f"{p.d.name} {p.layout}", time.perf_counter() - start, source)
+                                f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
     return call.d
 
 

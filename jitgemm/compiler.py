@@ -7,15 +7,12 @@ from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_contract import GENERATOR, GENERATOR_VERSION
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_ir, parse
+from jitgemm.codegen.generator import Generator, by_name, generator
 
 from . import kernel_cache
 from .contract import Contract
-
-# generator option -> the generator name contracts carry
-GENERATORS = {"asm": GENERATOR, "llvm": "jitgemm-llvm"}
 
 
 @dataclass(frozen=True)
@@ -28,7 +25,7 @@ class Kernel:
     config: GemmConfig
     problem: GemmProblem          # the kernel class (sizes normalised away)
     target: str
-    generator: str = GENERATOR
+    generator: str = "jitgemm-asm"
     from_cache: str = "compiled"  # "compiled", "disk"
     _asm: list = field(default_factory=list, compare=False, repr=False)
     _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
@@ -47,21 +44,27 @@ class Kernel:
         return self._asm[0]
 
     @property
+    def spills(self) -> bool:
+        """The kernel keeps registers in scratch memory (its contract's tile.scratch > 0)."""
+        return int(self.contract.get("tile", {}).get("scratch", 0) or 0) > 0
+
+    @property
     def stages(self) -> Mapping[str, str]:
-        """The inspectable stages, each made on first access: "ir" (the tiled GEMM IR) and "asm" (annotated
-        instructions) for every kernel; the direct generator's "asm" is its own listing, and LLVM kernels add
-        "llir" (the LLVM IR the generator built) and "amdgcn" (LLVM's assembly text)."""
-        producers: dict[str, Callable[[], str]] = {"ir": lambda: self.ir, "asm": lambda: self.asm}
-        if self.generator == GENERATORS["llvm"]:
-            from jitgemm.codegen.llvm.compile import assembly_text, build_llir
+        """The inspectable stages of the generator's stage table (`co` is `code_object`), each text as the
+        compile made it or, for a kernel from the disk cache, made again on first access; every kernel also
+        has "asm" (for the direct generator its own listing, else the annotated instructions)."""
+        gen = by_name(self.generator)
+        producers: dict[str, Callable[[], str]] = {}
+        if gen is not None:
+            from jitgemm.codegen.generator import stage_text
 
-            def llir() -> str:
-                if "llir" not in self._stages:
-                    self._stages["llir"] = build_llir(self.problem, self.config, name=self.name, target=self.target)
-                return self._stages["llir"]
-
-            producers["llir"] = llir
-            producers["amdgcn"] = lambda: assembly_text(llir(), target=self.target, kernel=self.name)
+            for stage in gen.stages():
+                if stage.name != "co":
+                    producers[stage.name] = lambda s=stage.name, g=gen: stage_text(
+                        g, s, self.problem, self.config, isa.load_spec(self.target), isa.target_profile(self.target),
+                        self.name)
+        producers.setdefault("ir", lambda: self.ir)
+        producers.setdefault("asm", lambda: self.asm)
         return _Stages(producers, self._stages)
 
     def grid(self, m: int, n: int, batch: int = 1) -> tuple[int, int, int]:
@@ -98,16 +101,12 @@ _by_problem: dict[tuple, Kernel] = {}    # by the exact problem: the hot path of
 _lock = threading.Lock()
 
 
-def _from_compiled(c, target: str, source: str) -> Kernel:
-    return Kernel(c.name, c.code_object, c.contract, c.config, c.problem, target, from_cache=source)
-
-
 def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
             use_disk_cache: bool = True, generator: str = "asm") -> Kernel:
     """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
-    `generator`: "asm" (the direct generator) or "llvm" (LLVM IR through llvmlite and LLVM's AMDGPU backend)."""
-    if generator not in GENERATORS:
-        raise IRError(f"generator={generator!r}; accepted: {', '.join(GENERATORS)}")
+    `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM IR through llvmlite and
+    LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in `Kernel.stages`."""
+    gen = _generator(generator)
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
         config = config or parsed_config
@@ -116,58 +115,56 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         return fast
     asked = config
     if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
-        kernel = _known_problem(problem, arch, generator)
+        kernel = _known_problem(problem, arch, gen)
         if kernel is not None:
             with _lock:
                 _by_problem[(problem, None, arch, generator)] = kernel
             return kernel
-    from jitgemm.codegen.gemm_compile import choose_config, compile_gemm  # not needed on the cache-hit paths
-
     spec = isa.load_spec(arch)
-    if generator == "llvm":
-        from jitgemm.codegen.llvm.compile import choose_config as choose
-        from jitgemm.codegen.llvm.compile import compile_gemm_llvm, generator_version
-
-        version = generator_version()
-    else:
-        choose, version = choose_config, GENERATOR_VERSION
+    profile = isa.target_profile(arch)
     if config is None:   # the default depends on the problem's sizes; the cache keys on what was chosen
-        config = choose(problem, spec, isa.target_profile(arch))
-    key_mem = (format_ir(problem.kernel_class(), config), spec.sha256, arch, generator)
+        config = gen.choose_config(problem, spec, profile)
+    ir_text = format_ir(problem.kernel_class(), config)
+    key_mem = (ir_text, spec.sha256, arch, generator)
     with _lock:
         hit = _memory.get(key_mem)
         if hit is not None:
             _by_problem[(problem, asked, arch, generator)] = hit
     if hit is not None:
         return hit
-    ir_text = format_ir(problem.kernel_class(), config)
-    disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, GENERATORS[generator], version)
+    disk_key = kernel_cache.cache_key(ir_text, spec.sha256, arch, gen.name, gen.version())
     kernel = None
     if use_disk_cache:
         entry = kernel_cache.load(disk_key)
         if entry is not None:
             blob, record = entry
             kernel = Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                            generator=GENERATORS[generator], from_cache="disk")
+                            generator=gen.name, from_cache="disk")
     if kernel is None:
-        if generator == "llvm":
-            c = compile_gemm_llvm(problem, config, spec=spec, target=arch)
-            kernel = Kernel(c.name, c.code_object, c.contract, c.config, c.problem, arch,
-                            generator=GENERATORS[generator], _stages={"llir": c.llir})
-        else:
-            kernel = _from_compiled(compile_gemm(problem, config, spec=spec, target=arch), arch, "compiled")
+        c = gen.compile(problem, config, spec=spec, target=arch)
+        texts = {k: v for k, v in c.stages.items() if isinstance(v, str)}
+        kernel = Kernel(c.name, c.code_object, c.contract, c.config, c.problem, arch, generator=gen.name,
+                        _stages=texts)
         if use_disk_cache:
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
                                                                "ir": ir_text, "target": arch,
                                                                "config": _config_data(config)})
     if asked is None and use_disk_cache:
-        kernel_cache.store_choice(_problem_key(problem, arch, generator, spec.sha256), disk_key)
+        kernel_cache.store_choice(_problem_key(problem, arch, gen, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
             _by_problem.clear()
         _by_problem[(problem, asked, arch, generator)] = kernel
     return kernel
+
+
+def _generator(option: str) -> Generator:
+    gen = generator(option)
+    ok, why = gen.available()
+    if not ok:
+        raise IRError(f"generator={option!r} is not available: {why}")
+    return gen
 
 
 def _config_data(config: GemmConfig) -> dict:
@@ -178,22 +175,13 @@ def _config_data(config: GemmConfig) -> dict:
     return data
 
 
-def _version(generator: str) -> str:
-    if generator == "llvm":
-        from jitgemm.codegen.llvm.compile import generator_version
-
-        return generator_version()
-    return GENERATOR_VERSION
-
-
-def _problem_key(problem: GemmProblem, arch: str, generator: str, spec_sha: str) -> str:
+def _problem_key(problem: GemmProblem, arch: str, gen: Generator, spec_sha: str) -> str:
     from jitgemm.codegen.gemm_text import format_problem
 
-    return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, GENERATORS[generator],
-                                    _version(generator))
+    return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, gen.name, gen.version())
 
 
-def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | None:
+def _known_problem(problem: GemmProblem, arch: str, gen: Generator) -> Kernel | None:
     """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
     from jitgemm.isa.spec_sources import spec_sha256
 
@@ -201,7 +189,7 @@ def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | 
         spec_sha = spec_sha256(isa.locate_spec(arch).path)
     except (isa.SpecError, OSError):
         return None
-    key = kernel_cache.load_choice(_problem_key(problem, arch, generator, spec_sha))
+    key = kernel_cache.load_choice(_problem_key(problem, arch, gen, spec_sha))
     entry = kernel_cache.load(key) if key else None
     if entry is None:
         return None
@@ -211,7 +199,7 @@ def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | 
     except (KeyError, TypeError):
         return None
     return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                  generator=GENERATORS[generator], from_cache="disk")
+                  generator=gen.name, from_cache="disk")
 
 
 def clear_memory_cache() -> None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import math
+import threading
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -21,6 +22,7 @@ from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.files import atomic_write
 from jitgemm.isa.spec_cache import cache_root
 
+from .contract import Contract
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
 
 
@@ -94,20 +96,20 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
     quantization, against memory time for the bytes the tiles read; the slower one decides."""
     profile = isa.target_profile(target)
-    rates = profile.get("peak_matrix_tflops") or {}
+    rates = profile.peak_matrix_tflops
     peak = float(rates.get("fp8" if problem.a.name == "bf8" else problem.a.name, 100.0)) * 1e12
-    bandwidth = float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9
+    bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
     tile = candidate.contract.data.get("tile", {})
     tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
     m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
     tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-    cus = int(profile.get("compute_units", 1) or 1)
+    cus = profile.compute_units
     waves = max(1, math.prod(candidate.contract.workgroup) // 64)
     regs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
     waves_per_simd = max(1, min(8, 512 // max(8, math.ceil(regs / 8) * 8)))
     wgs_by_regs = max(1, 4 * waves_per_simd // waves)
     lds = int(tile.get("lds", 0)) or int(candidate.contract.data["launch"].get("lds_bytes", 0))
-    wgs_by_lds = max(1, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds) if lds else 16
+    wgs_by_lds = max(1, profile.lds_bytes_per_workgroup // lds) if lds else 16
     resident = max(1, min(wgs_by_regs, wgs_by_lds, math.ceil(tiles / cus)))
     simd_use = min(1.0, resident * waves / 4)
     rounds = math.ceil(tiles / (cus * resident))
@@ -122,16 +124,55 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     return flops / max(compute, memory) / 1e12
 
 
+def spills(candidate: Candidate) -> bool:
+    """The candidate's contract says it keeps registers in scratch memory (tile.scratch > 0)."""
+    return int(candidate.contract.data.get("tile", {}).get("scratch", 0) or 0) > 0
+
+
+def rank_key(verdict: Verdict) -> tuple:
+    """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
+    after those that do not; measured (tuning database) before modelled; then the score; then a stable
+    identity, so the choice is deterministic."""
+    c = verdict.candidate
+    return (spills(c), verdict.basis != "tuning", -(verdict.score or 0.0), c.supplier, c.label, c.key)
+
+
 class Selector:
+    """Candidates from a list of suppliers for one target: legality from each contract, then `rank_key`. It
+    keeps the loaded winner per (problem, alignment), forgotten when a supplier is added."""
+
     def __init__(self, suppliers: list[Supplier] | None = None, target: str = "gfx942",
                  tuning: TuningDB | None = None, quarantine: Quarantine | None = None) -> None:
         self.target = target
         self.suppliers: list[Supplier] = list(suppliers) if suppliers is not None else [DirectAsmSupplier()]
         self.tuning = tuning or TuningDB()
         self.quarantine = quarantine or Quarantine()
+        self._chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
+        self._lock = threading.Lock()
 
     def register(self, supplier: Supplier) -> None:
         self.suppliers.append(supplier)
+        self.forget()
+
+    def forget(self) -> None:
+        """New suppliers can change the winner: the memo of chosen kernels starts over."""
+        with self._lock:
+            self._chosen.clear()
+
+    def choose(self, problem: GemmProblem, align: dict[str, int] | None = None) -> tuple[bytes, str, Contract, str]:
+        """The winner for this exact problem and alignment, loaded: (code object, kernel name, contract,
+        "supplier:label"). Memoized per selector (and per supplier list, should it change)."""
+        key = (problem, tuple(sorted((align or {}).items())), tuple(id(s) for s in self.suppliers))
+        hit = self._chosen.get(key)
+        if hit is None:
+            cand = self.select(problem, align)
+            blob, name = cand.load()
+            hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
+            with self._lock:
+                if len(self._chosen) > 4096:
+                    self._chosen.clear()
+                self._chosen[key] = hit
+        return hit
 
     def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
         """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
@@ -163,10 +204,7 @@ class Selector:
                     verdicts.append(Verdict(cand, True, "", flops / measured / 1e12, "tuning"))
                 else:
                     verdicts.append(Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model"))
-        legal = [v for v in verdicts if v.legal]
-        # measured beats modelled; then score; then a stable identity
-        legal.sort(key=lambda v: (v.basis != "tuning", -(v.score or 0.0), v.candidate.supplier,
-                                  v.candidate.label, v.candidate.key))
+        legal = sorted((v for v in verdicts if v.legal), key=rank_key)
         return legal + [v for v in verdicts if not v.legal]
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
@@ -195,22 +233,46 @@ class Selector:
         return "\n".join(out) + "\n"
 
 
-_default: Selector | None = None
+_suppliers: list[Supplier] | None = None
+_selectors: dict[str, Selector] = {}
+_registry_lock = threading.Lock()
 
 
-def default_selector() -> Selector:
-    """The process-wide selector `matmul` uses: the direct generator, the LLVM generator when llvmlite is
-    installed, and any supplier registered on it (prebuilt folders, Triton)."""
-    global _default
-    if _default is None:
-        _default = Selector([DirectAsmSupplier(), LlvmSupplier()])
-    return _default
+def default_suppliers() -> list[Supplier]:
+    """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
+    (when llvmlite is installed) and whatever `register_supplier` added (prebuilt folders, Triton)."""
+    global _suppliers
+    with _registry_lock:
+        if _suppliers is None:
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier()]
+        return _suppliers
 
 
-def explain(problem: GemmProblem, align: dict[str, int] | None = None) -> str:
+def default_selector(target: str = "gfx942") -> Selector:
+    """The process-wide selector for a target (`matmul(..., arch=target)`), built from `default_suppliers()`:
+    every target sees the same suppliers."""
+    base = isa.targets.base_target(target)
+    suppliers = default_suppliers()
+    with _registry_lock:
+        sel = _selectors.get(base)
+        if sel is None:
+            sel = Selector([], target=base)
+            sel.suppliers = suppliers          # shared, not copied: a registration reaches every target
+            _selectors[base] = sel
+    return sel
+
+
+def register_supplier(supplier: Supplier) -> None:
+    """Offer a supplier's kernels to `matmul` on every target."""
+    default_suppliers().append(supplier)
+    for sel in list(_selectors.values()):
+        sel.forget()
+
+
+def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str = "gfx942") -> str:
     """The default selector's table for a problem: every candidate, kept or rejected (and the clause), with
     the ranking scores."""
-    return default_selector().explain(problem, align)
+    return default_selector(arch).explain(problem, align)
 
 
 def use_prebuilt(folder: str) -> list[str]:
@@ -220,8 +282,7 @@ def use_prebuilt(folder: str) -> list[str]:
 
     supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
     supplier._scan()
-    default_selector().register(supplier)
-    _forget_choices()
+    register_supplier(supplier)
     return list(supplier.errors)
 
 
@@ -231,12 +292,4 @@ def use_triton() -> None:
 
     if not TritonSupplier.available():
         raise SelectionError("Triton is not installed (pip install triton)")
-    default_selector().register(TritonSupplier())
-    _forget_choices()
-
-
-def _forget_choices() -> None:
-    """New suppliers can change the winner: `matmul`'s per-problem memo starts over."""
-    from . import api
-
-    api._chosen.clear()
+    register_supplier(TritonSupplier())

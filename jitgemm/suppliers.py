@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_compile import choose_config
-from jitgemm.codegen.gemm_config import validate_config
+from jitgemm.codegen.gemm_config import scalar_config
+from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.generator import generator, target_id
+from jitgemm.codegen.kernel_abi import LoweredKernel
 
 from .contract import Contract, ContractError
 
@@ -46,93 +48,92 @@ class Supplier:
         raise NotImplementedError
 
 
-def _planned_contract(problem: GemmProblem, config: GemmConfig, target: str, generator: str) -> dict:
-    """The contract a generator's kernel will carry, known before compiling (legality needs no binary)."""
-    from jitgemm.codegen.gemm_asm import GemmLowering, LoweredKernel
-    from jitgemm.codegen.gemm_contract import gemm_contract
+class GeneratorSupplier(Supplier):
+    """One of the project's generators as a supplier (one instance per generator): its choice of config for the
+    problem, with `variants` a few other tiles, and the fallback (scalar loads in a tile that fits the register
+    budget: any shape, leading dimension and alignment). Each candidate's contract comes from the generator's
+    plan and its own planned resources; the kernel is compiled only when chosen."""
 
-    spec = isa.load_spec(target)
-    profile = isa.target_profile(target)
-    lowering = GemmLowering(problem.kernel_class(), config, spec, profile)
-    res = lowering.res
-    lowered = LoweredKernel("planned", (), lowering.lds_bytes, res.vgprs, 0, res.agprs, config.workgroup_size,
-                            (f"ceil(n/{config.tile_n})", f"ceil(m/{config.tile_m})", "batch"))
-    data = gemm_contract(problem.kernel_class(), config, lowered, target, generator=generator)
-    data["tile"]["lds"] = lowering.lds_bytes
-    return data
+    def __init__(self, option: str, variants: bool = False) -> None:
+        self.option = option
+        self.variants = variants
+        self.name = generator(option).name
 
-
-class DirectAsmSupplier(Supplier):
-    """The direct-assembly generator: the default config for the problem (widest legal vector loads), a few
-    tile variants, and the fallback (scalar loads: any shape, any alignment)."""
-
-    name = "jitgemm-asm"
+    def available(self) -> bool:
+        return generator(self.option).available()[0]
 
     def configs(self, problem: GemmProblem, target: str) -> list[tuple[str, GemmConfig, bool]]:
+        gen = generator(self.option)
         spec = isa.load_spec(target)
         profile = isa.target_profile(target)
-        base = choose_config(problem, spec, profile)
+        base = gen.choose_config(problem, spec, profile)
         out = [("default", base, False)]
-        for tm, tn, wm, wn in ((128, 128, 2, 2), (64, 64, 2, 2), (32, 32, 1, 1)):
-            cfg = replace(base, tile_m=tm, tile_n=tn, waves_m=wm, waves_n=wn)
-            if cfg == base:
-                continue
-            try:
-                validate_config(problem, cfg, spec, profile)
-                from jitgemm.codegen.gemm_asm import GemmLowering
-
-                GemmLowering(problem.kernel_class(), cfg, spec, profile)
-            except IRError:
-                continue
-            out.append((f"{tm}x{tn}", cfg, False))
-        fallback = replace(base, vec_a=1, vec_b=1)
-        out.append(("fallback", fallback, True))
+        if self.variants:
+            for tm, tn, wm, wn in ((128, 128, 2, 2), (64, 64, 2, 2), (32, 32, 1, 1)):
+                cfg = replace(base, tile_m=tm, tile_n=tn, waves_m=wm, waves_n=wn)
+                if cfg == base:
+                    continue
+                try:
+                    gen.plan(problem, cfg, spec, profile)
+                except IRError:
+                    continue
+                out.append((f"{tm}x{tn}", cfg, False))
+            out.append(("fallback", scalar_config(problem, base, spec, profile, gen.accept), True))
         return out
 
+    def planned_contract(self, problem: GemmProblem, config: GemmConfig, target: str) -> dict:
+        """The contract the generator's kernel will carry, known before compiling (legality needs no binary);
+        the register figures are the generator's plan of them (tile.registers: planned)."""
+        gen = generator(self.option)
+        spec, profile = isa.load_spec(target), isa.target_profile(target)
+        cls = problem.kernel_class()
+        plan = gen.plan(cls, config, spec, profile)
+        res = gen.planned_resources(plan, profile)
+        lowered = LoweredKernel(gen.kernel_name(cls, config), (), res["lds"], res["vgprs"], res["sgprs"],
+                                res["agprs"], plan.workgroup_size, plan.grid, res["scratch"])
+        data = gemm_contract(cls, config, lowered, target_id(profile), None, generator=gen.name,
+                             version=gen.version())
+        data["tile"]["registers"] = "planned"
+        return data
+
+    _contracts: dict[tuple, Contract] = {}      # planned contracts depend on the kernel class and config only
+
+    def _contract(self, problem: GemmProblem, config: GemmConfig, target: str, label: str) -> Contract:
+        key = (self.option, problem.kernel_class(), config, target, isa.load_spec(target).sha256, label)
+        hit = GeneratorSupplier._contracts.get(key)
+        if hit is None:
+            hit = Contract.load(self.planned_contract(problem, config, target), f"{self.name}:{label}")
+            if len(GeneratorSupplier._contracts) > 4096:
+                GeneratorSupplier._contracts.clear()
+            GeneratorSupplier._contracts[key] = hit
+        return hit
+
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
+        if not self.available():
+            return []
         from .compiler import compile as jit_compile
 
         found = []
         for label, cfg, is_fallback in self.configs(problem, target):
-            contract = Contract.load(_planned_contract(problem, cfg, target, self.name), f"{self.name}:{label}")
+            contract = self._contract(problem, cfg, target, label)
 
             def load(cfg=cfg):
-                kernel = jit_compile(problem, cfg, arch=target)
+                kernel = jit_compile(problem, cfg, arch=target, generator=self.option)
                 return kernel.code_object, kernel.name
 
             found.append(Candidate(self.name, label, contract, load, cfg, is_fallback))
         return found
 
 
-class LlvmSupplier(Supplier):
-    """The LLVM generator (llvmlite + LLVM's AMDGPU backend): the same IR, compiled on demand when chosen. It
-    offers the default config for the problem; its contract clauses equal the direct generator's."""
+def DirectAsmSupplier() -> GeneratorSupplier:  # noqa: N802 (a supplier, as the other suppliers' classes)
+    """The direct-assembly generator: its default config, a few tile variants and the scalar-load fallback."""
+    return GeneratorSupplier("asm", variants=True)
 
-    name = "jitgemm-llvm"
 
-    @staticmethod
-    def available() -> bool:
-        try:
-            import llvmlite  # noqa: F401
-        except ImportError:
-            return False
-        return True
-
-    def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        if not self.available():
-            return []
-        from jitgemm.codegen.llvm.compile import choose_config as llvm_choose
-
-        from .compiler import compile as jit_compile
-
-        cfg = llvm_choose(problem, isa.load_spec(target), isa.target_profile(target))
-        contract = Contract.load(_planned_contract(problem, cfg, target, self.name), f"{self.name}:default")
-
-        def load():
-            kernel = jit_compile(problem, cfg, arch=target, generator="llvm")
-            return kernel.code_object, kernel.name
-
-        return [Candidate(self.name, "default", contract, load, cfg)]
+def LlvmSupplier() -> GeneratorSupplier:  # noqa: N802
+    """The LLVM generator (llvmlite + LLVM's AMDGPU backend): its default config for the problem, compiled on
+    demand when chosen; no candidates when llvmlite is not installed."""
+    return GeneratorSupplier("llvm")
 
 
 class PrebuiltSupplier(Supplier):

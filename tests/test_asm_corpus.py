@@ -13,13 +13,13 @@ from __future__ import annotations
 import collections
 
 import pytest
-from jitgemm.isa.asm_corpus import corpus as build_corpus
-from jitgemm.isa.asm_corpus import coverage_table, llvm_mc_encodings, run_corpus
 from jitgemm.isa.asm_errors import AsmError, EncodeError
 from jitgemm.isa.assembler import assemble
 from jitgemm.isa.decoder import decode
 from jitgemm.isa.printer import format_instruction
 
+from tests.asm_corpus import corpus as build_corpus
+from tests.asm_corpus import coverage_table, llvm_mc_encodings, run_corpus
 from tests.oracles import require_tool
 from tests.test_asm_support import SPEC_NAMES, forms_named
 

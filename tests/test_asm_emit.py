@@ -3,7 +3,8 @@ out-of-order scalar memory), and s_nop for the target's hazard table, also acros
 
 from __future__ import annotations
 
-from jitgemm.codegen.asm_emit import Emitter, counter_lookup
+import pytest
+from jitgemm.codegen.asm_emit import Emitter, emit_facts
 from jitgemm.isa.instruction import Counters, a, s, v
 
 from jitgemm import isa
@@ -12,7 +13,7 @@ PROFILE = isa.target_profile("gfx942")
 
 
 def emitter() -> Emitter:
-    return Emitter(counter_lookup(isa.load_spec("gfx942"), PROFILE), PROFILE.get("hazards"))
+    return Emitter(emit_facts(isa.load_spec("gfx942"), PROFILE), PROFILE.hazards)
 
 
 def waits(e: Emitter) -> list[dict]:
@@ -23,45 +24,45 @@ def test_vector_loads_wait_only_as_far_as_needed():
     e = emitter()
     rsrc = s(8, 11)
     for i in range(3):
-        e.emit("buffer_load_dword", v(10 + i), v(1), rsrc, 0, offen=True, writes=[v(10 + i)])
+        e.emit("buffer_load_dword", v(10 + i), v(1), rsrc, 0, offen=True)
     e.emit("buffer_store_dword", v(20), v(1), rsrc, 0, offen=True)
-    e.emit("v_add_u32", v(30), v(10), v(10), writes=[v(30)])     # first load: 3 younger ops may stay
+    e.emit("v_add_u32", v(30), v(10), v(10))     # first load: 3 younger ops may stay
     assert waits(e) == [{"vmcnt": 3}]
-    e.emit("v_add_u32", v(31), v(12), v(12), writes=[v(31)])     # third load: only the store may stay
+    e.emit("v_add_u32", v(31), v(12), v(12))     # third load: only the store may stay
     assert waits(e)[-1] == {"vmcnt": 1}
-    e.emit("v_add_u32", v(32), v(11), v(11), writes=[v(32)])     # already complete: no new wait
+    e.emit("v_add_u32", v(32), v(11), v(11))     # already complete: no new wait
     assert len(waits(e)) == 2
 
 
 def test_scalar_loads_force_lgkmcnt_zero():
     e = emitter()
-    e.emit("ds_read_b32", v(5), v(1), writes=[v(5)])
-    e.emit("s_load_dwordx2", s(4, 5), s(0, 1), 0, writes=[s(4, 5)])
-    e.emit("ds_read_b32", v(6), v(1), writes=[v(6)])
-    e.emit("v_mov_b32", v(7), v(5), writes=[v(7)])
+    e.emit("ds_read_b32", v(5), v(1))
+    e.emit("s_load_dwordx2", s(4, 5), s(0, 1), 0)
+    e.emit("ds_read_b32", v(6), v(1))
+    e.emit("v_mov_b32", v(7), v(5))
     assert waits(e) == [{"lgkmcnt": 0}]      # an SMEM op is in flight: counts are not ordered
 
 
 def test_overwriting_a_pending_destination_waits():
     e = emitter()
-    e.emit("buffer_load_dwordx2", v(10, 11), v(1), s(8, 11), 0, offen=True, writes=[v(10, 11)])
-    e.emit("v_mov_b32", v(11), 0, writes=[v(11)])
+    e.emit("buffer_load_dwordx2", v(10, 11), v(1), s(8, 11), 0, offen=True)
+    e.emit("v_mov_b32", v(11), 0)
     assert waits(e) == [{"vmcnt": 0}]
 
 
 def test_mfma_result_read_by_valu_gets_nops():
     e = emitter()
-    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15), writes=[a(0, 15)])
-    e.emit("v_add_u32", v(40), v(41), v(42), writes=[v(40)])
-    e.emit("v_accvgpr_read_b32", v(43), a(3), writes=[v(43)])
+    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15))
+    e.emit("v_add_u32", v(40), v(41), v(42))
+    e.emit("v_accvgpr_read_b32", v(43), a(3))
     nops = [i.operands[0].value + 1 for i in e.code if getattr(i, "name", "") == "s_nop"]
     assert sum(nops) == 19 - 1    # one independent instruction already covers one wait state
 
 
 def test_valu_write_then_mfma_read():
     e = emitter()
-    e.emit("v_mov_b32", v(0), 0, writes=[v(0)])
-    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15), writes=[a(0, 15)])
+    e.emit("v_mov_b32", v(0), 0)
+    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15))
     assert [i.name for i in e.code] == ["v_mov_b32", "s_nop", "v_mfma_f32_32x32x8_bf16"]
     assert e.code[1].operands[0].value == 1
 
@@ -69,8 +70,8 @@ def test_valu_write_then_mfma_read():
 def test_back_edge_hazard_is_covered_before_the_branch():
     e = emitter()
     e.label("loop")
-    e.emit("v_accvgpr_read_b32", v(9), a(0), writes=[v(9)])
-    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15), writes=[a(0, 15)])
+    e.emit("v_accvgpr_read_b32", v(9), a(0))
+    e.emit("v_mfma_f32_32x32x8_bf16", a(0, 15), v(0, 1), v(2, 3), a(0, 15))
     e.branch("s_cbranch_scc1", "loop")
     names = [getattr(i, "name", "label") for i in e.code]
     assert names[-1] == "s_cbranch_scc1" and "s_nop" in names[names.index("v_mfma_f32_32x32x8_bf16"):]
@@ -80,6 +81,44 @@ def test_back_edge_hazard_is_covered_before_the_branch():
 
 def test_counters_type():
     e = emitter()
-    e.emit("buffer_load_dword", v(10), v(1), s(8, 11), 0, offen=True, writes=[v(10)])
+    e.emit("buffer_load_dword", v(10), v(1), s(8, 11), 0, offen=True)
     e.wait(vmcnt=0)
     assert isinstance(e.code[-1].operands[0], Counters)
+
+
+# --- what the emitter asks the spec ------------------------------------------------------------------------
+def test_waitcnt_limits_come_from_the_spec_and_llvm_agrees():
+    """OPR_WAITCNT's VM and LGKM fields give the largest counts; llvm-mc-22 takes them and refuses one more."""
+    import subprocess
+
+    from tests.oracles import require_tool
+
+    facts = emit_facts(isa.load_spec("gfx942"), PROFILE)
+    mc = require_tool("llvm-mc-22")
+    for counter, field in (("vmcnt", "vmcnt"), ("lgkmcnt", "lgkmcnt")):
+        top = facts.max_count[counter]
+        for value, ok in ((top, True), (top + 1, False)):
+            run = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-show-encoding"],
+                                 input=f"s_waitcnt {field}({value})\n", capture_output=True, text=True)
+            assert (run.returncode == 0 and "error" not in run.stderr) == ok, (counter, value, run.stderr)
+
+
+def test_writes_and_classes_come_from_the_spec():
+    """Destinations are the encoding's output operands in syntax order (VOPC's vcc, MUBUF's vdata, an MFMA's
+    accumulators, v_readfirstlane's SGPR); classes from functional groups: MFMA subgroup, VMEM, a VALU
+    producing a 32-bit SGPR value (readlane), other VALU, the rest."""
+    facts = emit_facts(isa.load_spec("gfx942"), PROFILE)
+    assert facts.written("v_cmp_gt_i32", 3) == (0,) and facts.written("v_cmp_gt_u32_e64", 3) == (0,)
+    assert facts.written("buffer_load_dwordx4", 4) == (0,) and facts.written("buffer_store_dword", 4) == ()
+    assert facts.written("ds_write_b64", 2) == () and facts.written("ds_read2_b64", 2) == (0,)
+    assert facts.written("v_mfma_f32_32x32x8_bf16", 4) == (0,) and facts.written("s_load_dwordx8", 3) == (0,)
+    classes = {n: facts.hazard_class(n) for n in ("v_mfma_f32_32x32x8_bf16", "v_readfirstlane_b32",
+                                                  "v_readlane_b32", "v_cmp_gt_i32", "v_add_u32", "ds_read_b64",
+                                                  "buffer_load_dword", "s_load_dwordx8", "s_add_u32")}
+    assert classes == {"v_mfma_f32_32x32x8_bf16": "mfma", "v_readfirstlane_b32": "readlane",
+                       "v_readlane_b32": "readlane", "v_cmp_gt_i32": "valu", "v_add_u32": "valu",
+                       "ds_read_b64": "memory", "buffer_load_dword": "memory", "s_load_dwordx8": "salu",
+                       "s_add_u32": "salu"}
+    assert facts.scalar_memory("s_load_dwordx8") and not facts.scalar_memory("ds_read_b64")
+    with pytest.raises(ValueError, match="takes 3 operands, not 2"):
+        emitter().emit("v_add_u32", v(1), v(2))

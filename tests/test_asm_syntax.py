@@ -7,12 +7,12 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from jitgemm.isa.asm_corpus import corpus
 from jitgemm.isa.asm_fastpath import parse_line
 from jitgemm.isa.asm_parser import parse, parse_lark
 from jitgemm.isa.assembler import assemble, assemble_program
 from jitgemm.isa.printer import format_instruction
 
+from tests.asm_corpus import corpus
 from tests.oracles import require_tool
 from tests.test_asm_support import SPEC_NAMES, forms_named, text_section
 

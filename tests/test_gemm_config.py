@@ -10,15 +10,9 @@ from dataclasses import replace
 
 import pytest
 from jitgemm.codegen.gemm_asm import lower_gemm
-from jitgemm.codegen.gemm_config import (
-    bank_cycles,
-    best_lds_pad,
-    default_config,
-    lds_cycles,
-    resources,
-    validate_config,
-)
+from jitgemm.codegen.gemm_config import bank_cycles, best_lds_pad, default_config, lds_cycles
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_plan import resources, validate_config
 from jitgemm.codegen.gemm_text import format_config, format_ir, parse
 from jitgemm.codegen.mfma_catalog import mfmas_for
 

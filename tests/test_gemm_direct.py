@@ -139,12 +139,12 @@ def test_vector_loads_packed_and_split_writes(a, d, mfma, layout):
 def test_default_big_tile_runs():
     """The default for a large problem (256x256 macro tile, 4 waves) on a smaller ragged one, so the emulator
     runs it in a few seconds: a partial tile in M, N and K."""
-    from jitgemm.codegen.gemm_compile import choose_config
+    from jitgemm.codegen.generator import generator
 
     from jitgemm import isa
 
     big = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
-    config = choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
+    config = generator("asm").choose_config(big, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
     assert (config.tile_m, config.tile_n) == (256, 256)
     run_config(GemmProblem.make(272, 264, 104, "bf16", layout="NT"), config, seed=5)
 
@@ -190,24 +190,24 @@ def test_emitter_joins_cover_every_incoming_path():
     """A forward branch joins its hazard history and pending loads with the fall-through path: an MFMA result
     read right after the join waits the MFMA->VALU states of the branch path (gfx942 profile: 19), and a load
     still pending on one path is waited for after the join."""
-    from jitgemm.codegen.asm_emit import Emitter, counter_lookup
+    from jitgemm.codegen.asm_emit import Emitter, emit_facts
     from jitgemm.isa.instruction import Reg
 
     from jitgemm import isa
 
     spec, profile = isa.load_spec("gfx942"), isa.target_profile("gfx942")
-    rule = next(h for h in profile.get("hazards") if (h["writer"], h["reader"]) == ("mfma", "valu"))
-    e = Emitter(counter_lookup(spec, profile), profile.get("hazards"))
+    rule = next(h for h in profile.hazards if (h["writer"], h["reader"]) == ("mfma", "valu"))
+    e = Emitter(emit_facts(spec, profile), profile.hazards)
     acc, v0, v2 = Reg("a", 0, 16), Reg("v", 0), Reg("v", 2, 2)
-    e.emit("v_mfma_f32_32x32x8_bf16", acc, v2, v2, acc, writes=[acc])
-    e.emit("buffer_load_dword", v0, Reg("v", 1), Reg("s", 4, 4), 0, offen=True, writes=[v0])
+    e.emit("v_mfma_f32_32x32x8_bf16", acc, v2, v2, acc)
+    e.emit("buffer_load_dword", v0, Reg("v", 1), Reg("s", 4, 4), 0, offen=True)
     e.branch("s_cbranch_scc1", "join")
     e.wait(vmcnt=0)
     for _ in range(rule["wait_states"]):
-        e.emit("s_add_u32", Reg("s", 8), Reg("s", 8), 1, writes=[Reg("s", 8)])
+        e.emit("s_add_u32", Reg("s", 8), Reg("s", 8), 1)
     e.label("join")
-    e.emit("v_accvgpr_read_b32", Reg("v", 3), Reg("a", 0), writes=[Reg("v", 3)])
-    e.emit("v_add_u32", Reg("v", 4), v0, v0, writes=[Reg("v", 4)])
+    e.emit("v_accvgpr_read_b32", Reg("v", 3), Reg("a", 0))
+    e.emit("v_add_u32", Reg("v", 4), v0, v0)
     tail = e.code[[type(x).__name__ for x in e.code].index("LabelDef"):]
     nops = sum(x.operands[0].value + 1 for x in tail if getattr(x, "name", "") == "s_nop")
     assert nops >= rule["wait_states"] - 3              # mfma, load, branch lie between on the branch path

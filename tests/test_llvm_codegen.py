@@ -10,9 +10,9 @@ import subprocess
 
 import pytest
 from jitgemm.codegen import codeobj
-from jitgemm.codegen.gemm_asm import KERNARGS
 from jitgemm.codegen.gemm_compile import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.kernel_abi import KERNARGS
 
 from jitgemm import isa
 from jitgemm.contract import Contract
@@ -124,7 +124,7 @@ def test_llvm_ir_uses_the_named_mechanisms():
         assert f'@"{name}' in text, name
     assert 'fence syncscope("workgroup") release' in text
     assert "module asm" not in text      # module-level inline asm aborts LLVM's AMDGPU object emission
-    asm = compiled.assembly()
+    asm = compiled.stages["amdgcn"]
     assert "v_mfma_f32_16x16x16_bf16" in asm and "s_barrier" in asm and ".amdhsa_kernel " + compiled.name in asm
 
 
@@ -249,13 +249,14 @@ def test_double_lds_buffer_is_refused_by_the_llvm_generator():
     from dataclasses import replace
 
     import pytest
-    from jitgemm.codegen.gemm_compile import choose_config
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.codegen.generator import generator
     from jitgemm.codegen.llvm.compile import compile_gemm_llvm
 
     from jitgemm import isa
 
     p = GemmProblem.make(64, 64, 64, "bf16", layout="NT")
-    cfg = replace(choose_config(p, isa.load_spec("gfx942"), isa.target_profile("gfx942")), lds_buffers=2)
+    chosen = generator("asm").choose_config(p, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
+    cfg = replace(chosen, lds_buffers=2)
     with pytest.raises(IRError, match="lds_buffers=2: the LLVM generator stages through one LDS buffer"):
         compile_gemm_llvm(p, cfg)

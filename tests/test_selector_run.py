@@ -68,15 +68,14 @@ def test_matmul_uses_selected_prebuilt_kernel(tmp_path, monkeypatch):
     """A kernel registered from a folder is chosen when it ranks first, and computes the right answer."""
     import jitgemm
     import jitgemm.selector as selector_module
-    from jitgemm import api
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
     folder = tmp_path / "prebuilt"
     folder.mkdir()
     k = compile_gemm(GemmProblem.make(48, 40, 32, "bf16", layout="TN"), name="only_kernel")
     (folder / "k.co").write_bytes(k.code_object)
-    monkeypatch.setattr(selector_module, "_default", Selector([PrebuiltSupplier(folder)]))
-    monkeypatch.setattr(api, "_chosen", {})
+    monkeypatch.setattr(selector_module, "_suppliers", [PrebuiltSupplier(folder)])
+    monkeypatch.setattr(selector_module, "_selectors", {})
     rng = np.random.default_rng(1)
     import ml_dtypes
 
@@ -95,7 +94,8 @@ def test_use_prebuilt_registers_folder_for_matmul(tmp_path, monkeypatch):
     import jitgemm.selector as selector_module
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.setattr(selector_module, "_default", Selector([]))
+    monkeypatch.setattr(selector_module, "_suppliers", [])
+    monkeypatch.setattr(selector_module, "_selectors", {})
     folder = tmp_path / "kernels"
     folder.mkdir()
     k = compile_gemm(GemmProblem.make(32, 32, 32, "bf16"), name="user_kernel")

@@ -25,3 +25,38 @@ def test_cdna_register_budget():
     assert p.get("arch_vgprs") + p.get("agprs") == p.get("vgprs") == 512
     assert p.get("fp8_flavour") == "fnuz" and isa.target_profile("gfx950").get("fp8_flavour") == "ocp"
     assert p.bundled_spec and p.spec_release == "2026_08_06"
+
+
+def test_profile_numbers_have_one_owner():
+    """compute_units, agprs and the code-object facts are typed attributes of the profile; the code-object
+    writer's processor table is built from them (no second table with other defaults)."""
+    from jitgemm.codegen.codeobj.targets import TARGETS
+
+    p = isa.target_profile("gfx942")
+    assert (p.compute_units, p.agprs, p.arch_vgprs, p.lds_banks) == (304, 256, 256, 32)
+    assert isa.target_profile("gfx1100").agprs == 0 and isa.target_profile("gfx1100").code_object is None
+    assert set(TARGETS) == {t for t in known_targets() if isa.target_profile(t).code_object is not None}
+    for name, t in TARGETS.items():
+        q = isa.target_profile(name)
+        assert (t.mach, t.max_vgprs, t.max_arch_vgprs, t.max_sgprs, t.max_lds) == (
+            q.code_object.elf_mach, q.vgprs, q.arch_vgprs, q.sgprs, q.lds_bytes_per_workgroup)
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda t: t.replace("compute_units: 304", "compute_units: many"), "'compute_units' is 'many'; accepted: int"),
+    (lambda t: t.replace("agprs: 256", "agprs: true"), "'agprs' is True; accepted: int"),
+    (lambda t: "\n".join(x for x in t.splitlines() if not x.startswith("sgprs:")), "lacks 'sgprs'"),
+    (lambda t: t.replace("elf_mach: 0x04C", "elf_mach: gfx942"), "'code_object.elf_mach' is 'gfx942'"),
+    (lambda t: t.replace("  max_user_sgprs: 16", "  max_user_sgprs: 16\n  extra: 1"), "unknown keys extra"),
+])
+def test_malformed_profile_is_refused_with_the_key(edit, message):
+    from importlib import resources
+
+    from jitgemm.isa.errors import SpecError
+    from jitgemm.isa.targets import parse_profile
+
+    text = resources.files("jitgemm.specs.targets").joinpath("gfx942.yaml").read_text()
+    assert parse_profile(text, "gfx942.yaml").compute_units == 304
+    with pytest.raises(SpecError, match=message) as err:
+        parse_profile(edit(text), "specs/targets/gfx942.yaml")
+    assert "specs/targets/gfx942.yaml" in str(err.value)

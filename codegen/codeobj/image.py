@@ -188,331 +188,379 @@ class _StringTable:
 
 def build_shared_object(chunks: Sequence[Chunk], symbols: Sequence[Sym], relocs: Sequence[Reloc],
                         note: bytes, e_flags: int, abi_version: int) -> bytes:
-    """Link the pieces into a loadable ET_DYN image."""
+    """Link the pieces into a loadable ET_DYN image (the phases: `_SharedObject`)."""
+    return _SharedObject(chunks, symbols, relocs, note, e_flags, abi_version).build()
+
+
+class _SharedObject:
+    """One link, phase by phase as ld.lld does it: output sections from the input chunks; GOT slots and dynamic
+    relocations; the dynamic symbol table, its hashes and the synthetic sections; addresses and file offsets;
+    relocations applied; section contents and .symtab; program headers; the file."""
+
+    def __init__(self, chunks: Sequence[Chunk], symbols: Sequence[Sym], relocs: Sequence[Reloc], note: bytes,
+                 e_flags: int, abi_version: int) -> None:
+        self.chunks, self.symbols, self.relocs = chunks, symbols, relocs
+        self.note, self.e_flags, self.abi_version = note, e_flags, abi_version
+
+    def build(self) -> bytes:
+        self._output_sections()
+        self._got_and_dynamic_relocations()
+        self._dynamic_symbols()
+        self._synthetic_sections()
+        self._layout()
+        self._apply_relocations()
+        self._section_table()
+        self._contents()
+        self._symtab()
+        return self._file()
+
     # -- output sections from input chunks, in order of first appearance
-    outs: dict[str, _Out] = {}
-    for c in chunks:
-        if not c.flags & E.SHF_ALLOC:
-            continue
-        o = outs.get(c.name)
-        if o is None:
-            o = outs[c.name] = _Out(c.name, E.SHT_NOBITS if c.data is None else E.SHT_PROGBITS, 0, 1)
-        if c.data is not None:
-            o.type = E.SHT_PROGBITS
-        o.flags |= c.flags & (E.SHF_ALLOC | E.SHF_WRITE | E.SHF_EXECINSTR)
-        o.align = max(o.align, c.align)
-        o.chunks.append(c)
-    ro, rx, relro_in, rw, bss = [], [], [], [], []
-    for o in outs.values():
-        if o.flags & E.SHF_EXECINSTR:
-            rx.append(o)
-        elif not o.flags & E.SHF_WRITE:
-            ro.append(o)
-        elif o.name.startswith(".data.rel.ro"):
-            relro_in.append(o)
-        elif o.nobits:
-            bss.append(o)
-        else:
-            rw.append(o)
+    def _output_sections(self) -> None:
+        outs: dict[str, _Out] = {}
+        for c in self.chunks:
+            if not c.flags & E.SHF_ALLOC:
+                continue
+            o = outs.get(c.name)
+            if o is None:
+                o = outs[c.name] = _Out(c.name, E.SHT_NOBITS if c.data is None else E.SHT_PROGBITS, 0, 1)
+            if c.data is not None:
+                o.type = E.SHT_PROGBITS
+            o.flags |= c.flags & (E.SHF_ALLOC | E.SHF_WRITE | E.SHF_EXECINSTR)
+            o.align = max(o.align, c.align)
+            o.chunks.append(c)
+        self.outs = outs
+        self.ro, self.rx, self.relro_in, self.rw, self.bss = [], [], [], [], []
+        for o in outs.values():
+            if o.flags & E.SHF_EXECINSTR:
+                self.rx.append(o)
+            elif not o.flags & E.SHF_WRITE:
+                self.ro.append(o)
+            elif o.name.startswith(".data.rel.ro"):
+                self.relro_in.append(o)
+            elif o.nobits:
+                self.bss.append(o)
+            else:
+                self.rw.append(o)
 
     # -- GOT slots and dynamic relocations
-    got_syms: list[Sym] = []
-    got_index: dict[int, int] = {}
-    for rel in relocs:
-        if rel.type not in _WIDTH:
-            raise CodeObjectError(f"{_where(rel)}: unsupported {_reloc_name(rel.type)} against {rel.sym.name!r}")
-        if not rel.sym.defined and rel.sym.bind != E.STB_WEAK:
-            raise CodeObjectError(f"{_where(rel)}: undefined symbol {rel.sym.name!r} ({_reloc_name(rel.type)}); "
-                                  "a code object cannot import symbols")
-        if rel.type in _GOT_TYPES and id(rel.sym) not in got_index:
-            got_index[id(rel.sym)] = len(got_syms)
-            got_syms.append(rel.sym)
-    got = _Out(".got", E.SHT_PROGBITS, E.SHF_ALLOC | E.SHF_WRITE, 8) if got_syms else None
-    if got is not None:
-        got.size = GOT_ENTRY * len(got_syms)
-        got.data = bytearray(got.size)
+    def _got_and_dynamic_relocations(self) -> None:
+        got_syms: list[Sym] = []
+        got_index: dict[int, int] = {}
+        for rel in self.relocs:
+            if rel.type not in _WIDTH:
+                raise CodeObjectError(f"{_where(rel)}: unsupported {_reloc_name(rel.type)} against {rel.sym.name!r}")
+            if not rel.sym.defined and rel.sym.bind != E.STB_WEAK:
+                raise CodeObjectError(f"{_where(rel)}: undefined symbol {rel.sym.name!r} ({_reloc_name(rel.type)}); "
+                                      "a code object cannot import symbols")
+            if rel.type in _GOT_TYPES and id(rel.sym) not in got_index:
+                got_index[id(rel.sym)] = len(got_syms)
+                got_syms.append(rel.sym)
+        got = _Out(".got", E.SHT_PROGBITS, E.SHF_ALLOC | E.SHF_WRITE, 8) if got_syms else None
+        if got is not None:
+            got.size = GOT_ENTRY * len(got_syms)
+            got.data = bytearray(got.size)
+        self.got, self.got_syms, self.got_index = got, got_syms, got_index
 
-    exported = [s for s in symbols if s.exported]
-    seen: set[str] = set()
-    for s in exported:
-        if s.name in seen:
-            raise CodeObjectError(f"duplicate symbol {s.name!r}")
-        seen.add(s.name)
-    dyn_relocs: list[_DynReloc] = []
-    for rel in relocs:
-        if rel.type == E.R_AMDGPU_ABS64 and not rel.sym.absolute and rel.sym.defined:
-            if not rel.chunk.flags & E.SHF_WRITE:
-                raise CodeObjectError(f"{_where(rel)}: {_reloc_name(rel.type)} against {rel.sym.name!r} needs a "
-                                      "load-time relocation in a read-only section; put the pointer in .data")
-            dyn_relocs.append(_DynReloc(rel.chunk, rel.offset, E.R_AMDGPU_ABS64, rel.sym, rel.addend))
-        elif rel.type in _ABS32_TYPES and not rel.sym.absolute and rel.sym.defined:
-            raise CodeObjectError(f"{_where(rel)}: {_reloc_name(rel.type)} against {rel.sym.name!r} cannot be "
-                                  "resolved in a position-independent code object; compile with PC-relative "
-                                  "addressing")
-    if got is not None:
-        for i, s in enumerate(got_syms):
-            if not s.absolute and s.defined:
-                dyn_relocs.append(_DynReloc(got, i * GOT_ENTRY, E.R_AMDGPU_ABS64, s, 0))
+        self.exported = [s for s in self.symbols if s.exported]
+        seen: set[str] = set()
+        for s in self.exported:
+            if s.name in seen:
+                raise CodeObjectError(f"duplicate symbol {s.name!r}")
+            seen.add(s.name)
+        dyn_relocs: list[_DynReloc] = []
+        for rel in self.relocs:
+            if rel.type == E.R_AMDGPU_ABS64 and not rel.sym.absolute and rel.sym.defined:
+                if not rel.chunk.flags & E.SHF_WRITE:
+                    raise CodeObjectError(f"{_where(rel)}: {_reloc_name(rel.type)} against {rel.sym.name!r} needs a "
+                                          "load-time relocation in a read-only section; put the pointer in .data")
+                dyn_relocs.append(_DynReloc(rel.chunk, rel.offset, E.R_AMDGPU_ABS64, rel.sym, rel.addend))
+            elif rel.type in _ABS32_TYPES and not rel.sym.absolute and rel.sym.defined:
+                raise CodeObjectError(f"{_where(rel)}: {_reloc_name(rel.type)} against {rel.sym.name!r} cannot be "
+                                      "resolved in a position-independent code object; compile with PC-relative "
+                                      "addressing")
+        if got is not None:
+            for i, s in enumerate(got_syms):
+                if not s.absolute and s.defined:
+                    dyn_relocs.append(_DynReloc(got, i * GOT_ENTRY, E.R_AMDGPU_ABS64, s, 0))
+        self.dyn_relocs = dyn_relocs
 
     # -- dynamic symbol table order (GNU hash groups by bucket), string table, hashes
-    dynstr = _StringTable()
-    for s in exported:
-        dynstr.add(s.name)
-    gnu_hash, order = _gnu_hash_section([s.name.encode() for s in exported], 1)
-    dynsyms = [exported[i] for i in order]
-    dyn_index = {id(s): i + 1 for i, s in enumerate(dynsyms)}
-    sysv_hash = _sysv_hash_section([b""] + [s.name.encode() for s in dynsyms])
+    def _dynamic_symbols(self) -> None:
+        self.dynstr = _StringTable()
+        for s in self.exported:
+            self.dynstr.add(s.name)
+        self.gnu_hash, order = _gnu_hash_section([s.name.encode() for s in self.exported], 1)
+        self.dynsyms = [self.exported[i] for i in order]
+        self.dyn_index = {id(s): i + 1 for i, s in enumerate(self.dynsyms)}
+        self.sysv_hash = _sysv_hash_section([b""] + [s.name.encode() for s in self.dynsyms])
+        self.relative_count = sum(1 for d in self.dyn_relocs if self._final_reloc(d)[0] == E.R_AMDGPU_RELATIVE64)
 
-    # relative relocations first, then symbolic by (symbol index, offset): lld's -z combreloc order
-    def final_reloc(d: _DynReloc) -> tuple[int, int | None]:
+    def _final_reloc(self, d: _DynReloc) -> tuple[int, int | None]:
+        """Relative relocations first, then symbolic by (symbol index, offset): lld's -z combreloc order."""
         if d.sym is not None and d.sym.preemptible:
-            return E.R_AMDGPU_ABS64, dyn_index[id(d.sym)]
+            return E.R_AMDGPU_ABS64, self.dyn_index[id(d.sym)]
         return E.R_AMDGPU_RELATIVE64, None
 
-    relative_count = sum(1 for d in dyn_relocs if final_reloc(d)[0] == E.R_AMDGPU_RELATIVE64)
-
-    def section(name: str, kind: int, flags: int, align: int, size: int, entsize: int = 0,
-                link: str | None = None, info: int = 0) -> _Out:
+    @staticmethod
+    def _section(name: str, kind: int, flags: int, align: int, size: int, entsize: int = 0,
+                 link: str | None = None, info: int = 0) -> _Out:
         return _Out(name, kind, flags, align, size=size, entsize=entsize, link=link, info=info)
 
-    A = E.SHF_ALLOC
-    note_out = section(".note", E.SHT_NOTE, A, 4, len(note)) if note else None
-    dynsym_out = section(".dynsym", E.SHT_DYNSYM, A, 8, E.SYM.size * (len(dynsyms) + 1), E.SYM.size, ".dynstr", 1)
-    gnu_out = section(".gnu.hash", E.SHT_GNU_HASH, A, 8, len(gnu_hash), 0, ".dynsym")
-    hash_out = section(".hash", E.SHT_HASH, A, 4, len(sysv_hash), 4, ".dynsym")
-    dynstr_out = section(".dynstr", E.SHT_STRTAB, A, 1, len(dynstr.data))
-    rela_out = (section(".rela.dyn", E.SHT_RELA, A, 8, E.RELA.size * len(dyn_relocs), E.RELA.size, ".dynsym")
-                if dyn_relocs else None)
-    dyn_tags = 7 + (4 if rela_out is not None and relative_count else 3 if rela_out is not None else 0)
-    dynamic_out = section(".dynamic", E.SHT_DYNAMIC, A | E.SHF_WRITE, 8, E.DYN.size * dyn_tags, E.DYN.size,
-                          ".dynstr")
-    padding_out = section(".relro_padding", E.SHT_NOBITS, A | E.SHF_WRITE, 1, 0)
-
-    ro_list = [s for s in (note_out, dynsym_out, gnu_out, hash_out, dynstr_out, rela_out) if s] + ro
-    relro_list = relro_in + [dynamic_out] + ([got] if got is not None else [])
-    rw_list = rw + bss
-    # Program headers: PHDR, LOAD (R), LOAD (RX)?, LOAD (RW relro), LOAD (RW)?, DYNAMIC, GNU_RELRO, GNU_STACK,
-    # NOTE?
-    phnum = 1 + 1 + (1 if rx else 0) + 1 + (1 if rw_list else 0) + 3 + (1 if note_out else 0)
+    def _synthetic_sections(self) -> None:
+        section, A = self._section, E.SHF_ALLOC
+        self.note_out = section(".note", E.SHT_NOTE, A, 4, len(self.note)) if self.note else None
+        self.dynsym_out = section(".dynsym", E.SHT_DYNSYM, A, 8, E.SYM.size * (len(self.dynsyms) + 1), E.SYM.size,
+                                  ".dynstr", 1)
+        self.gnu_out = section(".gnu.hash", E.SHT_GNU_HASH, A, 8, len(self.gnu_hash), 0, ".dynsym")
+        self.hash_out = section(".hash", E.SHT_HASH, A, 4, len(self.sysv_hash), 4, ".dynsym")
+        self.dynstr_out = section(".dynstr", E.SHT_STRTAB, A, 1, len(self.dynstr.data))
+        self.rela_out = (section(".rela.dyn", E.SHT_RELA, A, 8, E.RELA.size * len(self.dyn_relocs), E.RELA.size,
+                                 ".dynsym") if self.dyn_relocs else None)
+        dyn_tags = 7 + (4 if self.rela_out is not None and self.relative_count else
+                        3 if self.rela_out is not None else 0)
+        self.dynamic_out = section(".dynamic", E.SHT_DYNAMIC, A | E.SHF_WRITE, 8, E.DYN.size * dyn_tags, E.DYN.size,
+                                   ".dynstr")
+        self.padding_out = section(".relro_padding", E.SHT_NOBITS, A | E.SHF_WRITE, 1, 0)
+        self.ro_list = [s for s in (self.note_out, self.dynsym_out, self.gnu_out, self.hash_out, self.dynstr_out,
+                                    self.rela_out) if s] + self.ro
+        self.relro_list = self.relro_in + [self.dynamic_out] + ([self.got] if self.got is not None else [])
+        self.rw_list = self.rw + self.bss
+        # Program headers: PHDR, LOAD (R), LOAD (RX)?, LOAD (RW relro), LOAD (RW)?, DYNAMIC, GNU_RELRO, GNU_STACK,
+        # NOTE?
+        self.phnum = 1 + 1 + (1 if self.rx else 0) + 1 + (1 if self.rw_list else 0) + 3 + (1 if self.note_out else 0)
 
     # -- addresses and file offsets
-    for o in list(ro) + rx + relro_in + rw_list:
-        pos = 0
-        for c in o.chunks:
-            pos = E.align_up(pos, c.align)
-            c.addr = pos  # relative for now
-            pos += c.size
-        o.size = pos
-    off = E.EHDR.size + E.PHDR.size * phnum
-    for o in ro_list:  # the first segment maps the file from offset 0: address == offset
-        o.addr = o.offset = E.align_up(off, o.align)
-        off = o.offset + o.size
-    dot = ro_end = off
+    def _layout(self) -> None:
+        for o in list(self.ro) + self.rx + self.relro_in + self.rw_list:
+            pos = 0
+            for c in o.chunks:
+                pos = E.align_up(pos, c.align)
+                c.addr = pos  # relative for now
+                pos += c.size
+            o.size = pos
+        self.off = E.EHDR.size + E.PHDR.size * self.phnum
+        for o in self.ro_list:  # the first segment maps the file from offset 0: address == offset
+            o.addr = o.offset = E.align_up(self.off, o.align)
+            self.off = o.offset + o.size
+        self.dot = self.ro_end = self.off
+        self.rx_range = None
+        if self.rx:
+            self._place(self.rx)
+            self.rx_range = (self.rx[0], self.dot)
+        self._place(self.relro_list)
+        self.relro_end = self.dot
+        self.padding_out.addr, self.padding_out.offset = self.relro_end, self.off
+        self.padding_out.size = E.align_up(self.relro_end, PAGE) - self.relro_end
+        self.rw_range = None
+        if self.rw_list:
+            self._place(self.rw_list)
+            self.rw_range = (self.rw_list[0], self.dot)
+        for o in self.ro + self.rx + self.relro_in + self.rw_list:
+            for c in o.chunks:
+                c.addr += o.addr
 
-    def place(group: list[_Out]) -> None:
+    def _place(self, group: list[_Out]) -> None:
         """Start a new PT_LOAD: lld puts its first section on the next page at the current page offset (so
         the file needs no padding), the following ones right after at their alignment."""
-        nonlocal off, dot
         first = group[0]
-        first.addr = E.align_up(dot, PAGE) + E.align_up(dot % PAGE, first.align)
-        first.offset = off + ((first.addr - off) % PAGE)
+        first.addr = E.align_up(self.dot, PAGE) + E.align_up(self.dot % PAGE, first.align)
+        first.offset = self.off + ((first.addr - self.off) % PAGE)
         seg_addr, seg_off = first.addr, first.offset
         for o in group:
             if o is not first:
-                o.addr = E.align_up(dot, o.align)
+                o.addr = E.align_up(self.dot, o.align)
                 o.offset = seg_off + (o.addr - seg_addr)
-            dot = o.addr + o.size
+            self.dot = o.addr + o.size
             if not o.nobits:
-                off = o.offset + o.size
-
-    rx_range = None
-    if rx:
-        place(rx)
-        rx_range = (rx[0], dot)
-    place(relro_list)
-    relro_end = dot
-    padding_out.addr, padding_out.offset = relro_end, off
-    padding_out.size = E.align_up(relro_end, PAGE) - relro_end
-    rw_range = None
-    if rw_list:
-        place(rw_list)
-        rw_range = (rw_list[0], dot)
-    for o in ro + rx + relro_in + rw_list:
-        for c in o.chunks:
-            c.addr += o.addr
+                self.off = o.offset + o.size
 
     # -- apply relocations
-    def patch(target: bytearray, at: int, width: int, value: int, rel: Reloc) -> None:
+    @staticmethod
+    def _patch(target: bytearray, at: int, width: int, value: int, rel: Reloc) -> None:
         if at < 0 or at + width > len(target):
             raise CodeObjectError(f"{_where(rel)}: {_reloc_name(rel.type)} writes outside its section")
         target[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
 
-    for rel in relocs:
-        if rel.chunk.data is None:
-            raise CodeObjectError(f"{_where(rel)}: relocation in a section without contents")
-        s = rel.sym.address if rel.sym.defined else 0
-        p = rel.chunk.addr + rel.offset
-        a = rel.addend
-        t = rel.type
-        width = _WIDTH[t]
-        if t == E.R_AMDGPU_ABS64:
-            value = 0 if (rel.sym.defined and not rel.sym.absolute) else s + a  # loader adds the base
-        elif t in (E.R_AMDGPU_ABS32, E.R_AMDGPU_ABS32_LO):
-            value = s + a
-        elif t == E.R_AMDGPU_ABS32_HI:
-            value = (s + a) >> 32
-        elif t in (E.R_AMDGPU_REL32, E.R_AMDGPU_REL64, E.R_AMDGPU_REL32_LO):
-            value = s + a - p
-            if t == E.R_AMDGPU_REL32 and not -(1 << 31) <= value < (1 << 31):
-                raise CodeObjectError(f"{_where(rel)}: {_reloc_name(t)} to {rel.sym.name!r} out of range")
-        elif t == E.R_AMDGPU_REL32_HI:
-            value = (s + a - p) >> 32
-        elif t == E.R_AMDGPU_REL16:
-            delta = s + a - p - 4
-            if delta % 4 or not -(1 << 17) <= delta < (1 << 17):
-                raise CodeObjectError(f"{_where(rel)}: branch to {rel.sym.name!r} is out of range or misaligned")
-            value = delta // 4
-        else:  # GOT-relative
-            assert got is not None
-            g = got.addr + GOT_ENTRY * got_index[id(rel.sym)]
-            value = g + a - p if t != E.R_AMDGPU_GOTPCREL32_HI else (g + a - p) >> 32
-        patch(rel.chunk.data, rel.offset, width, value, rel)
-    if got is not None:
-        for i, s in enumerate(got_syms):
-            if s.absolute or not s.defined:
-                got.data[i * 8:i * 8 + 8] = ((s.address if s.defined else 0) & (2**64 - 1)).to_bytes(8, "little")
+    def _apply_relocations(self) -> None:
+        got = self.got
+        for rel in self.relocs:
+            if rel.chunk.data is None:
+                raise CodeObjectError(f"{_where(rel)}: relocation in a section without contents")
+            s = rel.sym.address if rel.sym.defined else 0
+            p = rel.chunk.addr + rel.offset
+            a = rel.addend
+            t = rel.type
+            width = _WIDTH[t]
+            if t == E.R_AMDGPU_ABS64:
+                value = 0 if (rel.sym.defined and not rel.sym.absolute) else s + a  # loader adds the base
+            elif t in (E.R_AMDGPU_ABS32, E.R_AMDGPU_ABS32_LO):
+                value = s + a
+            elif t == E.R_AMDGPU_ABS32_HI:
+                value = (s + a) >> 32
+            elif t in (E.R_AMDGPU_REL32, E.R_AMDGPU_REL64, E.R_AMDGPU_REL32_LO):
+                value = s + a - p
+                if t == E.R_AMDGPU_REL32 and not -(1 << 31) <= value < (1 << 31):
+                    raise CodeObjectError(f"{_where(rel)}: {_reloc_name(t)} to {rel.sym.name!r} out of range")
+            elif t == E.R_AMDGPU_REL32_HI:
+                value = (s + a - p) >> 32
+            elif t == E.R_AMDGPU_REL16:
+                delta = s + a - p - 4
+                if delta % 4 or not -(1 << 17) <= delta < (1 << 17):
+                    raise CodeObjectError(f"{_where(rel)}: branch to {rel.sym.name!r} is out of range or misaligned")
+                value = delta // 4
+            else:  # GOT-relative
+                assert got is not None
+                g = got.addr + GOT_ENTRY * self.got_index[id(rel.sym)]
+                value = g + a - p if t != E.R_AMDGPU_GOTPCREL32_HI else (g + a - p) >> 32
+            self._patch(rel.chunk.data, rel.offset, width, value, rel)
+        if got is not None:
+            for i, s in enumerate(self.got_syms):
+                if s.absolute or not s.defined:
+                    got.data[i * 8:i * 8 + 8] = ((s.address if s.defined else 0) & (2**64 - 1)).to_bytes(8, "little")
 
     # -- section header table order and indices
-    alloc = ro_list + rx + relro_list + [padding_out] + rw_list
-    symtab_out = section(".symtab", E.SHT_SYMTAB, 0, 8, 0, E.SYM.size, ".strtab")
-    shstrtab_out = section(".shstrtab", E.SHT_STRTAB, 0, 1, 0)
-    strtab_out = section(".strtab", E.SHT_STRTAB, 0, 1, 0)
-    all_sections = alloc + [symtab_out, shstrtab_out, strtab_out]
-    for i, o in enumerate(all_sections, start=1):
-        o.index = i
-    by_name = {o.name: o for o in all_sections}
+    def _section_table(self) -> None:
+        section = self._section
+        self.alloc = self.ro_list + self.rx + self.relro_list + [self.padding_out] + self.rw_list
+        self.symtab_out = section(".symtab", E.SHT_SYMTAB, 0, 8, 0, E.SYM.size, ".strtab")
+        self.shstrtab_out = section(".shstrtab", E.SHT_STRTAB, 0, 1, 0)
+        self.strtab_out = section(".strtab", E.SHT_STRTAB, 0, 1, 0)
+        self.all_sections = self.alloc + [self.symtab_out, self.shstrtab_out, self.strtab_out]
+        for i, o in enumerate(self.all_sections, start=1):
+            o.index = i
+        self.by_name = {o.name: o for o in self.all_sections}
 
-    def shndx(s: Sym) -> int:
+    def _shndx(self, s: Sym) -> int:
         if not s.defined:
             return E.SHN_UNDEF
         if s.chunk is None:
             return E.SHN_ABS
-        return outs[s.chunk.name].index if s.chunk.name in outs else E.SHN_ABS
+        return self.outs[s.chunk.name].index if s.chunk.name in self.outs else E.SHN_ABS
 
     # -- synthetic contents
-    dynsym_data = bytearray(E.SYM.size)
-    for s in dynsyms:
-        dynsym_data += E.SYM.pack(dynstr.index[s.name.encode()], (s.bind << 4) | s.type, s.visibility,
-                                  shndx(s), s.address, s.size)
-    rela_data = bytearray()
-    ordered = sorted(dyn_relocs, key=lambda d: (final_reloc(d)[0] != E.R_AMDGPU_RELATIVE64,
-                                                final_reloc(d)[1] or 0, d.address()))
-    for d in ordered:
-        kind, index = final_reloc(d)
-        if kind == E.R_AMDGPU_RELATIVE64:
-            rela_data += E.RELA.pack(d.address(), kind, (d.sym.address if d.sym else 0) + d.addend)
-        else:
-            rela_data += E.RELA.pack(d.address(), (index << 32) | kind, d.addend)
-    dyn_entries = []
-    if rela_out is not None:
-        dyn_entries += [(E.DT_RELA, rela_out.addr), (E.DT_RELASZ, rela_out.size), (E.DT_RELAENT, E.RELA.size)]
-        if relative_count:
-            dyn_entries.append((E.DT_RELACOUNT, relative_count))
-    dyn_entries += [(E.DT_SYMTAB, dynsym_out.addr), (E.DT_SYMENT, E.SYM.size), (E.DT_STRTAB, dynstr_out.addr),
-                    (E.DT_STRSZ, dynstr_out.size), (E.DT_GNU_HASH, gnu_out.addr), (E.DT_HASH, hash_out.addr),
-                    (E.DT_NULL, 0)]
-    contents: dict[str, bytes] = {
-        ".dynsym": bytes(dynsym_data), ".gnu.hash": gnu_hash, ".hash": sysv_hash, ".dynstr": bytes(dynstr.data),
-        ".dynamic": b"".join(E.DYN.pack(t, v) for t, v in dyn_entries),
-    }
-    if note_out is not None:
-        contents[".note"] = note
-    if rela_out is not None:
-        contents[".rela.dyn"] = bytes(rela_data)
-    if got is not None:
-        contents[".got"] = bytes(got.data)
-    for o in ro + rx + relro_in + rw_list:
-        if o.nobits:
-            continue
-        buf = bytearray(o.size)
-        for c in o.chunks:
-            if c.data is not None:
-                buf[c.addr - o.addr:c.addr - o.addr + c.size] = c.data
-        contents[o.name] = bytes(buf)
+    def _contents(self) -> None:
+        dynsym_data = bytearray(E.SYM.size)
+        for s in self.dynsyms:
+            dynsym_data += E.SYM.pack(self.dynstr.index[s.name.encode()], (s.bind << 4) | s.type, s.visibility,
+                                      self._shndx(s), s.address, s.size)
+        rela_data = bytearray()
+        final = self._final_reloc
+        ordered = sorted(self.dyn_relocs, key=lambda d: (final(d)[0] != E.R_AMDGPU_RELATIVE64, final(d)[1] or 0,
+                                                         d.address()))
+        for d in ordered:
+            kind, index = final(d)
+            if kind == E.R_AMDGPU_RELATIVE64:
+                rela_data += E.RELA.pack(d.address(), kind, (d.sym.address if d.sym else 0) + d.addend)
+            else:
+                rela_data += E.RELA.pack(d.address(), (index << 32) | kind, d.addend)
+        dyn_entries = []
+        if self.rela_out is not None:
+            dyn_entries += [(E.DT_RELA, self.rela_out.addr), (E.DT_RELASZ, self.rela_out.size),
+                            (E.DT_RELAENT, E.RELA.size)]
+            if self.relative_count:
+                dyn_entries.append((E.DT_RELACOUNT, self.relative_count))
+        dyn_entries += [(E.DT_SYMTAB, self.dynsym_out.addr), (E.DT_SYMENT, E.SYM.size),
+                        (E.DT_STRTAB, self.dynstr_out.addr), (E.DT_STRSZ, self.dynstr_out.size),
+                        (E.DT_GNU_HASH, self.gnu_out.addr), (E.DT_HASH, self.hash_out.addr), (E.DT_NULL, 0)]
+        contents: dict[str, bytes] = {
+            ".dynsym": bytes(dynsym_data), ".gnu.hash": self.gnu_hash, ".hash": self.sysv_hash,
+            ".dynstr": bytes(self.dynstr.data), ".dynamic": b"".join(E.DYN.pack(t, v) for t, v in dyn_entries),
+        }
+        if self.note_out is not None:
+            contents[".note"] = self.note
+        if self.rela_out is not None:
+            contents[".rela.dyn"] = bytes(rela_data)
+        if self.got is not None:
+            contents[".got"] = bytes(self.got.data)
+        for o in self.ro + self.rx + self.relro_in + self.rw_list:
+            if o.nobits:
+                continue
+            buf = bytearray(o.size)
+            for c in o.chunks:
+                if c.data is not None:
+                    buf[c.addr - o.addr:c.addr - o.addr + c.size] = c.data
+            contents[o.name] = bytes(buf)
+        self.contents = contents
 
     # -- .symtab: null, input locals, hidden globals (made local), _DYNAMIC, then the globals
-    strtab = _StringTable()
-    locals_ = [s for s in symbols if s.bind == E.STB_LOCAL and s.type not in (E.STT_SECTION, E.STT_FILE)
-               and s.name]
-    hidden = [s for s in symbols if s.bind != E.STB_LOCAL and s.defined and not s.exported]
-    globals_ = [s for s in symbols if s.bind != E.STB_LOCAL and s.exported]
-    symtab = bytearray(E.SYM.size)
-    for s in locals_ + hidden:
-        symtab += E.SYM.pack(strtab.add(s.name), (E.STB_LOCAL << 4) | s.type, s.visibility, shndx(s),
-                             s.address, s.size)
-    symtab += E.SYM.pack(strtab.add("_DYNAMIC"), E.STT_NOTYPE, E.STV_HIDDEN, dynamic_out.index,
-                         dynamic_out.addr, 0)
-    first_global = len(symtab) // E.SYM.size
-    for s in globals_:
-        symtab += E.SYM.pack(strtab.add(s.name), (s.bind << 4) | s.type, s.visibility, shndx(s), s.address, s.size)
-    symtab_out.info = first_global
-    contents[".symtab"] = bytes(symtab)
-    contents[".strtab"] = bytes(strtab.data)
-    shstr = _StringTable()
-    names = {o.name: shstr.add(o.name) for o in all_sections}
-    contents[".shstrtab"] = bytes(shstr.data)
-
-    # non-allocated sections after the last allocated byte
-    for o in (symtab_out, shstrtab_out, strtab_out):
-        o.size = len(contents[o.name])
-        o.offset = E.align_up(off, o.align)
-        off = o.offset + o.size
-    shoff = E.align_up(off, 8)
+    def _symtab(self) -> None:
+        strtab = _StringTable()
+        locals_ = [s for s in self.symbols if s.bind == E.STB_LOCAL and s.type not in (E.STT_SECTION, E.STT_FILE)
+                   and s.name]
+        hidden = [s for s in self.symbols if s.bind != E.STB_LOCAL and s.defined and not s.exported]
+        globals_ = [s for s in self.symbols if s.bind != E.STB_LOCAL and s.exported]
+        symtab = bytearray(E.SYM.size)
+        for s in locals_ + hidden:
+            symtab += E.SYM.pack(strtab.add(s.name), (E.STB_LOCAL << 4) | s.type, s.visibility, self._shndx(s),
+                                 s.address, s.size)
+        symtab += E.SYM.pack(strtab.add("_DYNAMIC"), E.STT_NOTYPE, E.STV_HIDDEN, self.dynamic_out.index,
+                             self.dynamic_out.addr, 0)
+        first_global = len(symtab) // E.SYM.size
+        for s in globals_:
+            symtab += E.SYM.pack(strtab.add(s.name), (s.bind << 4) | s.type, s.visibility, self._shndx(s), s.address,
+                                 s.size)
+        self.symtab_out.info = first_global
+        self.contents[".symtab"] = bytes(symtab)
+        self.contents[".strtab"] = bytes(strtab.data)
+        shstr = _StringTable()
+        self.names = {o.name: shstr.add(o.name) for o in self.all_sections}
+        self.contents[".shstrtab"] = bytes(shstr.data)
+        # non-allocated sections after the last allocated byte
+        for o in (self.symtab_out, self.shstrtab_out, self.strtab_out):
+            o.size = len(self.contents[o.name])
+            o.offset = E.align_up(self.off, o.align)
+            self.off = o.offset + o.size
+        self.shoff = E.align_up(self.off, 8)
 
     # -- program headers
-    def load(first: _Out, end_addr: int, flags: int, mem_end: int | None = None) -> tuple:
-        file_end = max((o.offset + o.size for o in alloc if not o.nobits and first.addr <= o.addr < end_addr),
+    def _load(self, first: _Out, end_addr: int, flags: int, mem_end: int | None = None) -> tuple:
+        file_end = max((o.offset + o.size for o in self.alloc if not o.nobits and first.addr <= o.addr < end_addr),
                        default=first.offset)
         return (E.PT_LOAD, flags, first.offset, first.addr, first.addr, file_end - first.offset,
                 (mem_end if mem_end is not None else end_addr) - first.addr, PAGE)
 
-    phdrs = [(E.PT_PHDR, E.PF_R, E.EHDR.size, E.EHDR.size, E.EHDR.size, E.PHDR.size * phnum, E.PHDR.size * phnum, 8),
-             (E.PT_LOAD, E.PF_R, 0, 0, 0, ro_end, ro_end, PAGE)]
-    if rx_range is not None:
-        phdrs.append(load(rx_range[0], rx_range[1], E.PF_R | E.PF_X))
-    relro_first = relro_list[0]
-    padded_end = padding_out.addr + padding_out.size
-    phdrs.append(load(relro_first, relro_end, E.PF_R | E.PF_W, padded_end))
-    if rw_range is not None:
-        phdrs.append(load(rw_range[0], rw_range[1], E.PF_R | E.PF_W))
-    phdrs.append((E.PT_DYNAMIC, E.PF_R | E.PF_W, dynamic_out.offset, dynamic_out.addr, dynamic_out.addr,
-                  dynamic_out.size, dynamic_out.size, 8))
-    phdrs.append((E.PT_GNU_RELRO, E.PF_R, relro_first.offset, relro_first.addr, relro_first.addr,
-                  _file_size(relro_list),
-                  padded_end - relro_first.addr, 1))
-    phdrs.append((E.PT_GNU_STACK, E.PF_R | E.PF_W, 0, 0, 0, 0, 0, 0))
-    if note_out is not None:
-        phdrs.append((E.PT_NOTE, E.PF_R, note_out.offset, note_out.addr, note_out.addr, note_out.size,
-                      note_out.size, 4))
-    assert len(phdrs) == phnum
+    def _program_headers(self) -> list[tuple]:
+        phnum, dyn, note_out = self.phnum, self.dynamic_out, self.note_out
+        phdrs = [(E.PT_PHDR, E.PF_R, E.EHDR.size, E.EHDR.size, E.EHDR.size, E.PHDR.size * phnum,
+                  E.PHDR.size * phnum, 8),
+                 (E.PT_LOAD, E.PF_R, 0, 0, 0, self.ro_end, self.ro_end, PAGE)]
+        if self.rx_range is not None:
+            phdrs.append(self._load(self.rx_range[0], self.rx_range[1], E.PF_R | E.PF_X))
+        relro_first = self.relro_list[0]
+        padded_end = self.padding_out.addr + self.padding_out.size
+        phdrs.append(self._load(relro_first, self.relro_end, E.PF_R | E.PF_W, padded_end))
+        if self.rw_range is not None:
+            phdrs.append(self._load(self.rw_range[0], self.rw_range[1], E.PF_R | E.PF_W))
+        phdrs.append((E.PT_DYNAMIC, E.PF_R | E.PF_W, dyn.offset, dyn.addr, dyn.addr, dyn.size, dyn.size, 8))
+        phdrs.append((E.PT_GNU_RELRO, E.PF_R, relro_first.offset, relro_first.addr, relro_first.addr,
+                      _file_size(self.relro_list), padded_end - relro_first.addr, 1))
+        phdrs.append((E.PT_GNU_STACK, E.PF_R | E.PF_W, 0, 0, 0, 0, 0, 0))
+        if note_out is not None:
+            phdrs.append((E.PT_NOTE, E.PF_R, note_out.offset, note_out.addr, note_out.addr, note_out.size,
+                          note_out.size, 4))
+        assert len(phdrs) == phnum
+        return phdrs
 
     # -- assemble the file
-    out = bytearray(shoff + E.SHDR.size * (len(all_sections) + 1))
-    out[0:E.EHDR.size] = E.EHDR.pack(E.elf_ident(abi_version), E.ET_DYN, E.EM_AMDGPU, E.EV_CURRENT, 0,
-                                     E.EHDR.size, shoff, e_flags, E.EHDR.size, E.PHDR.size, phnum, E.SHDR.size,
-                                     len(all_sections) + 1, shstrtab_out.index)
-    for i, ph in enumerate(phdrs):
-        E.PHDR.pack_into(out, E.EHDR.size + i * E.PHDR.size, *ph)
-    for o in all_sections:
-        if o.nobits:
-            continue
-        data = contents[o.name]
-        out[o.offset:o.offset + len(data)] = data
-    for o in all_sections:
-        link = by_name[o.link].index if o.link else 0
-        E.SHDR.pack_into(out, shoff + o.index * E.SHDR.size, names[o.name], o.type, o.flags, o.addr, o.offset,
-                         o.size, link, o.info, o.align, o.entsize)
-    return bytes(out)
+    def _file(self) -> bytes:
+        phdrs = self._program_headers()
+        shoff, sections = self.shoff, self.all_sections
+        out = bytearray(shoff + E.SHDR.size * (len(sections) + 1))
+        out[0:E.EHDR.size] = E.EHDR.pack(E.elf_ident(self.abi_version), E.ET_DYN, E.EM_AMDGPU, E.EV_CURRENT, 0,
+                                         E.EHDR.size, shoff, self.e_flags, E.EHDR.size, E.PHDR.size, self.phnum,
+                                         E.SHDR.size, len(sections) + 1, self.shstrtab_out.index)
+        for i, ph in enumerate(phdrs):
+            E.PHDR.pack_into(out, E.EHDR.size + i * E.PHDR.size, *ph)
+        for o in sections:
+            if o.nobits:
+                continue
+            data = self.contents[o.name]
+            out[o.offset:o.offset + len(data)] = data
+        for o in sections:
+            link = self.by_name[o.link].index if o.link else 0
+            E.SHDR.pack_into(out, shoff + o.index * E.SHDR.size, self.names[o.name], o.type, o.flags, o.addr,
+                             o.offset, o.size, link, o.info, o.align, o.entsize)
+        return bytes(out)
 
 
 def _file_size(group: list[_Out]) -> int:

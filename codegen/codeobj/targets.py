@@ -4,8 +4,9 @@ Facts from LLVM's AMDGPUUsage: "AMDGPU ELF Header" (EF_AMDGPU_MACH_* processor n
 v4+ EF_AMDGPU_FEATURE_XNACK_V4 / EF_AMDGPU_FEATURE_SRAMECC_V4 fields), "Target ID" (the
 `amdgcn-amd-amdhsa--gfx942:sramecc+:xnack-` spelling, features in alphabetical order, omitted when "any"),
 "Register Allocation"/kernel descriptor notes (VGPR encoding granule 8 and the unified VGPR/AGPR file with
-ACCUM_OFFSET on gfx90a and later; architected flat scratch on gfx940 and later). Every number here is
-checked against llvm-mc's output in tests/test_codeobj_targets.py.
+ACCUM_OFFSET on gfx90a and later; architected flat scratch on gfx940 and later). The numbers live in the
+target profiles (specs/targets/*.yaml, `code_object`); every one is checked against llvm-mc's output in
+tests/test_codeobj_targets.py and tests/test_codeobj_accounting.py.
 """
 
 from __future__ import annotations
@@ -26,25 +27,45 @@ _SETTING_VALUE = {"any": 1, "off": 2, "on": 3}
 
 @dataclass(frozen=True)
 class Target:
-    """What the code object writer needs to know about one processor."""
+    """What the code object writer needs to know about one processor: read from its target profile
+    (specs/targets/<name>.yaml, `code_object` and the register/LDS budgets), never a second table."""
 
     name: str
     mach: int
     architected_flat_scratch: bool  # gfx940+: flat scratch is not in user SGPRs, and costs 6 extra SGPRs
-    vgpr_encoding_granule: int = 8  # gfx90a+: VGPR blocks of 8 (unified VGPR/AGPR file)
-    sgpr_encoding_granule: int = 8
-    max_vgprs: int = 512  # unified file: 256 arch VGPRs + 256 AGPRs
-    max_arch_vgprs: int = 256
-    max_sgprs: int = 102  # addressable SGPRs before VCC etc. on GFX9
-    max_user_sgprs: int = 16
-    max_lds: int = 65536  # bytes of LDS one workgroup may allocate
+    vgpr_encoding_granule: int      # gfx90a+: VGPR blocks of 8 (unified VGPR/AGPR file)
+    sgpr_encoding_granule: int
+    max_vgprs: int                  # unified file: 256 arch VGPRs + 256 AGPRs
+    max_arch_vgprs: int
+    max_sgprs: int                  # addressable SGPRs before VCC etc. on GFX9
+    max_user_sgprs: int
+    max_lds: int                    # bytes of LDS one workgroup may allocate
 
 
-TARGETS: dict[str, Target] = {
-    "gfx90a": Target("gfx90a", 0x03F, architected_flat_scratch=False),
-    "gfx942": Target("gfx942", 0x04C, architected_flat_scratch=True),
-    "gfx950": Target("gfx950", 0x04F, architected_flat_scratch=True, max_lds=163840),
-}
+def _from_profile(name: str) -> Target | None:
+    from jitgemm.isa.targets import target_profile
+
+    profile = target_profile(name)
+    facts = profile.code_object
+    if facts is None:
+        return None
+    return Target(profile.target, facts.elf_mach, facts.architected_flat_scratch, facts.vgpr_encoding_granule,
+                  facts.sgpr_encoding_granule, profile.vgprs, profile.arch_vgprs, profile.sgprs, facts.max_user_sgprs,
+                  profile.lds_bytes_per_workgroup)
+
+
+def _targets() -> dict[str, Target]:
+    from jitgemm.isa.targets import known_targets
+
+    found = {}
+    for name in known_targets():
+        t = _from_profile(name)
+        if t is not None:
+            found[name] = t
+    return found
+
+
+TARGETS: dict[str, Target] = _targets()
 _BY_MACH = {t.mach: t for t in TARGETS.values()}
 
 

@@ -36,10 +36,6 @@ def _llvm():
     return llvm
 
 
-def llvm_version() -> str:
-    return ".".join(str(x) for x in _llvm().llvm_version_info)
-
-
 @functools.cache
 def target_machine(cpu: str = "gfx942", features: str = ""):
     """llvmlite's AMDGPU target machine (PIC, O3 code generation)."""

@@ -1,57 +1,30 @@
-"""From a GEMM problem to a code object through LLVM: choose a config, build LLVM IR with llvmlite, run the
-O3 pipeline and the AMDGPU backend (gfx942) to a relocatable object, put the kernel contract into its
-metadata and link it with the project's own linker. The counterpart of codegen/gemm_compile.py."""
+"""The LLVM generator: the tiled GEMM IR built as LLVM IR with llvmlite, run through the O3 pipeline and the
+AMDGPU backend to a relocatable object, the kernel contract put into its metadata and the object linked with
+the project's own linker. Stages: ir -> llir -> co, and amdgcn (LLVM's assembly text) on demand. The
+counterpart of codegen/gemm_compile.py; both follow the same plan (codegen/gemm_plan.py) and ABI
+(codegen/kernel_abi.py)."""
 
 from __future__ import annotations
 
 import hashlib
 import time
-from dataclasses import dataclass, field
 
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from jitgemm import isa
-
 from .. import codeobj
 from ..codeobj.annotate import set_kernel_metadata
-from ..gemm_asm import KERNARGS, LoweredKernel
-from ..gemm_compile import kernel_name as direct_kernel_name
-from ..gemm_compile import widest_vectors
-from ..gemm_config import default_config, fit_vectors, validate_config
-from ..gemm_contract import GENERATOR_VERSION, gemm_contract
+from ..gemm_contract import gemm_contract
 from ..gemm_ir import GemmConfig, GemmProblem, IRError
+from ..gemm_plan import GemmPlan
 from ..gemm_text import format_ir
+from ..generator import Build, CompiledKernel, Generator, Stage
+from ..kernel_abi import KERNARGS, LoweredKernel
 from .backend import data_layout as target_data_layout
-from .backend import llvm_version, run_backend
-from .ir_builder import build_module
+from .backend import run_backend
 
 GENERATOR = "jitgemm-llvm"
-
-
-@dataclass(frozen=True)
-class CompiledLLVMGemm:
-    problem: GemmProblem          # the kernel class it was compiled for
-    config: GemmConfig
-    name: str
-    code_object: bytes
-    code: bytes                   # the kernel's machine code as LLVM emitted it
-    contract: dict
-    llir: str                     # the LLVM IR the generator built (before LLVM's optimisation)
-    relocatable: bytes            # LLVM's ET_REL object, before the contract was added and it was linked
-    ir_text: str
-    lds_bytes: int
-    vgprs: int
-    agprs: int
-    sgprs: int
-    cpu: str = "gfx942"
-    features: str = ""
-    seconds: dict = field(default_factory=dict, compare=False)
-
-    def assembly(self) -> str:
-        """LLVM's assembly text for the same IR (`emit_assembly`; another backend run)."""
-        return run_backend(self.llir, cpu=self.cpu, features=self.features, output="assembly",
-                           kernel=self.name).data  # type: ignore[return-value]
+VERSION = "0.2.0"
 
 
 def llvm_features(xnack: str = "any", sramecc: str = "any") -> str:
@@ -65,21 +38,12 @@ def llvm_features(xnack: str = "any", sramecc: str = "any") -> str:
     return ",".join(feats)
 
 
-def kernel_name(problem: GemmProblem, config: GemmConfig) -> str:
-    """The direct generator's name for the same kernel class and config, marked as LLVM's."""
-    return direct_kernel_name(problem, config) + "_llvm"
-
-
-def choose_config(problem: GemmProblem, spec: Spec, target: TargetProfile) -> GemmConfig:
-    """The default config for the dtypes and size with the widest vector loads the problem allows and this
-    generator's staging accepts (the same rules as the direct generator's, so both choose alike)."""
-    cfg = widest_vectors(problem, default_config(problem, spec, target))
-    validate_config(problem, cfg, spec, target)
-    return fit_vectors(problem, cfg, spec)
+def _cpu(build: Build) -> str:
+    return codeobj.targets.target(build.profile.target).name
 
 
 def _check_abi(name: str, meta: dict, integer: bool) -> None:
-    """LLVM laid the arguments out itself: they must be exactly the direct generator's (gemm_asm.KERNARGS)."""
+    """LLVM laid the arguments out itself: they must be exactly the kernel ABI's (kernel_abi.KERNARGS)."""
     explicit = [a for a in meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
     got = [(a.get(".name"), a.get(".offset"), a.get(".size"), a.get(".value_kind")) for a in explicit]
     want = [(n, off, size, "global_buffer" if kind == "ptr" else "by_value") for n, off, size, kind in KERNARGS]
@@ -87,72 +51,115 @@ def _check_abi(name: str, meta: dict, integer: bool) -> None:
         raise IRError(f"kernel {name}: LLVM laid out the kernel arguments as {got}, the kernel ABI is {want}")
 
 
-def _build(problem: GemmProblem, config: GemmConfig, spec: Spec, profile: TargetProfile, name: str, cpu: str,
-           features: str):
-    module, builder = build_module(problem, config, spec, profile, name, target_data_layout(cpu, features))
-    return str(module), builder
+def _ir(build: Build) -> str:
+    return format_ir(build.problem, build.config)
 
 
-def build_llir(problem: GemmProblem, config: GemmConfig, *, name: str, target: str = "gfx942", xnack: str = "any",
-               sramecc: str = "any", spec: Spec | None = None) -> str:
-    """The LLVM IR text of a kernel class (what `compile_gemm_llvm` hands to LLVM), without compiling it."""
-    spec = spec or isa.load_spec(target)
-    profile = isa.target_profile(target)
-    cpu = codeobj.targets.target(profile.target).name
-    return _build(problem.kernel_class(), config, spec, profile, name, cpu, llvm_features(xnack, sramecc))[0]
+def _llir(build: Build) -> str:
+    from .ir_builder import build_module
+
+    features = llvm_features(build.xnack, build.sramecc)
+    module, builder = build_module(build.plan, build.name, target_data_layout(_cpu(build), features))
+    build.extra["integer"] = builder.integer
+    return str(module)
 
 
-def assembly_text(llir: str, *, target: str = "gfx942", xnack: str = "any", sramecc: str = "any",
-                  kernel: str | None = None) -> str:
-    """LLVM's assembly for generated IR (`emit_assembly` after the same O3 pipeline as the object)."""
-    cpu = codeobj.targets.target(isa.target_profile(target).target).name
-    return run_backend(llir, cpu=cpu, features=llvm_features(xnack, sramecc), output="assembly",
-                       kernel=kernel).data  # type: ignore[return-value]
+def _amdgcn(build: Build) -> str:
+    """LLVM's assembly for the same IR (`emit_assembly` after the same O3 pipeline as the object)."""
+    return run_backend(build.texts["llir"], cpu=_cpu(build), features=llvm_features(build.xnack, build.sramecc),
+                       output="assembly", kernel=build.name).data  # type: ignore[return-value]
+
+
+def _co(build: Build) -> bytes:
+    """LLVM's object; the contract (with the registers LLVM allocated) into its metadata; linked."""
+    from ..generator import generator
+
+    gen, name = generator("llvm"), build.name
+    result = run_backend(build.texts["llir"], cpu=_cpu(build), features=llvm_features(build.xnack, build.sramecc),
+                         output="object", kernel=name, isolate=build.extra.get("isolate", True))
+    obj: bytes = result.data  # type: ignore[assignment]
+    build.seconds.update(result.seconds)
+    t0 = time.perf_counter()
+    kernel = codeobj.read(obj).kernel(name)
+    meta = kernel.metadata
+    _check_abi(name, meta, build.extra["integer"])
+    agprs = int(meta[".agpr_count"]) if ".agpr_count" in meta else 0
+    vgprs = int(meta[".vgpr_count"]) - agprs if agprs else int(meta[".vgpr_count"])
+    scratch = int(meta[".private_segment_fixed_size"]) if ".private_segment_fixed_size" in meta else 0
+    build.lowered = LoweredKernel(name, (), int(meta[".group_segment_fixed_size"]), vgprs, int(meta[".sgpr_count"]),
+                                  agprs, build.plan.workgroup_size, build.plan.grid, scratch)
+    build.code = kernel.code
+    build.contract = gemm_contract(build.problem, build.config, build.lowered, build.target_id,
+                                   hashlib.sha256(kernel.code).hexdigest(), generator=gen.name, version=gen.version())
+    build.extra["relocatable"] = obj
+    contract = build.contract if build.embed_contract else {}
+    blob = codeobj.link(set_kernel_metadata(obj, name, {codeobj.CONTRACT_KEY: contract} if contract else {}),
+                        names=[f"{name}.o"])
+    build.seconds["contract_link"] = time.perf_counter() - t0
+    return blob
+
+
+class LlvmGenerator(Generator):
+    """LLVM's AMDGPU backend does instruction selection, scheduling, waits and register allocation (so a kernel
+    may spill: its contract says so, and the selector ranks it below kernels that do not)."""
+
+    option = "llvm"
+    title = "LLVM"
+    name = GENERATOR
+    suffix = "_llvm"
+
+    def version(self) -> str:
+        """Including the llvmlite release, which bundles the LLVM that compiles for it (a different LLVM makes
+        different code: part of every cache key). Read from the package, not from LLVM itself, so that offering
+        a candidate does not load LLVM's library."""
+        import llvmlite
+
+        return f"{VERSION}+llvmlite{llvmlite.__version__}"
+
+    def available(self) -> tuple[bool, str]:
+        try:
+            import llvmlite  # noqa: F401
+        except ImportError:
+            return False, "llvmlite is not installed (pip install llvmlite)"
+        return True, ""
+
+    def accept(self, plan: GemmPlan) -> None:
+        """One LDS buffer, and K-contiguous vectors written whole (the IR builder stores each loaded vector
+        with one LDS store)."""
+        if plan.config.lds_buffers != 1:
+            raise IRError(f"lds_buffers={plan.config.lds_buffers}: the LLVM generator stages through one LDS "
+                          f"buffer (the double buffer is the direct generator's); use lds_buffers=1")
+        for st in (plan.a, plan.b):
+            if st.k_is_col and st.lds_row % st.load_bytes:
+                raise IRError(f"LDS row of {st.name.upper()} is {st.lds_row} bytes (depth_k + lds_pad elements); "
+                              f"it must be a multiple of {st.load_bytes}: choose lds_pad accordingly")
+
+    def stages(self) -> tuple[Stage, ...]:
+        return (Stage("ir", _ir), Stage("llir", _llir), Stage("amdgcn", _amdgcn, on_demand=True), Stage("co", _co))
+
+    def planned_resources(self, plan: GemmPlan, profile: TargetProfile) -> dict[str, int]:
+        """Before LLVM has run, its figures are the bounds it is given: the accumulators in AGPRs
+        (`amdgpu-agpr-alloc`) and every architected VGPR (`amdgpu-waves-per-eu` lets it use them); scratch is
+        unknown until compiled (0 here; the compiled kernel's contract says)."""
+        return {"vgprs": profile.arch_vgprs, "agprs": plan.agprs, "sgprs": 0,
+                "lds": plan.lds_bytes, "scratch": 0}
+
+
+def _check_abi(name: str, meta: dict, integer: bool) -> None:
+    """LLVM laid the arguments out itself: they must be exactly the kernel ABI's (kernel_abi.KERNARGS)."""
+    explicit = [a for a in meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
+    got = [(a.get(".name"), a.get(".offset"), a.get(".size"), a.get(".value_kind")) for a in explicit]
+    want = [(n, off, size, "global_buffer" if kind == "ptr" else "by_value") for n, off, size, kind in KERNARGS]
+    if got != want:
+        raise IRError(f"kernel {name}: LLVM laid out the kernel arguments as {got}, the kernel ABI is {want}")
 
 
 def compile_gemm_llvm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,
                       target: str = "gfx942", xnack: str = "any", sramecc: str = "any", name: str | None = None,
-                      isolate: bool = True) -> CompiledLLVMGemm:
-    """Compile the kernel class of `problem` through LLVM. Without a config: `choose_config`. LLVM errors are
-    LLVMCompileError (an IRError) naming the line of the generated IR."""
-    t0 = time.perf_counter()
-    spec = spec or isa.load_spec(target)
-    profile = isa.target_profile(target)
-    if config is None:
-        config = choose_config(problem, spec, profile)
-    validate_config(problem, config, spec, profile)
-    if config.lds_buffers != 1:
-        raise IRError(f"lds_buffers={config.lds_buffers}: the LLVM generator stages through one LDS buffer "
-                      f"(the double buffer is the direct generator's); use lds_buffers=1")
-    cls = problem.kernel_class()
-    name = name or kernel_name(problem, config)
-    cpu = codeobj.targets.target(profile.target).name
-    features = llvm_features(xnack, sramecc)
-    llir, builder = _build(cls, config, spec, profile, name, cpu, features)
-    t1 = time.perf_counter()
-    result = run_backend(llir, cpu=cpu, features=features, output="object", kernel=name, isolate=isolate)
-    obj: bytes = result.data  # type: ignore[assignment]
-    t2 = time.perf_counter()
-    kernel = codeobj.read(obj).kernel(name)
-    meta = kernel.metadata
-    _check_abi(name, meta, builder.integer)
-    agprs = int(meta.get(".agpr_count", 0))
-    vgprs = int(meta.get(".vgpr_count", 0)) - agprs if agprs else int(meta.get(".vgpr_count", 0))
-    sgprs = int(meta.get(".sgpr_count", 0))
-    lds = int(meta.get(".group_segment_fixed_size", builder.lds_bytes))
-    lowered = LoweredKernel(name, (), lds, vgprs, sgprs, agprs, builder.threads, builder.grid)
-    target_id = codeobj.target_id(codeobj.targets.target(profile.target), xnack, sramecc).split("--", 1)[1]
-    contract = gemm_contract(cls, config, lowered, target_id, hashlib.sha256(kernel.code).hexdigest(),
-                             generator=GENERATOR)
-    contract["identity"]["generator_version"] = generator_version()
-    blob = codeobj.link(set_kernel_metadata(obj, name, {codeobj.CONTRACT_KEY: contract}), names=[f"{name}.o"])
-    t3 = time.perf_counter()
-    seconds = {"build_ir": t1 - t0, **result.seconds, "contract_link": t3 - t2, "total": t3 - t0}
-    return CompiledLLVMGemm(cls, config, name, blob, kernel.code, contract, llir, obj, format_ir(cls, config),
-                            lds, vgprs, agprs, sgprs, cpu, features, seconds)
+                      isolate: bool = True) -> CompiledKernel:
+    """Compile the kernel class of `problem` through LLVM. Without a config: the generator's choose_config.
+    LLVM errors are LLVMCompileError (an IRError) naming the line of the generated IR."""
+    from ..generator import generator
 
-
-def generator_version() -> str:
-    """This generator's version including the LLVM that compiled for it (a different LLVM makes different
-    code: part of every cache key)."""
-    return f"{GENERATOR_VERSION}+llvm{llvm_version()}"
+    return generator("llvm").compile(problem, config, spec=spec, target=target, xnack=xnack, sramecc=sramecc,
+                                     name=name, isolate=isolate)

@@ -20,14 +20,11 @@ so that only one slice's MFMA fragments are live at a time) and the waits.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
 
-from jitgemm.codegen.gemm_asm import KERNARGS, OOB, RSRC_WORD3
-from jitgemm.codegen.gemm_config import validate_config
-from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from jitgemm.codegen.mfma_catalog import Mfma
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.codegen.gemm_ir import GemmConfig
+from jitgemm.codegen.gemm_plan import GemmPlan, Staging, log2_exact
+from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3, matrix_extent
+from jitgemm.isa.mfma import WAVE64
 from llvmlite import ir
 
 from .intrinsics import (
@@ -48,77 +45,13 @@ from .intrinsics import (
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
 LDS_SYMBOL = "jitgemm.lds"
-WAVE = 64
 SIMDS_PER_CU = 4
-
-
-def _log2(x: int, what: str) -> int:
-    if x < 1 or x & (x - 1):
-        raise IRError(f"{what}={x} must be a power of two for this generator")
-    return x.bit_length() - 1
 
 
 def c32(value: int) -> ir.Constant:
     """An i32 constant; values of 2**31 and above are written as the negative number with the same bits."""
     value &= 0xFFFFFFFF
     return ir.Constant(I32, value - (1 << 32) if value >= 1 << 31 else value)
-
-
-# --- planning: how each input matrix reaches LDS ---------------------------------------------------------
-@dataclass(frozen=True)
-class Staging:
-    """The global -> LDS path of one input (A or B): loads of `vec` elements along the stored matrix's
-    contiguous dimension, written to LDS as [fixed index][k] rows of `lds_row` bytes."""
-
-    name: str
-    eb: int            # bytes per element
-    vec: int           # elements per global load
-    rows_t: int        # tile rows as stored in memory
-    cols_t: int        # tile columns as stored (the contiguous dimension)
-    k_is_col: bool     # K runs along the contiguous dimension
-    lds_base: int
-    lds_row: int
-
-    @property
-    def slots(self) -> int:
-        return self.rows_t * self.cols_t // self.vec
-
-    @property
-    def load_bytes(self) -> int:
-        return self.vec * self.eb
-
-
-def plan_staging(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[Staging, Staging, int]:
-    """(A staging, B staging, LDS bytes); IRError naming the config field that does not fit."""
-    p, c = problem, config
-    threads = c.workgroup_size
-    for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
-                        ("waves_m", c.waves_m), ("waves_n", c.waves_n), ("vec_a", c.vec_a), ("vec_b", c.vec_b)):
-        _log2(value, what)
-    row_a = (c.depth_k + c.lds_pad) * p.a.bytes
-    row_b = (c.depth_k + c.lds_pad) * p.b.bytes
-    a_shape = (c.depth_k, c.tile_m) if p.a_transposed else (c.tile_m, c.depth_k)
-    b_shape = (c.tile_n, c.depth_k) if p.b_transposed else (c.depth_k, c.tile_n)
-    a = Staging("a", p.a.bytes, c.vec_a, *a_shape, k_is_col=not p.a_transposed, lds_base=0, lds_row=row_a)
-    b = Staging("b", p.b.bytes, c.vec_b, *b_shape, k_is_col=p.b_transposed, lds_base=c.tile_m * row_a,
-                lds_row=row_b)
-    for op in (a, b):
-        if op.load_bytes not in (1, 2, 4, 8, 16):
-            raise IRError(f"vec_{op.name}={op.vec} gives {op.load_bytes}-byte loads; accepted: 1, 2, 4, 8 or 16 "
-                          "bytes")
-        if op.cols_t % op.vec:
-            raise IRError(f"vec_{op.name}={op.vec} does not divide the tile's contiguous extent {op.cols_t}")
-        if op.slots % threads:
-            raise IRError(f"the {op.name.upper()} tile ({op.rows_t}x{op.cols_t}, vec {op.vec}) does not split "
-                          f"evenly over {threads} work-items")
-        frag = (mfma.a_regs if op.name == "a" else mfma.b_regs) * 4
-        align = max(frag, op.load_bytes if op.k_is_col else op.eb)
-        if op.lds_row % align:
-            raise IRError(f"LDS row of {op.name.upper()} is {op.lds_row} bytes (depth_k + lds_pad elements); it "
-                          f"must be a multiple of {align}: choose lds_pad accordingly")
-    if mfma.acc.kind == "int" and p.d.name != "int32":
-        raise IRError("int8 GEMM writes int32")
-    return a, b, c.tile_m * row_a + c.tile_n * row_b
 
 
 class _KernelAttributes(ir.values.FunctionAttributes):
@@ -142,7 +75,7 @@ def kernel_attributes(config: GemmConfig, accumulators: int) -> dict[str, str]:
     when they fill a register file), and the hardware-initialised inputs the kernel does not use, so that only
     the kernarg pointer, the workgroup ids and workitem id X are set up (as in the direct generator)."""
     threads = config.workgroup_size
-    waves = threads // WAVE
+    waves = threads // WAVE64
     attrs = {
         "amdgpu-flat-work-group-size": f"{threads},{threads}",
         "amdgpu-waves-per-eu": f"{max(1, math.ceil(waves / SIMDS_PER_CU))}",
@@ -161,20 +94,16 @@ class GemmIRBuilder:
     """Builds one kernel class's LLVM module. `data_layout` is the target machine's (LLVM needs it to size
     pointers of each address space)."""
 
-    def __init__(self, problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
-                 name: str = "jitgemm_gemm", data_layout: str = "") -> None:
-        self.p, self.c, self.name = problem, config, name
-        self.mfma = validate_config(problem, config, spec, target).mfma
-        self.A, self.B, self.lds_bytes = plan_staging(problem, config, self.mfma)
-        self.threads = config.workgroup_size
+    def __init__(self, plan: GemmPlan, name: str = "jitgemm_gemm", data_layout: str = "") -> None:
+        self.plan = plan
+        self.p, self.c, self.name = plan.problem, plan.config, name
+        self.mfma = plan.mfma
+        self.A, self.B, self.lds_bytes = plan.a, plan.b, plan.buffer_bytes
+        self.threads = plan.workgroup_size
         self.integer = self.mfma.acc.kind == "int"
         self.data_layout = data_layout
-        wave_m, wave_n = config.wave_tile
-        self.blocks_m, self.blocks_n = wave_m // self.mfma.m, wave_n // self.mfma.n
-
-    @property
-    def grid(self) -> tuple[str, str, str]:
-        return (f"ceil(n/{self.c.tile_n})", f"ceil(m/{self.c.tile_m})", "batch")
+        self.blocks_m, self.blocks_n = plan.blocks_m, plan.blocks_n
+        self.grid = plan.grid
 
     # --- module and function -------------------------------------------------------------------------------
     def build(self) -> ir.Module:
@@ -217,10 +146,10 @@ class GemmIRBuilder:
         b, c, intr = self.b, self.c, self.intr
         tid = self.call(intr.workitem_id("x"), name="tid")
         self.tid = tid
-        self.lane = b.and_(tid, c32(WAVE - 1), name="lane")
+        self.lane = b.and_(tid, c32(WAVE64 - 1), name="lane")
         wave = self.call(intr.readfirstlane(), b.lshr(tid, c32(6)), name="wave")
         wave_m, wave_n = c.wave_tile
-        self.wrow = b.mul(b.lshr(wave, c32(_log2(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
+        self.wrow = b.mul(b.lshr(wave, c32(log2_exact(c.waves_n, "waves_n"))), c32(wave_m), name="wrow")
         self.wcol = b.mul(b.and_(wave, c32(c.waves_n - 1)), c32(wave_n), name="wcol")
         gx = self.call(intr.workgroup_id("x"), name="wg.x")
         gy = self.call(intr.workgroup_id("y"), name="wg.y")
@@ -248,12 +177,8 @@ class GemmIRBuilder:
             count = a["m"] if p.bias == "m" else a["n"]
             records = b.shl(count, c32(2))
         else:
-            eb = {"a": p.a, "b": p.b, "c": p.c or p.d, "d": p.d}[x].bytes
-            rows, cols = {
-                "a": (a["k"], a["m"]) if p.a_transposed else (a["m"], a["k"]),
-                "b": (a["n"], a["k"]) if p.b_transposed else (a["k"], a["n"]),
-                "c": (a["m"], a["n"]), "d": (a["m"], a["n"])}[x]
-            elems = b.add(b.mul(b.sub(rows, c32(1)), a[f"ld{x}"]), cols)
+            rows, cols, ld, eb = matrix_extent(p, x)
+            elems = b.add(b.mul(b.sub(a[rows], c32(1)), a[ld]), a[cols])
             records = b.mul(elems, c32(eb))
         return self.call(self.intr.make_buffer_rsrc(), ptr, ir.Constant(I16, 0), b.zext(records, I64),
                          c32(RSRC_WORD3), name=f"{x}.rsrc")
@@ -267,7 +192,7 @@ class GemmIRBuilder:
         ld = self.args[f"ld{op.name}"]
         per_row = op.cols_t // op.vec
         origin = self.row0 if op.name == "a" else self.col0
-        r0 = b.lshr(self.tid, c32(_log2(per_row, "vectors per row")))
+        r0 = b.lshr(self.tid, c32(log2_exact(per_row, "vectors per row")))
         col0 = b.mul(b.and_(self.tid, c32(per_row - 1)), c32(op.vec))
         k0, fix0 = (col0, r0) if op.k_is_col else (r0, col0)
         grow, gcol = (b.add(origin, r0), col0) if op.k_is_col else (r0, b.add(origin, col0))
@@ -275,7 +200,7 @@ class GemmIRBuilder:
         lds0 = b.add(b.add(b.mul(fix0, c32(op.lds_row)), b.mul(k0, c32(op.eb))), c32(op.lds_base),
                      name=f"{op.name}.lds")
         slots = []
-        for i in range(op.slots // self.threads):
+        for i in range(op.slots):
             first = i * self.threads
             dr, dc = first // per_row, first % per_row * op.vec
             dk, dfix = (dc, dr) if op.k_is_col else (dr, dc)
@@ -343,9 +268,9 @@ class GemmIRBuilder:
         b, m = self.b, self.mfma
         bases = {}
         for op, dim, wpos in ((self.A, m.m, self.wrow), (self.B, m.n, self.wcol)):
-            kpl = m.k * dim // WAVE
+            kpl = m.k * dim // WAVE64
             idx = b.add(wpos, b.and_(self.lane, c32(dim - 1)))
-            kk = b.mul(b.lshr(self.lane, c32(_log2(dim, "mfma dim"))), c32(kpl * op.eb))
+            kk = b.mul(b.lshr(self.lane, c32(log2_exact(dim, "mfma dim"))), c32(kpl * op.eb))
             bases[op.name] = b.add(b.add(b.mul(idx, c32(op.lds_row)), kk), c32(op.lds_base), name=f"{op.name}.frag")
         return bases
 
@@ -418,8 +343,8 @@ class GemmIRBuilder:
     # --- epilogue ------------------------------------------------------------------------------------------------
     def _epilogue(self) -> None:
         b, m, a = self.b, self.mfma, self.args
-        groups = WAVE // m.n
-        rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(_log2(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
+        groups = WAVE64 // m.n
+        rbase = b.add(b.add(b.shl(b.lshr(self.lane, c32(log2_exact(m.n, "mfma n"))), c32(2)), self.wrow), self.row0,
                       name="d.row")
         cbase = b.add(b.add(b.and_(self.lane, c32(m.n - 1)), self.wcol), self.col0, name="d.col")
         for i in range(self.blocks_m):
@@ -496,8 +421,7 @@ class GemmIRBuilder:
         self.call(self.intr.buffer_store(value.type), value, self.rsrc["d"], offset, c32(0), c32(0))
 
 
-def build_module(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
-                 name: str = "jitgemm_gemm", data_layout: str = "") -> tuple[ir.Module, GemmIRBuilder]:
-    """The LLVM module of one GEMM kernel class, and the builder (for its plan: LDS bytes, grid, ...)."""
-    builder = GemmIRBuilder(problem, config, spec, target, name, data_layout)
+def build_module(plan: GemmPlan, name: str = "jitgemm_gemm", data_layout: str = "") -> tuple[ir.Module, GemmIRBuilder]:
+    """The LLVM module of one planned GEMM kernel, and the builder."""
+    builder = GemmIRBuilder(plan, name, data_layout)
     return builder.build(), builder

@@ -30,10 +30,10 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
 
 def _problem_and_config(args: argparse.Namespace):
     from jitgemm import isa
-    from jitgemm.codegen.gemm_compile import choose_config
     from jitgemm.codegen.gemm_config import default_config
     from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
     from jitgemm.codegen.gemm_text import parse_dtype_list
+    from jitgemm.codegen.generator import generator
     from jitgemm.codegen.mfma_catalog import mfmas_for
 
     try:
@@ -50,7 +50,10 @@ def _problem_and_config(args: argparse.Namespace):
     if not args.tile:
         if args.waves or args.mfma:
             raise CliError("--waves and --mfma go with --tile")
-        return problem, choose_config(problem, spec, profile), spec
+        try:
+            return problem, generator(args.generator or "asm").choose_config(problem, spec, profile), spec
+        except IRError as exc:
+            raise CliError(str(exc)) from None
     try:
         tm, tn, tk = (int(x) for x in args.tile.lower().split("x"))
     except ValueError:
@@ -65,45 +68,54 @@ def _problem_and_config(args: argparse.Namespace):
 
 
 def _compile(args: argparse.Namespace):
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
 
-    problem, config, spec = _problem_and_config(args)
+    problem, config, _ = _problem_and_config(args)
     try:
-        if args.generator == "llvm":
-            from jitgemm.codegen.llvm import compile_gemm_llvm
-
-            return problem, compile_gemm_llvm(problem, config, spec=spec, target=args.arch)
-        return problem, compile_gemm(problem, config, spec=spec, target=args.arch)
+        return problem, jitgemm.compile(problem, config, arch=args.arch, generator=args.generator)
     except IRError as exc:
         raise CliError(str(exc)) from None
 
 
-def _cmd_compile(args: argparse.Namespace) -> int:
-    from jitgemm import isa
-    from jitgemm.inspect import annotated_listing
+def spill_note(contract: dict) -> str:
+    """A line for kernels that keep registers in scratch memory (empty for those that do not)."""
+    scratch = int(contract.get("tile", {}).get("scratch", 0) or 0)
+    return (f"warning: the kernel spills registers ({scratch} bytes of scratch per work-item); it runs slower, "
+            f"and the selector ranks it below kernels that do not\n") if scratch else ""
 
-    if args.print_llir and args.generator != "llvm":
-        raise CliError("--print-llir goes with --generator llvm (the direct generator makes no LLVM IR)")
+
+def _cmd_compile(args: argparse.Namespace) -> int:
+    from jitgemm.codegen import codeobj
+    from jitgemm.codegen.gemm_ir import IRError
+    from jitgemm.codegen.generator import generator, generator_options
+
+    try:
+        gen = generator(args.generator)
+    except IRError as exc:
+        raise CliError(f"--generator: {exc}") from None
+    if args.print_llir and "llir" not in [s.name for s in gen.stages()]:
+        makers = [o for o in generator_options() if "llir" in [s.name for s in generator(o).stages()]]
+        raise CliError(f"--print-llir goes with --generator {' or '.join(makers)} (the {gen.title} generator makes "
+                       f"no LLVM IR)")
     t0 = time.perf_counter()
-    _, compiled = _compile(args)
+    _, kernel = _compile(args)
     elapsed = time.perf_counter() - t0
     out = Path(args.output)
     try:
-        out.write_bytes(compiled.code_object)
+        out.write_bytes(kernel.code_object)
     except OSError as exc:
         raise CliError(f"cannot write {out}: {exc.strerror or exc}") from None
-    print(f"{compiled.ir_text}")
-    if args.generator == "llvm":
-        vgprs, agprs, lds = compiled.vgprs, compiled.agprs, compiled.lds_bytes
-    else:
-        vgprs, agprs, lds = compiled.lowered.next_free_vgpr, compiled.lowered.next_free_agpr, compiled.lowered.lds_bytes
-    print(f"kernel {compiled.name}: {len(compiled.code)} bytes of code, {vgprs} VGPRs, {agprs} AGPRs, {lds} B LDS; "
-          f"wrote {out} ({len(compiled.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    print(kernel.stages["ir"])
+    tile = kernel.contract["tile"]
+    code = codeobj.read(kernel.code_object).kernel(kernel.name).code
+    print(f"kernel {kernel.name}: {len(code)} bytes of code, {tile['vgprs']} VGPRs, {tile['agprs']} AGPRs, "
+          f"{tile['lds']} B LDS; wrote {out} ({len(kernel.code_object)} bytes) in {elapsed * 1e3:.1f} ms")
+    sys.stdout.write(spill_note(kernel.contract))
     if args.print_llir:
-        print(compiled.llir, end="")
+        print(kernel.stages["llir"], end="")
     if args.print_asm:
-        print(annotated_listing(compiled.code_object, isa.load_spec(args.arch)), end="")
+        print(kernel.asm, end="")
     return 0
 
 
@@ -140,6 +152,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     print(f"{rec.problem}: kernel {rec.kernel} ({rec.kernel_source}) on {rec.backend}, grid {rec.grid}, "
           f"block {rec.block}")
     print(f"max relative error vs numpy (float64): {err:.3e}; time {elapsed:.3f} s")
+    sys.stdout.write(spill_note({"tile": {"scratch": rec.scratch_bytes}}))
     return 0
 
 
@@ -161,7 +174,7 @@ def register(sub) -> None:
     _problem_args(p)
     p.add_argument("-o", "--output", required=True, help="code object file to write")
     p.add_argument("--print-asm", action="store_true", help="print the annotated instructions")
-    p.add_argument("--generator", choices=("asm", "llvm"), default="asm",
+    p.add_argument("--generator", default="asm",
                    help="asm: the direct generator (default); llvm: LLVM IR through llvmlite and LLVM's backend")
     p.add_argument("--print-llir", action="store_true", help="print the LLVM IR (with --generator llvm)")
     p.set_defaults(func=_cmd_compile)
@@ -170,7 +183,7 @@ def register(sub) -> None:
     _problem_args(r)
     r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"))
     r.add_argument("--seed", type=int, default=0)
-    r.add_argument("--generator", choices=("asm", "llvm"), default=None,
+    r.add_argument("--generator", default=None,
                    help="run this generator's kernel for the config (default: the selector's choice)")
     r.set_defaults(func=_cmd_run)
 

@@ -8,10 +8,10 @@ from jitgemm.cli import CliError
 
 
 def _selector(args: argparse.Namespace):
-    from jitgemm.selector import Selector
-    from jitgemm.suppliers import DirectAsmSupplier, LlvmSupplier, PrebuiltSupplier, TritonSupplier
+    from jitgemm.selector import Selector, default_suppliers
+    from jitgemm.suppliers import PrebuiltSupplier, TritonSupplier
 
-    suppliers = [DirectAsmSupplier(), LlvmSupplier()]
+    suppliers = list(default_suppliers())      # what matmul's selectors offer, plus this command's options
     prebuilt = []
     for folder in args.prebuilt or ():
         sup = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")

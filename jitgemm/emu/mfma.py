@@ -20,17 +20,15 @@ them in this project is Triton-compiled GEMMs matching numpy, tests/test_emu_tri
 
 from __future__ import annotations
 
-import re
 from dataclasses import dataclass
 from functools import cache
 
 import numpy as np
 
-from .values import Fmt
+from jitgemm.isa.mfma import WAVE64 as WAVE
+from jitgemm.isa.mfma import parse_mfma_name
 
-WAVE = 64
-_NAME = re.compile(r"^V_MFMA_(?P<acc>F32|I32|F64)_(?P<m>\d+)X(?P<n>\d+)X(?P<k>\d+)(?:_(?P<blocks>\d+)B)?"
-                   r"(?:_(?P<rest>\w+))?$")
+from .values import Fmt
 
 
 class MfmaShapeError(ValueError):
@@ -56,12 +54,10 @@ class MfmaShape:
 
 def mfma_shape(name: str, a: Fmt, b: Fmt, acc: Fmt, a_bits: int, b_bits: int, c_bits: int) -> MfmaShape:
     """Shape of an MFMA from its spec name and operand formats/sizes; MfmaShapeError when they disagree."""
-    m_ = _NAME.match(name.upper())
-    if not m_:
+    parsed = parse_mfma_name(name)
+    if parsed is None:
         raise MfmaShapeError(f"{name}: not an MFMA name of the form V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types>")
-    m, n, k = int(m_.group("m")), int(m_.group("n")), int(m_.group("k"))
-    blocks = int(m_.group("blocks") or 1)
-    xf32 = "XF32" in (m_.group("rest") or "")
+    m, n, k, blocks, xf32 = parsed.m, parsed.n, parsed.k, parsed.blocks, parsed.xf32
     if m != n or WAVE % m:
         raise MfmaShapeError(f"{name}: only square M=N shapes dividing the wave are modelled")
     kper = a_bits // a.bits

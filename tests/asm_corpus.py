@@ -12,11 +12,11 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass
 
-from . import operand_syntax as syn
-from .forms import Form, Slot, SpecForms, TypeTable, forms_of
-from .instruction import OFF, AsmInstruction, Counters, Imm, Reg, SrcMods
-from .model import Spec
-from .printer import format_instruction
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.forms import Form, Slot, SpecForms, TypeTable, forms_of
+from jitgemm.isa.instruction import OFF, AsmInstruction, Counters, Imm, Reg, SrcMods
+from jitgemm.isa.model import Spec
+from jitgemm.isa.printer import format_instruction
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +127,7 @@ def _default_operand(slot: Slot, regs: _Registers, form: Form, nregs: int | None
     table = slot.table
     kind = slot.kind
     if kind == "fixed":
-        from .forms import _fixed_operand
+        from jitgemm.isa.forms import _fixed_operand
 
         return _fixed_operand(slot)
     if kind == "literal":
@@ -466,9 +466,9 @@ def llvm_mc_encodings(lines: list[str], llvm_mc: str, mcpu: str = "gfx942") -> l
 
 def run_corpus(cases: list[Case], forms: SpecForms, llvm_mc: str) -> list[CaseResult]:
     """Assemble every case with llvm-mc and with this package; disassemble our bytes for the text check."""
-    from .asm_errors import AsmError, EncodeError
-    from .assembler import assemble
-    from .decoder import decode
+    from jitgemm.isa.asm_errors import AsmError, EncodeError
+    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.decoder import decode
 
     lines = [c.text for c in cases]
     ref = llvm_mc_encodings(lines, llvm_mc)

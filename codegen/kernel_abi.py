@@ -1,0 +1,84 @@
+"""The GEMM kernel ABI every generator of this project implements: the kernel-argument layout, the buffer
+resource constants, the extent rule for a matrix's buffer, the grid formula, the kernel's symbol name and
+what a lowering hands to the code-object writer. No generator owns it, so neither lowering imports the other
+(codegen/gemm_asm.py and codegen/llvm/ both read it from here).
+
+Facts and their authorities:
+- Kernel arguments are one by-value kernarg segment (AMDGPUUsage, "Kernel Argument Passing"): 8-byte
+  global pointers, then 4-byte integers/floats, naturally aligned. LLVM lays out the LLVM generator's
+  `amdgpu_kernel` arguments by the same rule; codegen/llvm/compile.py checks that it did (`_check_abi`).
+- A raw buffer resource's word 3 (CDNA 3 ISA guide, "Buffer resource descriptor"): DST_SEL/NUM_FORMAT zero
+  and DATA_FORMAT 32 (bits 15..18 = 4 in the 0x00020000 that LLVM and Triton use on gfx942 for raw buffers;
+  tests/test_llvm_codegen.py compares with LLVM's own kernels).
+- Out of range: a buffer access whose offset is at or past num_records reads 0 and drops a store (ISA guide,
+  "Buffer addressing: range checking", raw buffers with stride 0), so every matrix's num_records is exactly
+  its bytes, `(rows - 1) * ld + cols` elements, and a lane that must not touch memory uses offset OOB.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+
+from .gemm_ir import GemmConfig, GemmProblem
+
+# name, offset, size, type ("ptr", "i32", or "f32" -- i32 in integer GEMMs)
+KERNARGS: tuple[tuple[str, int, int, str], ...] = (
+    ("a", 0, 8, "ptr"), ("b", 8, 8, "ptr"), ("c", 16, 8, "ptr"), ("d", 24, 8, "ptr"), ("bias", 32, 8, "ptr"),
+    ("m", 40, 4, "i32"), ("n", 44, 4, "i32"), ("k", 48, 4, "i32"), ("batch", 52, 4, "i32"),
+    ("lda", 56, 4, "i32"), ("ldb", 60, 4, "i32"), ("ldc", 64, 4, "i32"), ("ldd", 68, 4, "i32"),
+    ("stride_a", 72, 4, "i32"), ("stride_b", 76, 4, "i32"), ("stride_c", 80, 4, "i32"), ("stride_d", 84, 4, "i32"),
+    ("alpha", 88, 4, "f32"), ("beta", 92, 4, "f32"),
+)
+KERNARG_SIZE = 96
+OOB = 0x80000000          # an offset past any num_records the kernel sets (matrices are < 2 GiB)
+RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Triton use on gfx942)
+
+
+def matrix_extent(problem: GemmProblem, x: str) -> tuple[str, str, str, int]:
+    """(rows argument, cols argument, leading-dimension argument, element bytes) of matrix `x` ("a", "b", "c",
+    "d") as stored: its buffer holds `(rows - 1) * ld + cols` elements (the extent rule both lowerings use for
+    num_records, and `jitgemm.api` for the flat view it passes)."""
+    p = problem
+    rows, cols = {"a": ("k", "m") if p.a_transposed else ("m", "k"),
+                  "b": ("n", "k") if p.b_transposed else ("k", "n"),
+                  "c": ("m", "n"), "d": ("m", "n")}[x]
+    eb = {"a": p.a, "b": p.b, "c": p.c or p.d, "d": p.d}[x].bytes
+    return rows, cols, f"ld{x}", eb
+
+
+def extent(rows: int, cols: int, ld: int) -> int:
+    """Elements a row-major rows x cols matrix with leading dimension `ld` spans."""
+    return (rows - 1) * ld + cols
+
+
+def grid_formula(config: GemmConfig) -> tuple[str, str, str]:
+    """The launch grid in workgroups, as the contract writes it: x over N tiles, y over M tiles, z batch."""
+    return (f"ceil(n/{config.tile_n})", f"ceil(m/{config.tile_m})", "batch")
+
+
+def kernel_name(problem: GemmProblem, config: GemmConfig, suffix: str = "") -> str:
+    """The kernel's symbol: dtypes, layout, tile and a digest of the kernel class and config; a generator
+    other than the direct one appends its suffix (e.g. "_llvm") so both can live in one code object."""
+    from .gemm_text import format_ir
+
+    p = problem
+    tail = f"{p.layout}_{config.tile_m}x{config.tile_n}x{config.depth_k}"
+    digest = hashlib.sha256(format_ir(p.kernel_class(), config).encode()).hexdigest()[:8]
+    return f"jitgemm_{p.a.name}_{p.b.name}_{p.d.name}_{tail}_{digest}{suffix}"
+
+
+@dataclass(frozen=True)
+class LoweredKernel:
+    """What a lowering produced, as the code-object writer and the contract need it. `instructions` is empty
+    for LLVM kernels (LLVM's object carries its own code); `scratch_bytes` > 0 means the kernel spills."""
+
+    name: str
+    instructions: tuple
+    lds_bytes: int
+    next_free_vgpr: int
+    next_free_sgpr: int
+    next_free_agpr: int
+    workgroup_size: int
+    grid: tuple[str, str, str]
+    scratch_bytes: int = 0
