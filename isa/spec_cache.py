@@ -1,8 +1,10 @@
 """The parsed-spec cache: the plain-data form of a spec, msgpack-encoded, keyed by the XML's sha256.
 
 Parsing the official 8 MB XML takes a noticeable fraction of a second; every jitgemm process needs the
-spec, so the parsed form is kept on disk. Entries are never trusted: the header must name this format
-and the same sha256, and anything that fails to decode or build is rebuilt (and rewritten atomically).
+spec, so the parsed form is kept on disk. Entries are never trusted: each file is sealed with the sha256 of its
+payload (`files.seal`, checked on every load, so a flipped bit is a rebuild and not a wrong opcode), the header
+must name this format and the same XML sha256, and anything that fails to decode or build is rebuilt (and
+rewritten atomically).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import msgpack
 
-from .files import atomic_write
+from .files import read_sealed, write_sealed
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
@@ -28,15 +30,14 @@ def cache_root() -> Path:
 
 
 def entry_path(sha256: str) -> Path:
+    """Where the parsed form of the spec XML with this sha256 is cached."""
     return cache_root() / "parsed-specs" / f"{sha256}.msgpack"
 
 
 def load_entry(sha256: str) -> dict | None:
     """Plain spec data for this sha256, or None when absent, corrupt or stale."""
-    path = entry_path(sha256)
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    raw = read_sealed(entry_path(sha256))
+    if raw is None:
         return None
     try:
         entry = msgpack.unpackb(raw, raw=False, strict_map_key=False)
@@ -56,7 +57,7 @@ def store_entry(data: dict) -> Path | None:
     payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
                              "data": data}, use_bin_type=True)
     try:
-        atomic_write(path, payload)
+        write_sealed(path, payload)
     except OSError:
         return None
     return path

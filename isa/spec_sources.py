@@ -15,6 +15,7 @@ from importlib import resources
 from pathlib import Path
 
 from .errors import SpecError
+from .files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 from .model import Spec
 from .spec_cache import cache_root, load_entry, store_entry
 from .spec_data import CorruptSpecData, build_spec
@@ -101,31 +102,38 @@ def spec_sha256(path: Path) -> str:
     a process that only needs the identity of the spec (a kernel-cache hit) does not hash megabytes."""
     import json
 
-    from .files import atomic_write
-
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key in _sha_memo:
         return _sha_memo[key]
     index_path = cache_root() / "parsed-specs" / "sha256-index.json"
-    try:
-        index = json.loads(index_path.read_text())
-    except (OSError, ValueError):
+    try:  # sealed: a corrupt index must not name another spec's sha256 (and so another spec's kernels)
+        index = json.loads(read_sealed(index_path) or b"{}")
+    except ValueError:
         index = {}
     entry = index.get(key[0]) if isinstance(index, dict) else None
     if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:
         sha = str(entry[2])
     else:
-        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        sha = hashlib.sha256(_read_spec_bytes(path)).hexdigest()
         index = index if isinstance(index, dict) else {}
         index[key[0]] = [st.st_size, st.st_mtime_ns, sha]
         try:
-            atomic_write(index_path, json.dumps(index).encode())
+            write_sealed(index_path, json.dumps(index).encode())
         except OSError:
             pass
     _sha_memo[key] = sha
     return sha
 _memo_lock = threading.Lock()
+
+
+def _read_spec_bytes(path: Path) -> bytes:
+    """A spec file's bytes, refused by size or type before reading (`/dev/zero` is not a spec)."""
+    try:
+        return read_bounded(path, MAX_SPEC_BYTES)
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file: {exc.strerror or str(exc).split(': ', 1)[-1]}",
+                        path=str(path)) from None
 
 
 def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
@@ -140,10 +148,7 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
         hit = _memo.get(key)
     if hit is not None:
         return hit
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=str(path)) from None
+    raw = _read_spec_bytes(path)
     sha = hashlib.sha256(raw).hexdigest()
     spec = None
     if use_cache:

@@ -208,7 +208,7 @@ def _known_problem(problem: GemmProblem, arch: str, generator: str) -> Kernel | 
     blob, record = entry
     try:
         config = GemmConfig(**record["config"])
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):   # a record from another config layout: compile afresh
         return None
     return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
                   generator=GENERATORS[generator], from_cache="disk")
