@@ -169,8 +169,9 @@ def test_seal_detects_every_single_bit_flip():
 # --- the kernel cache --------------------------------------------------------------------------------------------
 
 def _compiled_entry():
-    import jitgemm
     from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
 
     _fresh_process_state()
     problem = GemmProblem.make(64, 64, 64, "bf16")
