@@ -14,6 +14,7 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from . import progress
 from .errors import SpecError
 from .files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 from .model import Spec
@@ -59,6 +60,17 @@ def _spec_in_dir(folder: Path, profile: TargetProfile | None) -> Path | None:
                     f"({', '.join(known_targets())})", path=str(folder))
 
 
+_chosen: dict[str, Path] = {}
+
+
+def use_spec_file(target: str, path: str | os.PathLike) -> SpecLocation:
+    """Make `path` the spec of `target` for the rest of this process (the `--spec` option of `compile`, `run`,
+    `select`): every later `load_spec(target)` — generators, selector, emulator, kernel-cache keys — uses it."""
+    loc = locate_spec(Path(path))
+    _chosen[base_target(target)] = loc.path
+    return SpecLocation(loc.path, "--spec", base_target(target))
+
+
 def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
     """Find the spec file for a target id or a path, without parsing it."""
     text = os.fspath(arch_or_path)
@@ -72,6 +84,9 @@ def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
         return SpecLocation(path, "explicit path")
     profile = target_profile(text)
     target = base_target(text)
+    chosen = _chosen.get(target)
+    if chosen is not None:
+        return SpecLocation(chosen, "--spec", target)
     env_dir = os.environ.get(ENV_SPEC_DIR)
     if env_dir:
         found = _spec_in_dir(Path(env_dir), profile)
@@ -159,7 +174,8 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
             except CorruptSpecData:
                 spec = None
     if spec is None:
-        data = read_xml(path, raw)
+        with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
+            data = read_xml(path, raw)
         spec = build_spec(data, str(path))
         if use_cache:
             store_entry(data)
