@@ -13,7 +13,6 @@ from __future__ import annotations
 import hashlib
 import os
 import stat
-import tempfile
 from pathlib import Path
 
 SEAL_MAGIC = b"jitgemm-sealed-v1 sha256="
@@ -32,6 +31,8 @@ class FileRefused(OSError):
 def atomic_write(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, then rename over `path` (atomic on POSIX). The folder is
     created when missing; OSError propagates so callers decide whether a failed write matters."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
