@@ -18,7 +18,7 @@ from . import progress
 from .errors import SpecError
 from .files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 from .model import Spec
-from .spec_cache import cache_root, load_entry, store_entry
+from .spec_cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
 from .spec_data import CorruptSpecData, build_spec
 from .targets import TargetProfile, base_target, known_targets, target_profile
 from .xml_reader import read_xml
@@ -166,13 +166,15 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
     raw = _read_spec_bytes(path)
     sha = hashlib.sha256(raw).hexdigest()
     spec = None
-    if use_cache:
-        data = load_entry(sha)
-        if data is not None:
-            try:
-                spec = build_spec(data, str(path))
-            except CorruptSpecData:
-                spec = None
+    if use_cache:   # the parsed form shipped beside a bundled XML (a fresh install), else the user cache
+        for source in (lambda: load_entry_at(preparsed_path(path), sha), lambda: load_entry(sha)):
+            data = source()
+            if data is not None:
+                try:
+                    spec = build_spec(data, str(path))
+                    break
+                except CorruptSpecData:
+                    spec = None
     if spec is None:
         with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
             data = read_xml(path, raw)
