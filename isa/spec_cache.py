@@ -31,7 +31,7 @@ def cache_root() -> Path:
 
 def entry_path(sha256: str) -> Path:
     """Where the parsed form of the spec XML with this sha256 is cached."""
-    return cache_root() / "parsed-specs" / f"{sha256}.msgpack"
+    return cache_root() / "parsed-specs" / f"{sha256}.sealed.msgpack"   # never the unsealed files of older versions
 
 
 def preparsed_path(xml_path: Path) -> Path:

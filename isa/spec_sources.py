@@ -121,7 +121,7 @@ def spec_sha256(path: Path) -> str:
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key in _sha_memo:
         return _sha_memo[key]
-    index_path = cache_root() / "parsed-specs" / "sha256-index.json"
+    index_path = cache_root() / "parsed-specs" / "sha256-index.sealed.json"
     try:  # sealed: a corrupt index must not name another spec's sha256 (and so another spec's kernels)
         index = json.loads(read_sealed(index_path) or b"{}")
     except ValueError:

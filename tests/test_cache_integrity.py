@@ -106,7 +106,7 @@ def test_sha256_index_is_sealed(tmp_path):
     path = tmp_path / "toy.xml"
     path.write_text(toy_spec())
     true_sha = spec_sources.spec_sha256(path)
-    index = spec_cache.cache_root() / "parsed-specs" / "sha256-index.json"
+    index = spec_cache.cache_root() / "parsed-specs" / "sha256-index.sealed.json"
     table = {str(path.resolve()): [path.stat().st_size, path.stat().st_mtime_ns, "f" * 64]}
     index.write_bytes(json.dumps(table).encode())          # a plausible index that lies
     spec_sources._sha_memo.clear()

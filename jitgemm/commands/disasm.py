@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 from jitgemm.cli import CliError
-from jitgemm.isa.files import read_bounded
 
 # Code objects are megabytes at most (aiter's largest is under 2 MB); a reader refuses /dev/zero or a 1 GiB file.
 MAX_CODE_OBJECT_BYTES = 512 << 20
@@ -142,6 +141,7 @@ def run(args: argparse.Namespace) -> int:
 def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
     from jitgemm.isa.decoder import decode
+    from jitgemm.isa.files import read_bounded
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.printer import disassembly_lines, objdump_line
 
