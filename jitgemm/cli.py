@@ -40,6 +40,20 @@ def positive_int(text: str) -> int:
     return value
 
 
+MAX_INPUT_BYTES = 512 << 20   # code objects and assembly sources are megabytes; /dev/zero is not an input
+
+
+def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file named on the command line, refused by size or type before reading (a device,
+    a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
+    from jitgemm.isa.files import read_bounded
+
+    try:
+        return read_bounded(path, limit)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or str(exc).split(': ', 1)[-1]}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
     from jitgemm import __version__
 

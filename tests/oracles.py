@@ -20,7 +20,8 @@ import pytest
 
 LLVM_VERSION = 22
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# ../shared beside the clone; JITGEMM_SHARED_DIR names it elsewhere (a git worktree sits one folder deeper)
+SHARED = Path(os.environ.get("JITGEMM_SHARED_DIR") or REPO.parent / "shared")
 EXCERPT = SHARED / "isa-specs" / "excerpts" / "cdna3_excerpt.xml"
 
 

@@ -185,3 +185,18 @@ def test_progress_only_on_a_terminal_or_when_asked(tmp_path):
     assert shown.returncode == 0
     assert "parsing spec amdgpu_isa_cdna3_subset.xml" in shown.stderr and "running m=64" in shown.stderr
     assert shown.stdout == quiet.stdout.replace(quiet.stdout.split("time ")[-1], shown.stdout.split("time ")[-1])
+
+
+@pytest.mark.parametrize("args", [["disasm"], ["inspect"], ["emulate"], ["readobj"], ["asm"]])
+def test_input_files_are_read_bounded(tmp_path, args):
+    """/dev/zero (endless), a FIFO (blocks) and a 1 GiB file are refused before reading, in one line each."""
+    fifo = tmp_path / "fifo"
+    os.mkfifo(fifo)
+    big = tmp_path / "big.co"
+    with open(big, "wb") as fh:
+        fh.truncate(1 << 30)
+    for path, reason in (("/dev/zero", "not a regular file"), (str(fifo), "not a regular file"),
+                         (str(big), "over the 512.0 MiB limit")):
+        out = _cli(*args, path, timeout=120)
+        assert out.returncode == 2, (args, path, out.stderr)
+        _one_line_error(out.stderr, f"jitgemm {args[0]}: error: cannot read {path}", reason)

@@ -44,7 +44,7 @@ def plain_clone(tmp_path_factory) -> Path:
 
 
 def _pytest(root: Path, **env: str) -> subprocess.CompletedProcess:
-    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "JITGEMM_REQUIRE_ORACLES")}
+    clean = {k: v for k, v in os.environ.items() if k not in ("CI", "JITGEMM_REQUIRE_ORACLES", "JITGEMM_SHARED_DIR")}
     return subprocess.run([sys.executable, "-m", "pytest", "-q", "-rs", "-p", "no:cacheprovider", "tests"],
                           cwd=root, capture_output=True, text=True, env={**clean, "PYTHONPATH": str(REPO), **env},
                           timeout=300)

@@ -11,10 +11,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jitgemm.cli import CliError
-
-# Code objects are megabytes at most (aiter's largest is under 2 MB); a reader refuses /dev/zero or a 1 GiB file.
-MAX_CODE_OBJECT_BYTES = 512 << 20
+from jitgemm.cli import CliError, read_input
 
 
 def register(subparsers) -> None:
@@ -141,14 +138,10 @@ def run(args: argparse.Namespace) -> int:
 def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
     from jitgemm.isa.decoder import decode
-    from jitgemm.isa.files import read_bounded
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.printer import disassembly_lines, objdump_line
 
-    try:
-        data = read_bounded(file, MAX_CODE_OBJECT_BYTES)
-    except OSError as exc:
-        raise CliError(f"cannot read {file}: {exc.strerror or str(exc).split(': ', 1)[-1]}") from None
+    data = read_input(file)
     if args.raw:
         kernels, processor = [(Path(file).name, 0, data)], None
     else:

@@ -14,7 +14,7 @@ import math
 import sys
 import time
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, read_input
 
 _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "fp8": "float8_e4m3fnuz",
           "bf8": "float8_e5m2fnuz", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
@@ -114,10 +114,7 @@ def _emulate(args: argparse.Namespace) -> int:
     from jitgemm.codegen.codeobj import read
     from jitgemm.emu import check, engine
 
-    try:
-        data = open(args.file, "rb").read()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+    data = read_input(args.file)
     co = read(data)
     spec = isa.load_spec(args.spec) if args.spec else None
     if args.check:

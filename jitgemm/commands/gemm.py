@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from jitgemm.cli import CliError, positive_int
+from jitgemm.cli import CliError, positive_int, read_input
 
 
 def _dims(text: str, option: str, count: int, example: str) -> tuple[int, ...]:
@@ -173,10 +173,7 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.inspect import annotated_listing
 
-    try:
-        blob = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    blob = read_input(args.file)
     spec = isa.load_spec(args.spec or args.arch)
     sys.stdout.write(annotated_listing(blob, spec))
     return 0
