@@ -200,3 +200,12 @@ def test_input_files_are_read_bounded(tmp_path, args):
         out = _cli(*args, path, timeout=120)
         assert out.returncode == 2, (args, path, out.stderr)
         _one_line_error(out.stderr, f"jitgemm {args[0]}: error: cannot read {path}", reason)
+
+
+@pytest.mark.parametrize("arg", ["f32:-5:zeros", "f32:4x:zeros", "f32:0:ones", "i32:abc", "q9:4:zeros"])
+def test_bad_emulate_arguments_are_one_line_errors(tmp_path, capsys, arg):
+    co = tmp_path / "k.co"
+    assert main(["compile", "--m", "64", "--n", "64", "--k", "64", "-o", str(co)]) == 0
+    capsys.readouterr()
+    assert main(["emulate", str(co), "--arg", arg]) == 2
+    _one_line_error(capsys.readouterr().err, "jitgemm emulate: error: --arg #1", repr(arg))

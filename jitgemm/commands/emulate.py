@@ -94,7 +94,9 @@ def parse_arg(text: str, index: int):
     try:
         shape = tuple(int(x) for x in second.split("x"))
     except ValueError:
-        raise CliError(f"{where}: shape {second!r} must be N or NxM...") from None
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise CliError(f"{where}: shape {second!r} must be N or NxM... of positive integers")
     count = int(np.prod(shape))
     if fill == "zeros":
         arr = np.zeros(shape, dtype)
