@@ -1,15 +1,38 @@
-"""Writing cache and data files so that a reader never sees a half-written one."""
+"""Reading and writing cache and data files so that a reader never sees a half-written, oversized or corrupt one.
+
+Three rules every cache in the project follows through these helpers:
+- writes are atomic (temporary file + rename), so a crash leaves the old entry or the new one, never half;
+- reads are bounded: the size is checked (stat) before a byte is read, so `/dev/zero`, a FIFO, or a 1 GiB file
+  placed where a cache entry or a spec should be is refused instead of filling memory;
+- cache entries are sealed: a header names the format and the sha256 of the payload, checked on every load, so a
+  flipped bit costs a rebuild, never a wrong answer (a corrupt parsed spec once turned v_add_u32 into v_sub_u32).
+"""
 
 from __future__ import annotations
 
+import hashlib
 import os
-import tempfile
+import stat
 from pathlib import Path
+
+SEAL_MAGIC = b"jitgemm-sealed-v1 sha256="
+_DIGEST_HEX = 64
+
+# Upper bounds for what a reader accepts. AMD's largest official spec (CDNA4) is 8.7 MB; its parsed form is
+# smaller. Anything far beyond that is not one of our files.
+MAX_SPEC_BYTES = 64 << 20
+MAX_CACHE_BYTES = 256 << 20
+
+
+class FileRefused(OSError):
+    """A file that is not read at all: not a regular file, or larger than the reader's limit."""
 
 
 def atomic_write(path: Path, data: bytes) -> None:
     """Write to a temporary file in the same folder, then rename over `path` (atomic on POSIX). The folder is
     created when missing; OSError propagates so callers decide whether a failed write matters."""
+    import tempfile
+
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=".tmp-")
     try:
@@ -19,3 +42,57 @@ def atomic_write(path: Path, data: bytes) -> None:
     except BaseException:
         Path(tmp).unlink(missing_ok=True)
         raise
+
+
+def _size_text(n: int) -> str:
+    for unit, shift in (("GiB", 30), ("MiB", 20), ("KiB", 10)):
+        if n >= 1 << shift:
+            return f"{n / (1 << shift):.1f} {unit}"
+    return f"{n} bytes"
+
+
+def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Refuses (FileRefused, an OSError) by stat before
+    reading: a device such as /dev/zero, a FIFO (which would block), a folder, or a file over the limit; a file
+    that grows past the limit while being read is refused too. Other OSErrors propagate."""
+    st = os.stat(path)   # follows symlinks: a cache entry linked to /dev/zero is judged by its target
+    if not stat.S_ISREG(st.st_mode):
+        raise FileRefused(f"{os.fspath(path)}: not a regular file")
+    if st.st_size > limit:
+        raise FileRefused(f"{os.fspath(path)}: {_size_text(st.st_size)}, over the {_size_text(limit)} limit")
+    with open(path, "rb") as fh:
+        data = fh.read(limit + 1)
+    if len(data) > limit:
+        raise FileRefused(f"{os.fspath(path)}: more than {_size_text(limit)} (it grew while being read)")
+    return data
+
+
+def seal(payload: bytes) -> bytes:
+    """`payload` behind a header carrying its sha256 (see `unseal`)."""
+    return SEAL_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+
+
+def unseal(blob: bytes) -> bytes | None:
+    """The payload of a sealed blob, or None when the header is missing or the payload's hash differs."""
+    head = len(SEAL_MAGIC)
+    if not blob.startswith(SEAL_MAGIC) or blob[head + _DIGEST_HEX:head + _DIGEST_HEX + 1] != b"\n":
+        return None
+    payload = blob[head + _DIGEST_HEX + 1:]
+    if hashlib.sha256(payload).hexdigest().encode() != blob[head:head + _DIGEST_HEX]:
+        return None
+    return payload
+
+
+def write_sealed(path: Path, payload: bytes) -> None:
+    """Atomically write a sealed cache entry; OSError propagates."""
+    atomic_write(path, seal(payload))
+
+
+def read_sealed(path: Path, limit: int = MAX_CACHE_BYTES) -> bytes | None:
+    """The payload of a sealed cache entry, or None when it is absent, unreadable, refused by size or type, or
+    fails its hash: every one of those means "rebuild"."""
+    try:
+        blob = read_bounded(path, limit)
+    except OSError:
+        return None
+    return unseal(blob)

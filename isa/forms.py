@@ -943,6 +943,41 @@ class _TypeTables(dict):
         return table
 
 
+class _LazyForms(dict):
+    """One mask's identifier table: identifier value -> candidate forms, in decode order. Built from cached
+    (instruction, encoding) coordinates, a form is made the first time a word needs it."""
+
+    def __init__(self, owner: SpecForms, pairs: dict[int, list[tuple[int, int]]]) -> None:
+        super().__init__()
+        self._owner = owner
+        self._pairs = pairs
+
+    def get(self, key, default=None):
+        found = dict.get(self, key)
+        if found is None:
+            pairs = self._pairs.get(key)
+            if pairs is None:
+                return default
+            found = [f for f in (self._owner._form(i, j) for i, j in pairs) if f is not None]
+            self[key] = found
+        return found
+
+    def __contains__(self, key) -> bool:
+        return key in self._pairs
+
+    def __iter__(self):
+        return iter(self._pairs)
+
+    def __len__(self) -> int:
+        return len(self._pairs)
+
+    def __getitem__(self, key):
+        found = self.get(key)
+        if found is None:
+            raise KeyError(key)
+        return found
+
+
 class SpecForms:
     """The forms of a spec, indexed for the assembler (by mnemonic) and the decoder (by identifier).
 
@@ -1039,15 +1074,20 @@ class SpecForms:
         return [self._problem_of[k] for k in sorted(self._problem_of)]
 
     def __getattr__(self, name: str):
-        # the decoder's indexes are made on first use (they need every form)
-        if name in ("decode_index", "decode_by_top", "max_size", "probes") and not self.__dict__.get("_decode_ready"):
+        # the decoder's indexes are made on first use (from the disk cache, else from every form)
+        if name in ("decode_index", "decode_by_top", "max_size") and not self.__dict__.get("_decode_ready"):
             self._build_decode_index()
             self._decode_ready = True
             return getattr(self, name)
+        if name == "probes":
+            self.probes = self._build_probes()
+            return self.probes
         raise AttributeError(name)
 
-    def _build_decode_index(self) -> None:
+    def _decode_index_data(self) -> dict:
+        """The identifier index as plain data (see `decode_index`): built from every form of the spec."""
         all_forms = self.forms
+        where = {id(form): key for key, form in self._built.items() if form is not None}
         by_mask: dict[int, dict[int, list[Form]]] = {}
         for form in all_forms:
             mask = form.enc.identifier_mask
@@ -1056,10 +1096,10 @@ class SpecForms:
         for table in by_mask.values():
             for forms in table.values():
                 forms.sort(key=lambda f: (f.order, f.size))
-        self.decode_index = tuple(sorted(by_mask.items(), key=lambda kv: -bin(kv[0]).count("1")))
+        ordered = sorted(by_mask.items(), key=lambda kv: -bin(kv[0]).count("1"))
         # First-level dispatch on the top 9 bits of the first word: which masks can match at all.
-        by_top: dict[int, list] = {}
-        for mask, table in self.decode_index:
+        by_top: dict[int, list[int]] = {}
+        for index, (mask, table) in enumerate(ordered):
             tops = set()
             for key in table:
                 low = key & 0xFFFFFFFF
@@ -1070,11 +1110,33 @@ class SpecForms:
                 else:
                     tops.update(top for top in range(512) if (top << 23) & ~free & 0xFF800000 == base & ~free)
             for top in tops:
-                by_top.setdefault(top, []).append((mask, table))
-        self.decode_by_top = {top: tuple(v) for top, v in by_top.items()}
-        self.max_size = max((f.size for f in all_forms), default=4)
-        # For words whose opcode the spec does not define: which encoding (hence size) they are in,
-        # from the identifier bits outside the OP field and the encoding's conditions.
+                by_top.setdefault(top, []).append(index)
+        return {
+            "masks": [[format(mask, "x"), [[format(key, "x"), [list(where[id(f)]) for f in forms]]
+                                           for key, forms in table.items()]] for mask, table in ordered],
+            "by_top": [[top, idxs] for top, idxs in sorted(by_top.items())],
+            "max_size": max((f.size for f in all_forms), default=4),
+        }
+
+    def _build_decode_index(self) -> None:
+        from . import decode_index
+
+        sha = self.spec.sha256
+        data = decode_index.load(sha) if sha else None
+        if data is None:
+            data = self._decode_index_data()
+            if sha:
+                decode_index.store(sha, data)
+        tables = tuple((int(mask, 16), _LazyForms(self, {int(key, 16): [tuple(p) for p in pairs]
+                                                         for key, pairs in rows}))
+                       for mask, rows in data["masks"])
+        self.decode_index = tables
+        self.decode_by_top = {top: tuple(tables[i] for i in idxs) for top, idxs in data["by_top"]}
+        self.max_size = data["max_size"]
+
+    def _build_probes(self) -> tuple:
+        """For words whose opcode the spec does not define: which encoding (hence size) they are in, from the
+        identifier bits outside the OP field and the encoding's conditions."""
         probes = []
         for enc in self.spec.encodings.values():
             op = enc.fields.get("OP")
@@ -1088,7 +1150,7 @@ class SpecForms:
                      for c in enc.conditions if c.expression is not None]
             probes.append((bin(enc_mask).count("1"), enc_mask, key, enc.byte_count, enc.name, conds))
         probes.sort(key=lambda p: (-p[0], p[3]))
-        self.probes = tuple(probes)
+        return tuple(probes)
 
     def encoding_of_unknown(self, word: int, avail: int) -> tuple[str, int] | None:
         """(encoding name, size) for a word in a known encoding with an opcode the spec lacks."""

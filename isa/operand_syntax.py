@@ -9,6 +9,7 @@ offers exactly the modifiers its encoding has fields for.
 
 from __future__ import annotations
 
+import functools
 import math
 import re
 import struct
@@ -58,6 +59,7 @@ def range_operand(kind: str, first: int, last: int) -> Reg:
     return Reg(kind, first, last - first + 1)
 
 
+@functools.cache   # pure, and asked three times for each of the thousands of predefined values of each type
 def spec_register_keys(spec_name: str) -> tuple:
     """Keys under which a predefined operand-type value is found in LLVM terms.
 

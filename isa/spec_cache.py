@@ -1,8 +1,10 @@
 """The parsed-spec cache: the plain-data form of a spec, msgpack-encoded, keyed by the XML's sha256.
 
 Parsing the official 8 MB XML takes a noticeable fraction of a second; every jitgemm process needs the
-spec, so the parsed form is kept on disk. Entries are never trusted: the header must name this format
-and the same sha256, and anything that fails to decode or build is rebuilt (and rewritten atomically).
+spec, so the parsed form is kept on disk. Entries are never trusted: each file is sealed with the sha256 of its
+payload (`files.seal`, checked on every load, so a flipped bit is a rebuild and not a wrong opcode), the header
+must name this format and the same XML sha256, and anything that fails to decode or build is rebuilt (and
+rewritten atomically).
 """
 
 from __future__ import annotations
@@ -12,7 +14,7 @@ from pathlib import Path
 
 import msgpack
 
-from .files import atomic_write
+from .files import atomic_write, read_sealed, seal
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
@@ -28,15 +30,25 @@ def cache_root() -> Path:
 
 
 def entry_path(sha256: str) -> Path:
-    return cache_root() / "parsed-specs" / f"{sha256}.msgpack"
+    """Where the parsed form of the spec XML with this sha256 is cached."""
+    return cache_root() / "parsed-specs" / f"{sha256}.sealed.msgpack"   # never the unsealed files of older versions
+
+
+def preparsed_path(xml_path: Path) -> Path:
+    """The parsed form shipped beside a bundled spec XML (`<name>.xml.parsed`, written when the wheel is built,
+    see setup.py): the first compile of a fresh install needs no XML parse. Verified exactly like a cache entry."""
+    return xml_path.with_name(xml_path.name + ".parsed")
 
 
 def load_entry(sha256: str) -> dict | None:
-    """Plain spec data for this sha256, or None when absent, corrupt or stale."""
-    path = entry_path(sha256)
-    try:
-        raw = path.read_bytes()
-    except OSError:
+    """Plain spec data for this sha256 from the user cache, or None when absent, corrupt or stale."""
+    return load_entry_at(entry_path(sha256), sha256)
+
+
+def load_entry_at(path: Path, sha256: str) -> dict | None:
+    """Plain spec data from a sealed entry file, or None when absent, corrupt, or not the XML with this sha256."""
+    raw = read_sealed(path)
+    if raw is None:
         return None
     try:
         entry = msgpack.unpackb(raw, raw=False, strict_map_key=False)
@@ -50,13 +62,27 @@ def load_entry(sha256: str) -> dict | None:
     return data
 
 
+def pack_entry(data: dict) -> bytes:
+    """The sealed file content for plain spec data (the user cache and the wheel's pre-parsed spec alike)."""
+    payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
+                             "data": data}, use_bin_type=True)
+    return seal(payload)
+
+
 def store_entry(data: dict) -> Path | None:
     """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache."""
     path = entry_path(data["sha256"])
-    payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
-                             "data": data}, use_bin_type=True)
     try:
-        atomic_write(path, payload)
+        atomic_write(path, pack_entry(data))
     except OSError:
         return None
     return path
+
+
+def write_preparsed(xml_path: Path, out_path: Path | None = None) -> Path:
+    """Parse a spec XML and write its sealed parsed form (by default beside it, see `preparsed_path`)."""
+    from .xml_reader import read_xml
+
+    out = out_path or preparsed_path(xml_path)
+    atomic_write(out, pack_entry(read_xml(xml_path)))
+    return out

@@ -19,7 +19,7 @@ from pathlib import Path
 import yaml
 
 from .errors import SpecError
-from .files import atomic_write
+from .files import FileRefused, atomic_write, read_bounded
 from .spec_sources import official_dir
 
 _MEMBER = re.compile(r"^amdgpu_isa_[A-Za-z0-9_]+\.xml$")
@@ -102,11 +102,15 @@ def extract(blob: bytes, release: Release, origin: str, dest_root: Path | None =
 def import_archive(path: str | os.PathLike, release: str | None = None, *,
                    releases: dict[str, Release] | None = None, dest_root: Path | None = None) -> list[Path]:
     """`jitgemm spec import FILE.zip`: the same verification as fetch, for a zip obtained elsewhere."""
-    try:
-        blob = Path(path).read_bytes()
+    rel = _release(release, releases)
+    try:  # bounded by the pinned size: /dev/zero or a huge file is refused before a byte is read
+        blob = read_bounded(path, rel.archive.size)
+    except FileRefused as exc:
+        raise SpecError(f"not the pinned archive of release {rel.name} ({rel.archive.size} bytes): "
+                        f"{str(exc).split(': ', 1)[-1]}", path=os.fspath(path)) from None
     except OSError as exc:
         raise SpecError(f"cannot read archive: {exc.strerror or exc}", path=os.fspath(path)) from None
-    return extract(blob, _release(release, releases), os.fspath(path), dest_root)
+    return extract(blob, rel, os.fspath(path), dest_root)
 
 
 def fetch(release: str | None = None, *, timeout: float = 30.0, releases: dict[str, Release] | None = None,

@@ -14,9 +14,11 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
+from . import progress
 from .errors import SpecError
+from .files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 from .model import Spec
-from .spec_cache import cache_root, load_entry, store_entry
+from .spec_cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
 from .spec_data import CorruptSpecData, build_spec
 from .targets import TargetProfile, base_target, known_targets, target_profile
 from .xml_reader import read_xml
@@ -58,6 +60,17 @@ def _spec_in_dir(folder: Path, profile: TargetProfile | None) -> Path | None:
                     f"({', '.join(known_targets())})", path=str(folder))
 
 
+_chosen: dict[str, Path] = {}
+
+
+def use_spec_file(target: str, path: str | os.PathLike) -> SpecLocation:
+    """Make `path` the spec of `target` for the rest of this process (the `--spec` option of `compile`, `run`,
+    `select`): every later `load_spec(target)` — generators, selector, emulator, kernel-cache keys — uses it."""
+    loc = locate_spec(Path(path))
+    _chosen[base_target(target)] = loc.path
+    return SpecLocation(loc.path, "--spec", base_target(target))
+
+
 def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
     """Find the spec file for a target id or a path, without parsing it."""
     text = os.fspath(arch_or_path)
@@ -71,6 +84,9 @@ def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
         return SpecLocation(path, "explicit path")
     profile = target_profile(text)
     target = base_target(text)
+    chosen = _chosen.get(target)
+    if chosen is not None:
+        return SpecLocation(chosen, "--spec", target)
     env_dir = os.environ.get(ENV_SPEC_DIR)
     if env_dir:
         found = _spec_in_dir(Path(env_dir), profile)
@@ -101,31 +117,38 @@ def spec_sha256(path: Path) -> str:
     a process that only needs the identity of the spec (a kernel-cache hit) does not hash megabytes."""
     import json
 
-    from .files import atomic_write
-
     st = path.stat()
     key = (str(path.resolve()), st.st_size, st.st_mtime_ns)
     if key in _sha_memo:
         return _sha_memo[key]
-    index_path = cache_root() / "parsed-specs" / "sha256-index.json"
-    try:
-        index = json.loads(index_path.read_text())
-    except (OSError, ValueError):
+    index_path = cache_root() / "parsed-specs" / "sha256-index.sealed.json"
+    try:  # sealed: a corrupt index must not name another spec's sha256 (and so another spec's kernels)
+        index = json.loads(read_sealed(index_path) or b"{}")
+    except ValueError:
         index = {}
     entry = index.get(key[0]) if isinstance(index, dict) else None
     if isinstance(entry, list) and len(entry) == 3 and entry[:2] == [st.st_size, st.st_mtime_ns]:
         sha = str(entry[2])
     else:
-        sha = hashlib.sha256(path.read_bytes()).hexdigest()
+        sha = hashlib.sha256(_read_spec_bytes(path)).hexdigest()
         index = index if isinstance(index, dict) else {}
         index[key[0]] = [st.st_size, st.st_mtime_ns, sha]
         try:
-            atomic_write(index_path, json.dumps(index).encode())
+            write_sealed(index_path, json.dumps(index).encode())
         except OSError:
             pass
     _sha_memo[key] = sha
     return sha
 _memo_lock = threading.Lock()
+
+
+def _read_spec_bytes(path: Path) -> bytes:
+    """A spec file's bytes, refused by size or type before reading (`/dev/zero` is not a spec)."""
+    try:
+        return read_bounded(path, MAX_SPEC_BYTES)
+    except OSError as exc:
+        raise SpecError(f"cannot read spec file: {exc.strerror or str(exc).split(': ', 1)[-1]}",
+                        path=str(path)) from None
 
 
 def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
@@ -140,21 +163,21 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
         hit = _memo.get(key)
     if hit is not None:
         return hit
-    try:
-        raw = path.read_bytes()
-    except OSError as exc:
-        raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=str(path)) from None
+    raw = _read_spec_bytes(path)
     sha = hashlib.sha256(raw).hexdigest()
     spec = None
-    if use_cache:
-        data = load_entry(sha)
-        if data is not None:
-            try:
-                spec = build_spec(data, str(path))
-            except CorruptSpecData:
-                spec = None
+    if use_cache:   # the parsed form shipped beside a bundled XML (a fresh install), else the user cache
+        for source in (lambda: load_entry_at(preparsed_path(path), sha), lambda: load_entry(sha)):
+            data = source()
+            if data is not None:
+                try:
+                    spec = build_spec(data, str(path))
+                    break
+                except CorruptSpecData:
+                    spec = None
     if spec is None:
-        data = read_xml(path, raw)
+        with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
+            data = read_xml(path, raw)
         spec = build_spec(data, str(path))
         if use_cache:
             store_entry(data)

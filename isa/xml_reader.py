@@ -13,12 +13,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from .errors import SpecError
+from .files import MAX_SPEC_BYTES, read_bounded
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET
 
 DATA_FORMAT_VERSION = 1
 _TRUE = {"true", "1", "yes"}
+# AMD's condition expressions nest a few levels; a file nesting hundreds deep is not a spec, and would exhaust
+# Python's recursion limit in the reader, the builder or the condition compiler.
+MAX_EXPRESSION_DEPTH = 64
 
 
 def _text(el: ET.Element | None, tag: str, default: str = "") -> str:
@@ -70,6 +74,24 @@ class _Reader:
         except ValueError:
             raise self.error(f"{what}: {text!r} is not a number in radix {radix_text}", text) from None
 
+    def count_of(self, el: ET.Element | None, what: str, default: int | None = None, minimum: int = 0) -> int:
+        """A bit count or offset: an integer of at least `minimum` (a negative width is not a layout)."""
+        value = self.int_of(el, what, default)
+        if value < minimum:
+            raise self.error(f"{what} is {value}; expected an integer >= {minimum}",
+                             f">{el.text.strip()}<" if el is not None and el.text else None)
+        return value
+
+    def attr_int(self, el: ET.Element, name: str, what: str, default: int) -> int:
+        """An integer attribute such as `Order` or `size`; anything else is an error naming the line."""
+        text = el.get(name)
+        if text is None or not text.strip():
+            return default
+        try:
+            return int(text.strip(), 10)
+        except ValueError:
+            raise self.error(f"{what}: attribute {name}={text!r} is not an integer", f'{name}="{text}"') from None
+
     # --- sections ------------------------------------------------------------------------------
     def bit_field(self, f: ET.Element) -> list:
         name = _text(f, "FieldName")
@@ -78,10 +100,10 @@ class _Reader:
         for r in (layout.findall("Range") if layout is not None else ()):
             pad = r.find("Padding")
             ranges.append([
-                int(r.get("Order", len(ranges))),
-                self.int_of(r.find("BitOffset"), f"BitOffset of field {name}"),
-                self.int_of(r.find("BitCount"), f"BitCount of field {name}"),
-                self.int_of(pad.find("BitCount"), f"padding of field {name}", 0) if pad is not None else 0,
+                self.attr_int(r, "Order", f"bit range of field {name}", len(ranges)),
+                self.count_of(r.find("BitOffset"), f"BitOffset of field {name}"),
+                self.count_of(r.find("BitCount"), f"BitCount of field {name}", minimum=1),
+                self.count_of(pad.find("BitCount"), f"padding of field {name}", 0) if pad is not None else 0,
                 self.int_of(pad.find("Value"), f"padding value of field {name}", 0) if pad is not None else 0,
             ])
         ranges.sort(key=lambda r: r[0])
@@ -92,9 +114,12 @@ class _Reader:
         return [name, ranges, _bool(f.get("IsConditional")), _text(f, "Description"), f.get("Signedness"),
                 predefined]
 
-    def expression(self, el: ET.Element | None):
+    def expression(self, el: ET.Element | None, depth: int = 0):
         if el is None:
             return None
+        if depth > MAX_EXPRESSION_DEPTH:
+            raise self.error(f"condition expression nested deeper than {MAX_EXPRESSION_DEPTH} levels",
+                             f"<{el.tag}")
         tag = el.tag
         if tag == "lit":
             val = el.get("val", "0")
@@ -105,11 +130,11 @@ class _Reader:
         if tag == "id":
             return ["id", el.get("val", "")]
         if tag == "op":
-            args = [self.expression(c) for c in el if c.tag in ("op", "lit", "id")]
+            args = [self.expression(c, depth + 1) for c in el if c.tag in ("op", "lit", "id")]
             ty = None
             ty_el = el.find("ty/t")
             if ty_el is not None:
-                ty = [ty_el.get("base", ""), int(ty_el.get("size", "0") or 0)]
+                ty = [ty_el.get("base", ""), self.attr_int(ty_el, "size", "type of a condition operator", 0)]
             return ["op", el.get("type", ""), args, ty]
         return None
 
@@ -134,14 +159,19 @@ class _Reader:
         if micro is not None:
             for bm in micro.findall("BitMap"):
                 fields.extend(self.bit_field(f) for f in bm.findall("Field"))
+        bit_count = self.count_of(e.find("BitCount"), f"BitCount of encoding {name}", minimum=32)
+        if bit_count % 32:
+            raise self.error(f"BitCount of encoding {name} is {bit_count}; instructions are whole 32-bit words",
+                             f"<EncodingName>{name}</EncodingName>")
         return {
             "name": name,
-            "bit_count": self.int_of(e.find("BitCount"), f"BitCount of encoding {name}"),
-            "order": int(e.get("Order", "0")),
+            "bit_count": bit_count,
+            "order": self.attr_int(e, "Order", f"encoding {name}", 0),
             "mask": self.int_of(mask_el, f"identifier mask of {name}", 0),
-            "mask_radix": int(mask_el.get("Radix", "10")) if mask_el is not None else 10,
+            "mask_radix": self.attr_int(mask_el, "Radix", f"identifier mask of {name}", 10)
+            if mask_el is not None else 10,
             "ids": [self.int_of(i, f"identifier of {name}") for i in id_els],
-            "id_radix": int(id_els[0].get("Radix", "10")) if id_els else 10,
+            "id_radix": self.attr_int(id_els[0], "Radix", f"identifier of {name}", 10) if id_els else 10,
             "conditions": conditions,
             "fields": fields,
             "description": _text(e, "Description"),
@@ -164,9 +194,10 @@ class _Reader:
             for o in (ops.findall("Operand") if ops is not None else ()):
                 field_name = _text(o, "FieldName") or None
                 operands.append([
-                    int(o.get("Order", len(operands))), field_name, _text(o, "DataFormatName") or None,
+                    self.attr_int(o, "Order", f"operand of {name}", len(operands)), field_name,
+                    _text(o, "DataFormatName") or None,
                     _text(o, "OperandType") or None,
-                    self.int_of(o.find("OperandSize"), f"OperandSize of {name}", 0),
+                    self.count_of(o.find("OperandSize"), f"OperandSize of {name}", 0),
                     _bool(o.get("Input")), _bool(o.get("Output")), _bool(o.get("IsImplicit")),
                     _bool(o.get("IsBinaryMicrocodeRequired"), True),
                 ])
@@ -174,7 +205,7 @@ class _Reader:
             encodings.append([
                 _text(ie, "EncodingName"), _text(ie, "EncodingCondition"),
                 self.int_of(opcode_el, f"opcode of {name}"),
-                int(opcode_el.get("Radix", "10")) if opcode_el is not None else 10,
+                self.attr_int(opcode_el, "Radix", f"opcode of {name}", 10) if opcode_el is not None else 10,
                 operands,
             ])
         fg = i.find("FunctionalGroup")
@@ -192,11 +223,12 @@ class _Reader:
         maps = []
         attrs = d.find("DataAttributes")
         for bm in (attrs.findall("BitMap") if attrs is not None else ()):
-            maps.append([int(bm.get("Order", len(maps))), [self.bit_field(f) for f in bm.findall("Field")]])
+            maps.append([self.attr_int(bm, "Order", f"data format {name}", len(maps)),
+                         [self.bit_field(f) for f in bm.findall("Field")]])
         return {
             "name": name, "description": _text(d, "Description"), "data_type": _text(d, "DataType"),
-            "bit_count": self.int_of(d.find("BitCount"), f"BitCount of data format {name}", 0),
-            "component_count": self.int_of(d.find("ComponentCount"), f"ComponentCount of {name}", 1),
+            "bit_count": self.count_of(d.find("BitCount"), f"BitCount of data format {name}", 0),
+            "component_count": self.count_of(d.find("ComponentCount"), f"ComponentCount of {name}", 1, minimum=1),
             "maps": maps,
         }
 
@@ -237,9 +269,10 @@ def read_xml(path: str | Path, raw: bytes | None = None) -> dict:
     path = str(path)
     if raw is None:
         try:
-            raw = Path(path).read_bytes()
+            raw = read_bounded(path, MAX_SPEC_BYTES)
         except OSError as exc:
-            raise SpecError(f"cannot read spec file: {exc.strerror or exc}", path=path) from None
+            raise SpecError(f"cannot read spec file: {exc.strerror or str(exc).split(': ', 1)[-1]}",
+                            path=path) from None
     import xml.etree.ElementTree as ET  # only a cache miss parses XML
 
     reader = _Reader(raw, path)
@@ -249,6 +282,17 @@ def read_xml(path: str | Path, raw: bytes | None = None) -> dict:
         line, col = exc.position
         raise SpecError(f"malformed XML: {exc.msg if hasattr(exc, 'msg') else exc}", path=path, line=line,
                         col=col + 1) from None
+    except LookupError as exc:  # expat looks the declared encoding up in Python's codec registry
+        raise SpecError(f"the XML declaration names an encoding Python does not know ({exc}); AMD's spec files "
+                        f"are UTF-8", path=path, line=1) from None
+    try:
+        return _read_root(reader, root, raw)
+    except RecursionError:
+        raise SpecError("elements nested too deeply to be an AMD MR-ISA file", path=path) from None
+
+
+def _read_root(reader: _Reader, root: ET.Element, raw: bytes) -> dict:
+    path = reader.path
     if root.tag != "Spec":
         raise SpecError(f"root element is <{root.tag}>, expected <Spec> (an AMD MR-ISA file)", path=path, line=1)
     isa = root.find("ISA")

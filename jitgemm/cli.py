@@ -1,7 +1,8 @@
 """The `jitgemm` command line. Each sub-command lives in its own module under `jitgemm.commands`.
 
 Errors the user can act on (`isa.errors.IsaError` and friends, `CliError`) print as one line on stderr
-and exit with status 2; they never show a traceback.
+and exit with status 2; they never show a traceback. Ctrl-C prints one line and exits with 130 (128 + SIGINT,
+as shells report it); running out of memory is one line too, and long work checks what it needs first.
 """
 
 from __future__ import annotations
@@ -25,9 +26,41 @@ class CliError(Exception):
     """A mistake in the command line or its inputs; printed without a traceback."""
 
 
+EXIT_INTERRUPTED = 130
+
+
+def positive_int(text: str) -> int:
+    """argparse type: an integer >= 1 (a size, a count); the error names what is accepted."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{value} is not a positive integer (>= 1)")
+    return value
+
+
+MAX_INPUT_BYTES = 512 << 20   # code objects and assembly sources are megabytes; /dev/zero is not an input
+
+
+def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
+    """The bytes of an input file named on the command line, refused by size or type before reading (a device,
+    a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
+    from jitgemm.isa.files import read_bounded
+
+    try:
+        return read_bounded(path, limit)
+    except OSError as exc:
+        raise CliError(f"cannot read {path}: {exc.strerror or str(exc).split(': ', 1)[-1]}") from None
+
+
 def build_parser() -> argparse.ArgumentParser:
+    from jitgemm import __version__
+
     parser = argparse.ArgumentParser(prog="jitgemm", description="JIT compiler for AMD GPUs driven by AMD's "
                                      "machine-readable ISA specification.")
+    parser.add_argument("--version", action="version", version=f"jitgemm {__version__}",
+                        help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
     for name in COMMAND_MODULES:
         importlib.import_module(name).register(sub)
@@ -36,8 +69,15 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from jitgemm.isa.errors import IsaError
+    from jitgemm.memory_budget import OutOfMemory
 
-    errors: list[type[BaseException]] = [CliError, IsaError]
+    errors: list[type[BaseException]] = [CliError, IsaError, OutOfMemory]
+    for module, name in (("jitgemm.api", "MatmulError"), ("jitgemm.codegen.gemm_ir", "IRError"),
+                         ("jitgemm.emu.errors", "EmulatorError"), ("jitgemm.hip_runtime", "HipError"),
+                         ("jitgemm.selector", "SelectionError"), ("jitgemm.contract", "ContractError")):
+        cls = getattr(sys.modules.get(module), name, None)   # only modules this run imported can have raised
+        if isinstance(cls, type):
+            errors.append(cls)
     try:  # code-object errors are user errors too, when that package is present
         from jitgemm.codegen.codeobj import CodeObjectError  # type: ignore[attr-defined]
 
@@ -55,11 +95,20 @@ def main(argv: list[str] | None = None) -> int:
         return 2
     try:
         return int(args.func(args) or 0)
-    except _user_errors() as exc:
-        print(f"jitgemm {args.command}: error: {exc}", file=sys.stderr)
+    except KeyboardInterrupt:
+        print(f"jitgemm {args.command}: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except MemoryError:
+        print(f"jitgemm {args.command}: error: out of memory (the problem or its buffers are too large for this "
+              f"machine)", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
+        print(f"jitgemm {args.command}: error: {exc}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

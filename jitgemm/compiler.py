@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
@@ -29,10 +29,16 @@ class Kernel:
     from_cache: str = "compiled"  # "compiled", "disk"
     _asm: list = field(default_factory=list, compare=False, repr=False)
     _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
+    made_for: GemmProblem | None = field(default=None, compare=False, repr=False)   # the problem compile() was given
 
     @property
     def ir(self) -> str:
-        return format_ir(self.problem, self.config)
+        """The kernel's IR with the sizes of the problem it was compiled for, and a line saying it is size-generic
+        (m, n, k, batch and leading dimensions are launch arguments; one kernel serves the whole class)."""
+        generic = "# size-generic: m, n, k, batch and leading dimensions are launch arguments"
+        if self.made_for is None:
+            return f"{generic}\n{format_ir(self.problem, self.config)}"
+        return f"{generic}; made for the sizes below\n{format_ir(self.made_for, self.config)}"
 
     @property
     def asm(self) -> str:
@@ -117,6 +123,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
         kernel = _known_problem(problem, arch, gen)
         if kernel is not None:
+            kernel = replace(kernel, made_for=problem)
             with _lock:
                 _by_problem[(problem, None, arch, generator)] = kernel
             return kernel
@@ -129,6 +136,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     with _lock:
         hit = _memory.get(key_mem)
         if hit is not None:
+            hit = replace(hit, made_for=problem)
             _by_problem[(problem, asked, arch, generator)] = hit
     if hit is not None:
         return hit
@@ -153,6 +161,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         kernel_cache.store_choice(_problem_key(problem, arch, gen, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
+        kernel = replace(kernel, made_for=problem)
         if len(_by_problem) > 4096:
             _by_problem.clear()
         _by_problem[(problem, asked, arch, generator)] = kernel
@@ -196,7 +205,7 @@ def _known_problem(problem: GemmProblem, arch: str, gen: Generator) -> Kernel | 
     blob, record = entry
     try:
         config = GemmConfig(**record["config"])
-    except (KeyError, TypeError):
+    except (KeyError, TypeError, ValueError):   # a record from another config layout: compile afresh
         return None
     return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
                   generator=gen.name, from_cache="disk")

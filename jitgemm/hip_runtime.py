@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ctypes
 import hashlib
+import re
 from collections.abc import Sequence
 from typing import Any
 
@@ -22,6 +23,15 @@ from .launch import LaunchDescription, pack_kernargs
 
 class HipError(IsaError):
     """A HIP call failed, or HIP is not usable here."""
+
+
+def runtime_text(exc: BaseException) -> str:
+    """hip-python's loader errors embed Python bytes reprs (`failed to dlopen 'b'libamdhip64.so''`); users get
+    the text: `failed to dlopen 'libamdhip64.so': libamdhip64.so: cannot open shared object file ...`."""
+    text = str(exc)
+    text = re.sub(r"'b'([^']*)''", r"'\1'", text)
+    text = re.sub(r"\bb'([^']*)'", r"\1", text)
+    return re.sub(r'\bb"([^"]*)"', r"\1", text)
 
 
 def _hip():
@@ -54,7 +64,7 @@ def hip_available() -> tuple[bool, str]:
     except HipError as exc:
         return False, str(exc)
     except RuntimeError as exc:  # hip-python raises this when libamdhip64.so cannot be loaded
-        return False, f"the ROCm runtime is not available ({exc})"
+        return False, f"the ROCm runtime is not available ({runtime_text(exc)})"
     if not count:
         return False, "no AMD GPU found (hipGetDeviceCount = 0)"
     return True, f"{count} AMD GPU(s)"
@@ -115,4 +125,4 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
             for ptr in device_ptrs.values():
                 hip.hipFree(ptr)
     except RuntimeError as exc:
-        raise HipError(f"the ROCm runtime is not available ({exc})") from None
+        raise HipError(f"the ROCm runtime is not available ({runtime_text(exc)})") from None

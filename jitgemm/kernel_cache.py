@@ -1,9 +1,11 @@
 """The on-disk kernel cache (`~/.cache/jitgemm/kernels`): code objects keyed by everything that shapes the
 binary (IR text of the kernel class and config, spec sha256, target, generator and version).
 
-Each entry is two files written atomically: `<key>.co` (the code object) and `<key>.json` (what was
-compiled, and the sha256 of the code object). An entry whose files are missing, unreadable or whose hash
-does not match is ignored and overwritten: a corrupt cache costs a recompile, never a wrong kernel.
+Each entry is two files written atomically: `<key>.co` (the code object, kept a plain ELF so tools can read
+it) and `<key>.json` (what was compiled, and the sha256 of the code object), the record sealed with the
+sha256 of its own bytes (`isa.files.seal`). An entry whose files are missing, unreadable, over the size
+limit, fail either hash, or whose record lacks a field the compiler needs is ignored and overwritten: a
+corrupt cache costs a recompile, never a wrong kernel or a KeyError.
 """
 
 from __future__ import annotations
@@ -13,10 +15,10 @@ import hashlib
 import json
 from pathlib import Path
 
-from jitgemm.isa.files import atomic_write
+from jitgemm.isa.files import MAX_CACHE_BYTES, atomic_write, read_bounded, read_sealed, write_sealed
 from jitgemm.isa.spec_cache import cache_root
 
-FORMAT = 1
+FORMAT = 2   # 2: records sealed with their own sha256
 
 
 def kernel_dir() -> Path:
@@ -49,30 +51,47 @@ def problem_key(problem_text: str, spec_sha256: str, target: str, generator: str
     return cache_key("problem:" + problem_text, spec_sha256, target, generator, version)
 
 
+def _is_key(text: str) -> bool:
+    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
+
+
 def load_choice(pkey: str) -> str | None:
+    """The kernel key an earlier process chose for this problem key, or None (absent or corrupt)."""
+    raw = read_sealed(kernel_dir() / "by-problem" / pkey, 1024)
     try:
-        key = (kernel_dir() / "by-problem" / pkey).read_text().strip()
-    except OSError:
+        key = raw.decode("ascii").strip() if raw is not None else ""
+    except UnicodeDecodeError:
         return None
-    return key if len(key) == 64 and all(c in "0123456789abcdef" for c in key) else None
+    return key if _is_key(key) else None
 
 
 def store_choice(pkey: str, key: str) -> None:
     try:
-        atomic_write(kernel_dir() / "by-problem" / pkey, key.encode())
+        write_sealed(kernel_dir() / "by-problem" / pkey, key.encode())
     except OSError:
         pass
+
+
+def _valid_record(record: object, key: str) -> bool:
+    """The fields the compiler reads from a record, with their types (a record lacking one is rebuilt)."""
+    return (isinstance(record, dict) and record.get("format") == FORMAT and record.get("key") == key
+            and isinstance(record.get("name"), str) and bool(record["name"])
+            and isinstance(record.get("contract"), dict) and isinstance(record.get("sha256"), str)
+            and isinstance(record.get("config", {}), dict))
 
 
 def load(key: str) -> tuple[bytes, dict] | None:
     """(code object, record) of a valid entry, or None."""
     folder = kernel_dir()
+    raw = read_sealed(folder / f"{key}.json")
+    if raw is None:
+        return None
     try:
-        record = json.loads((folder / f"{key}.json").read_text())
-        blob = (folder / f"{key}.co").read_bytes()
+        record = json.loads(raw)
+        blob = read_bounded(folder / f"{key}.co", MAX_CACHE_BYTES)
     except (OSError, ValueError):
         return None
-    if not isinstance(record, dict) or record.get("format") != FORMAT or record.get("key") != key:
+    if not _valid_record(record, key):
         return None
     if record.get("sha256") != hashlib.sha256(blob).hexdigest():
         return None
@@ -85,6 +104,6 @@ def store(key: str, blob: bytes, record: dict) -> None:
     try:
         atomic_write(folder / f"{key}.co", blob)
         full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
-        atomic_write(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
+        write_sealed(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
     except OSError:
         pass

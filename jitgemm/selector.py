@@ -19,7 +19,7 @@ from pathlib import Path
 from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
-from jitgemm.isa.files import atomic_write
+from jitgemm.isa.files import read_sealed, write_sealed
 from jitgemm.isa.spec_cache import cache_root
 
 from .contract import Contract
@@ -40,15 +40,17 @@ class Verdict:
 
 
 def _json_load(path: Path) -> dict:
+    """A sealed JSON cache file (tuning, quarantine); absent, corrupt or oversized reads as empty."""
+    raw = read_sealed(path)
     try:
-        data = json.loads(path.read_text())
+        data = json.loads(raw) if raw is not None else {}
         return data if isinstance(data, dict) else {}
-    except (OSError, ValueError):
+    except ValueError:
         return {}
 
 
 def _json_store(path: Path, data: dict) -> None:
-    atomic_write(path, json.dumps(data, indent=1, sort_keys=True).encode())
+    write_sealed(path, json.dumps(data, indent=1, sort_keys=True).encode())
 
 
 class TuningDB:

@@ -21,7 +21,7 @@ def _private_cache(tmp_path_factory):
 
 @pytest.fixture(scope="session")
 def excerpt_path():
-    """Path of AMD's verbatim CDNA3 excerpt (../shared); skips, or fails under JITGEMM_REQUIRE_ORACLES=1."""
+    """Path of AMD's verbatim CDNA3 excerpt (../shared); skips when absent, or fails under CI=true."""
     return require_excerpt()
 
 

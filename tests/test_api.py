@@ -98,7 +98,7 @@ def test_disk_cache_hit_and_corruption(tmp_path):
 
 def test_cache_entry_with_wrong_hash_is_ignored(tmp_path, monkeypatch):
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path))
-    kernel_cache.store("k" * 64, b"\x7fELF-not-really", {"name": "x"})
+    kernel_cache.store("k" * 64, b"\x7fELF-not-really", {"name": "x", "contract": {}})
     assert kernel_cache.load("k" * 64) is not None
     (tmp_path / "kernels" / f"{'k' * 64}.co").write_bytes(b"tampered")
     assert kernel_cache.load("k" * 64) is None

@@ -8,7 +8,7 @@ import subprocess
 import sys
 
 import pytest
-from jitgemm.isa import spec_cache, spec_sources
+from jitgemm.isa import files, spec_cache, spec_sources
 
 from jitgemm import isa
 from tests.spec_factory import toy_spec
@@ -111,14 +111,14 @@ def test_corrupt_or_stale_cache_is_rebuilt(tmp_path, damage):
         entry.write_bytes(b"\xc1not msgpack at all")
     elif damage == "truncate":
         entry.write_bytes(raw[: len(raw) // 2])
-    elif damage == "stale":
-        obj = msgpack.unpackb(raw, strict_map_key=False)
+    elif damage == "stale":   # sealed correctly, so the inner checks are what refuses it
+        obj = msgpack.unpackb(files.unseal(raw), strict_map_key=False)
         obj["data"]["sha256"] = "0" * 64
-        entry.write_bytes(msgpack.packb(obj))
+        entry.write_bytes(files.seal(msgpack.packb(obj)))
     else:
-        obj = msgpack.unpackb(raw, strict_map_key=False)
+        obj = msgpack.unpackb(files.unseal(raw), strict_map_key=False)
         obj["data"]["instructions"] = [{"name": 3}]
-        entry.write_bytes(msgpack.packb(obj))
+        entry.write_bytes(files.seal(msgpack.packb(obj)))
     spec_sources._memo.clear()
     again = isa.load_spec(path)
     assert again.instruction("T_STOP").name == "T_STOP"

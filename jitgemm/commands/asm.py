@@ -10,7 +10,7 @@ import argparse
 import sys
 from pathlib import Path
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, read_input
 
 
 def register(subparsers) -> None:
@@ -46,11 +46,8 @@ def run(args: argparse.Namespace) -> int:
     if args.file == "-":
         text, name = sys.stdin.read(), "<stdin>"
     else:
-        path = Path(args.file)
         try:
-            text = path.read_text()
-        except OSError as exc:
-            raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+            text = read_input(args.file).decode()
         except UnicodeDecodeError as exc:
             raise CliError(f"{args.file} is not a text file ({exc.reason} at byte {exc.start})") from None
         name = args.file

@@ -7,7 +7,7 @@ import argparse
 import sys
 from typing import Any
 
-from jitgemm.cli import CliError
+from jitgemm.cli import read_input
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -59,11 +59,7 @@ def _readobj(args: argparse.Namespace) -> int:
 
     from jitgemm.codegen.codeobj import read
 
-    try:
-        with open(args.file, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    data = read_input(args.file)
     from jitgemm.codegen.codeobj import CodeObjectError
 
     try:

@@ -11,13 +11,16 @@ import argparse
 import sys
 from pathlib import Path
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, read_input
 
 
 def register(subparsers) -> None:
     p = subparsers.add_parser("disasm", help="disassemble the kernels of a code object",
                               description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
-    p.add_argument("file", help="code object (.co/.hsaco/.o), or raw machine code with --raw")
+    p.add_argument("file", nargs="+", metavar="FILE",
+                   help="code object(s) (.co/.hsaco/.o), or raw machine code with --raw; several files are listed "
+                   "one after another in one process (the spec and decoder are loaded once), each under a "
+                   "'FILE:' heading as llvm-objdump prints it")
     src = p.add_mutually_exclusive_group()
     src.add_argument("--arch", help="target id whose spec to use (default: the code object's, else gfx942)")
     src.add_argument("--spec", metavar="PATH", help="a spec XML file to use instead")
@@ -115,25 +118,40 @@ def _to_next_symbol(data: bytes, funcs: list[tuple[str, int, bytes]]) -> list[tu
 
 
 def run(args: argparse.Namespace) -> int:
+    """Every FILE in order; a file that cannot be listed is reported (one line naming it) and the rest are still
+    listed, as llvm-objdump does; the status is then 2."""
+    files = args.file
+    if len(files) == 1:
+        return _run_one(args, files[0])
+    status = 0
+    for file in files:
+        sys.stdout.write(f"\n{file}:\tfile format elf64-amdgpu\n")
+        try:
+            _run_one(args, file)
+        except CliError as exc:
+            sys.stdout.flush()
+            print(f"jitgemm disasm: error: {exc}", file=sys.stderr)
+            status = 2
+    return status
+
+
+def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
     from jitgemm.isa.decoder import decode
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.printer import disassembly_lines, objdump_line
 
-    try:
-        data = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    data = read_input(file)
     if args.raw:
-        kernels, processor = [(Path(args.file).name, 0, data)], None
+        kernels, processor = [(Path(file).name, 0, data)], None
     else:
         if data[:4] != b"\x7fELF":
-            raise CliError(f"{args.file} is not an ELF code object (use --raw for bare machine code)")
+            raise CliError(f"{file} is not an ELF code object (use --raw for bare machine code)")
         kernels, processor = kernels_of(data)
     if args.kernel:
         kernels = [k for k in kernels if k[0] == args.kernel]
         if not kernels:
-            raise CliError(f"no kernel {args.kernel!r} in {args.file}")
+            raise CliError(f"no kernel {args.kernel!r} in {file}")
     spec = isa.load_spec(args.spec if args.spec else (args.arch or _arch_of(processor)))
     forms = forms_of(spec)
     unknown = 0

@@ -10,10 +10,11 @@ argument in order: `null`, a scalar `i32:5` / `u32:7` / `i64:-1` / `f32:1.5` / `
 from __future__ import annotations
 
 import argparse
+import math
 import sys
 import time
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, read_input
 
 _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "fp8": "float8_e4m3fnuz",
           "bf8": "float8_e5m2fnuz", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
@@ -48,6 +49,21 @@ def _dims(text: str, what: str) -> tuple[int, ...]:
     return dims
 
 
+def _buffer_bytes(text: str) -> int:
+    """Bytes the buffer argument `TYPE:SHAPE:FILL` will take (0 for scalars and for text parse_arg refuses)."""
+    import numpy as np
+
+    parts = text.split(":")
+    if len(parts) != 3 or parts[0] not in _TYPES:
+        return 0
+    try:
+        count = math.prod(int(x) for x in parts[1].split("x"))
+    except ValueError:
+        return 0
+    bits = 16 if parts[0] == "bf16" else 8 if parts[0] in ("fp8", "bf8") else np.dtype(_TYPES[parts[0]]).itemsize * 8
+    return max(0, count) * bits // 8
+
+
 def parse_arg(text: str, index: int):
     """A kernel argument from its command-line spelling (see the module docstring)."""
     import ml_dtypes
@@ -78,7 +94,9 @@ def parse_arg(text: str, index: int):
     try:
         shape = tuple(int(x) for x in second.split("x"))
     except ValueError:
-        raise CliError(f"{where}: shape {second!r} must be N or NxM...") from None
+        shape = ()
+    if not shape or min(shape) < 1:
+        raise CliError(f"{where}: shape {second!r} must be N or NxM... of positive integers")
     count = int(np.prod(shape))
     if fill == "zeros":
         arr = np.zeros(shape, dtype)
@@ -98,10 +116,7 @@ def _emulate(args: argparse.Namespace) -> int:
     from jitgemm.codegen.codeobj import read
     from jitgemm.emu import check, engine
 
-    try:
-        data = open(args.file, "rb").read()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
+    data = read_input(args.file)
     co = read(data)
     spec = isa.load_spec(args.spec) if args.spec else None
     if args.check:
@@ -116,11 +131,19 @@ def _emulate(args: argparse.Namespace) -> int:
             for op in ops:
                 print(f"  0x{op.pc:04x}  {op.text:<48}  {op.problem}")
         return 1 if bad else 0
+    from jitgemm.isa import progress
+    from jitgemm.memory_budget import check_fits, emulation_bytes
+
+    grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
+    waves = math.prod(grid) * -(-math.prod(block) // 64)
+    check_fits(emulation_bytes(sum(_buffer_bytes(text) for text in args.arg), waves),   # before allocating
+               f"emulating {waves} waves with these buffers")
     values = [parse_arg(text, i) for i, text in enumerate(args.arg)]
     t0 = time.perf_counter()
     kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
-    stats = engine.emulate(co, args.kernel, grid=_dims(args.grid, "grid"), block=_dims(args.block, "block"),
-                           args=values, lds_bytes=args.lds, spec=spec, **kwargs)
+    with progress.task(f"emulating {args.kernel or 'the kernel'}: {waves} waves (Ctrl-C stops)"):
+        stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds, spec=spec,
+                               **kwargs)
     wall = time.perf_counter() - t0
     print(f"kernel {stats.kernel}: {stats.waves} waves, {stats.steps} steps, {stats.wave_instructions} "
           f"wave-instructions, {stats.lane_instructions} lane-instructions in {stats.seconds:.3f} s "

@@ -7,25 +7,41 @@ import sys
 import time
 from pathlib import Path
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, positive_int, read_input
+
+
+def _dims(text: str, option: str, count: int, example: str) -> tuple[int, ...]:
+    """`AxB[xC]` of positive integers, as --tile and --waves take them."""
+    parts = text.lower().split("x")
+    try:
+        dims = tuple(int(x, 10) for x in parts)
+    except ValueError:
+        dims = ()
+    if len(dims) != count or min(dims) < 1:
+        raise CliError(f"{option} {text!r}: expected {count} positive integers joined by 'x', such as {example}")
+    return dims
 
 
 def _problem_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--m", type=int, required=True)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--k", type=int, required=True)
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--m", type=positive_int, required=True, help="rows of A and D")
+    p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
+    p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension (columns of A, rows of B)")
+    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
     p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
     p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
     p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
     p.add_argument("--tile", help="MT_MxMT_NxDEPTH_K, e.g. 128x128x32 (default: chosen for the problem)")
     p.add_argument("--waves", default=None, help="waves per workgroup, e.g. 2x2 (with --tile)")
     p.add_argument("--mfma", default=None, help="MFMA instruction (with --tile; default: largest for the dtype)")
-    p.add_argument("--alpha", type=float, default=1.0)
-    p.add_argument("--beta", type=float, default=0.0)
-    p.add_argument("--bias", choices=("none", "m", "n"), default="none")
-    p.add_argument("--act", choices=("none", "relu", "gelu"), default="none")
-    p.add_argument("--arch", default="gfx942")
+    p.add_argument("--alpha", type=float, default=1.0, help="D = alpha * A @ B + beta * C (default 1)")
+    p.add_argument("--beta", type=float, default=0.0, help="scale of C; 0 (default) reads no C")
+    p.add_argument("--bias", choices=("none", "m", "n"), default="none",
+                   help="add a bias vector along M or N (default none)")
+    p.add_argument("--act", choices=("none", "relu", "gelu"), default="none",
+                   help="activation applied to the result (default none)")
+    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    p.add_argument("--spec", metavar="PATH",
+                   help="spec XML file (or a folder holding one) to use for --arch instead of the default")
 
 
 def _problem_and_config(args: argparse.Namespace):
@@ -45,6 +61,8 @@ def _problem_and_config(args: argparse.Namespace):
                                    bias=args.bias, activation=args.act)
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if args.spec:
+        isa.spec_sources.use_spec_file(args.arch, args.spec)
     spec = isa.load_spec(args.arch)
     profile = isa.target_profile(args.arch)
     if not args.tile:
@@ -54,16 +72,13 @@ def _problem_and_config(args: argparse.Namespace):
             return problem, generator(args.generator or "asm").choose_config(problem, spec, profile), spec
         except IRError as exc:
             raise CliError(str(exc)) from None
-    try:
-        tm, tn, tk = (int(x) for x in args.tile.lower().split("x"))
-    except ValueError:
-        raise CliError(f"--tile {args.tile!r}: expected MT_MxMT_NxDEPTH_K such as 128x128x32") from None
+    tm, tn, tk = _dims(args.tile, "--tile", 3, "128x128x32 (MT_MxMT_NxDEPTH_K)")
     base = default_config(problem, spec, profile)
     mfma = args.mfma.upper() if args.mfma else None
     if mfma is None:
         fitting = [x for x in mfmas_for(spec, problem.a, problem.b) if tm % x.m == 0 and tn % x.n == 0]
         mfma = fitting[0].name if fitting else base.mfma
-    wm, wn = (2, 2) if args.waves is None else (int(x) for x in args.waves.lower().split("x"))
+    wm, wn = (2, 2) if args.waves is None else _dims(args.waves, "--waves", 2, "2x2 (WAVES_MxWAVES_N)")
     return problem, GemmConfig(tm, tn, tk, wm, wn, mfma, lds_pad=0, prefetch=2), spec
 
 
@@ -124,25 +139,19 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
+    from jitgemm.isa import progress
+    from jitgemm.memory_budget import check_fits, gemm_run_bytes
     from jitgemm.reference import operands, reference
 
     p, config, _ = _problem_and_config(args)
+    if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating
+        check_fits(gemm_run_bytes(p, config.tile_m, config.tile_n, config.waves_m * config.waves_n),
+                   f"emulating m={p.m} n={p.n} k={p.k} batch={p.batch}")
     a, b, c, bias = operands(p, args.seed)
     t0 = time.perf_counter()
     try:
-        if args.generator or args.tile:   # that generator's kernel for the config, not the selector's choice
-            from jitgemm import api
-            from jitgemm.contract import Contract
-
-            generator = args.generator or "asm"
-            kernel = jitgemm.compile(p, config, arch=args.arch, generator=generator)
-            call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
-                               activation=p.activation)
-            d = api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
-                           backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
-        else:
-            d = jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
-                               activation=p.activation, arch=args.arch, backend=args.backend)
+        with progress.task(f"running m={p.m} n={p.n} k={p.k} {p.a.name} on {args.backend} (Ctrl-C stops)"):
+            d = _run_kernel(args, p, config, a, b, c, bias)
     except IRError as exc:
         raise CliError(str(exc)) from None
     elapsed = time.perf_counter() - t0
@@ -156,14 +165,28 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
+def _run_kernel(args: argparse.Namespace, p, config, a, b, c, bias):
+    """D for the problem: that generator's kernel for the config (--generator/--tile), else the selector's."""
+    import jitgemm
+
+    if not (args.generator or args.tile):
+        return jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                              activation=p.activation, arch=args.arch, backend=args.backend)
+    from jitgemm import api
+    from jitgemm.contract import Contract
+
+    generator = args.generator or "asm"
+    kernel = jitgemm.compile(p, config, arch=args.arch, generator=generator)
+    call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation)
+    return api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
+                      backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
+
+
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.inspect import annotated_listing
 
-    try:
-        blob = Path(args.file).read_bytes()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    blob = read_input(args.file)
     spec = isa.load_spec(args.spec or args.arch)
     sys.stdout.write(annotated_listing(blob, spec))
     return 0
@@ -181,14 +204,15 @@ def register(sub) -> None:
 
     r = sub.add_parser("run", help="compile and run a GEMM on random inputs; compare with numpy")
     _problem_args(r)
-    r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"))
-    r.add_argument("--seed", type=int, default=0)
+    r.add_argument("--backend", default="emu", choices=("auto", "emu", "hip"),
+                   help="emu: the ISA emulator (default); hip: an AMD GPU through hip-python; auto: hip if present")
+    r.add_argument("--seed", type=int, default=0, help="seed of the random inputs (default 0)")
     r.add_argument("--generator", default=None,
                    help="run this generator's kernel for the config (default: the selector's choice)")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")
-    i.add_argument("file")
-    i.add_argument("--arch", default="gfx942")
+    i.add_argument("file", help="code object (.co/.hsaco) to list")
+    i.add_argument("--arch", default="gfx942", help="target id whose spec annotates (default gfx942)")
     i.add_argument("--spec", help="spec file to annotate from (default: the target's)")
     i.set_defaults(func=_cmd_inspect)

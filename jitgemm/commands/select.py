@@ -3,8 +3,18 @@
 from __future__ import annotations
 
 import argparse
+from pathlib import Path
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, positive_int
+
+
+def _folder(text: str, option: str) -> Path:
+    path = Path(text).expanduser()
+    if not path.is_dir():
+        what = "is not a folder" if path.exists() else "does not exist"
+        raise CliError(f"{option} {text}: {what} (expected a folder of code objects, *.co or *.hsaco, with "
+                       f"embedded jitgemm contracts)")
+    return path
 
 
 def _selector(args: argparse.Namespace):
@@ -14,7 +24,7 @@ def _selector(args: argparse.Namespace):
     suppliers = list(default_suppliers())      # what matmul's selectors offer, plus this command's options
     prebuilt = []
     for folder in args.prebuilt or ():
-        sup = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
+        sup = PrebuiltSupplier(_folder(folder, "--prebuilt"), name=f"prebuilt:{folder}")
         suppliers.append(sup)
         prebuilt.append(sup)
     if args.triton:
@@ -35,6 +45,10 @@ def _cmd_select(args: argparse.Namespace) -> int:
                                    batch=args.batch, lda=args.lda, ldb=args.ldb)
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
+    if args.spec:
+        from jitgemm import isa
+
+        isa.spec_sources.use_spec_file(args.arch, args.spec)
     selector, prebuilt = _selector(args)
     align = {"a": args.align, "b": args.align}
     for sup in prebuilt:
@@ -53,11 +67,12 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_qualify(args: argparse.Namespace) -> int:
+    from jitgemm.isa import progress
     from jitgemm.qualify import qualify_candidate
     from jitgemm.selector import Quarantine
     from jitgemm.suppliers import PrebuiltSupplier
 
-    sup = PrebuiltSupplier(args.dir)
+    sup = PrebuiltSupplier(_folder(args.dir, "qualify"))
     entries = sup._scan()
     for err in sup.errors:
         print(f"refused: {err}")
@@ -68,37 +83,43 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     dummy = GemmProblem.make(1, 1, 1, "fp32")
-    for cand in sup.candidates(dummy, args.arch):
-        result = qualify_candidate(cand, cases=args.cases, seed=args.seed, quarantine=quarantine)
-        if result.failure:
-            failed += 1
-            print(f"QUARANTINED {cand.label}: {result.failure}")
-        else:
-            print(f"ok          {cand.label}: {result.cases} random legal problems match numpy")
+    candidates = list(sup.candidates(dummy, args.arch))
+    with progress.task(f"qualifying {len(candidates)} kernel(s) in the emulator", total=len(candidates)) as advance:
+        for cand in candidates:
+            result = qualify_candidate(cand, cases=args.cases, seed=args.seed, quarantine=quarantine)
+            advance(1)
+            if result.failure:
+                failed += 1
+                print(f"QUARANTINED {cand.label}: {result.failure}")
+            else:
+                print(f"ok          {cand.label}: {result.cases} random legal problems match numpy")
     return 1 if failed else 0
 
 
 def register(sub) -> None:
     p = sub.add_parser("select", help="which kernel the selector picks for a problem (--explain: every candidate)")
-    p.add_argument("--m", type=int, required=True)
-    p.add_argument("--n", type=int, required=True)
-    p.add_argument("--k", type=int, required=True)
-    p.add_argument("--batch", type=int, default=1)
-    p.add_argument("--dtype", default="bf16")
-    p.add_argument("--out-dtype")
-    p.add_argument("--layout", default="NN")
-    p.add_argument("--lda", type=int)
-    p.add_argument("--ldb", type=int)
-    p.add_argument("--align", type=int, default=256, help="byte alignment of the A and B pointers")
-    p.add_argument("--arch", default="gfx942")
+    p.add_argument("--m", type=positive_int, required=True, help="rows of A and D")
+    p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
+    p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension")
+    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
+    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
+    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
+    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    p.add_argument("--lda", type=positive_int, help="leading dimension of A in elements (default: packed)")
+    p.add_argument("--ldb", type=positive_int, help="leading dimension of B in elements (default: packed)")
+    p.add_argument("--align", type=positive_int, default=256, help="byte alignment of the A and B pointers")
+    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    p.add_argument("--spec", metavar="PATH",
+                   help="spec XML file (or a folder holding one) to use for --arch instead of the default")
     p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts")
     p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels")
-    p.add_argument("--explain", action="store_true")
+    p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
     p.set_defaults(func=_cmd_select)
 
     q = sub.add_parser("qualify", help="run every kernel in DIR in the emulator on legal random problems")
-    q.add_argument("dir")
-    q.add_argument("--cases", type=int, default=3)
-    q.add_argument("--seed", type=int, default=0)
-    q.add_argument("--arch", default="gfx942")
+    q.add_argument("dir", help="folder of code objects (*.co, *.hsaco) with embedded jitgemm contracts")
+    q.add_argument("--cases", type=positive_int, default=3,
+                   help="random legal problems per kernel, each checked against numpy (default 3, at least 1)")
+    q.add_argument("--seed", type=int, default=0, help="seed of the problems and inputs (default 0)")
+    q.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     q.set_defaults(func=_cmd_qualify)

@@ -88,6 +88,14 @@ def _d_layout(m: int, n: int, blocks: int) -> tuple[np.ndarray, np.ndarray, np.n
     return block, row, col
 
 
+@cache
+def _d_flat(m: int, n: int, blocks: int) -> np.ndarray:
+    """The (lane, register) -> flat (block, row, col) index of `_d_layout`, for one `np.take` over a
+    (G, blocks * M * N) product: the same elements as indexing with three arrays, about 3x faster."""
+    block, row, col = _d_layout(m, n, blocks)
+    return np.ascontiguousarray((block * m + row) * n + col)
+
+
 _BLGP = {
     0: np.arange(WAVE), 1: np.arange(WAVE) % 32, 2: 32 + np.arange(WAVE) % 32, 3: (np.arange(WAVE) + 16) % WAVE,
     4: np.arange(WAVE) % 16, 5: 16 + np.arange(WAVE) % 16, 6: 32 + np.arange(WAVE) % 16, 7: 48 + np.arange(WAVE) % 16,
@@ -97,6 +105,9 @@ _BLGP = {
 def _elements(bits: np.ndarray, fmt: Fmt, xf32: bool) -> np.ndarray:
     """(G, 64, regs) uint32 -> (G, 64, elements) float64 / int64."""
     regs = np.ascontiguousarray(bits, np.uint32)
+    if fmt.kind == "f" and fmt.bits == 16 and fmt.dtype.name == "bfloat16":
+        # bf16 is the top half of an fp32, so this is exact, and ~2x faster than ml_dtypes' bf16 -> float64 cast
+        return (regs.view(np.uint16).astype(np.uint32) << 16).view(np.float32).astype(np.float64)
     raw = regs.view(fmt.dtype)
     if fmt.kind == "f":
         vals = raw.astype(np.float64)
@@ -130,8 +141,7 @@ def mfma(shape: MfmaShape, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.nd
             src = (np.arange(blocks) // size) * size + abid
             a_mat = a_mat[:, np.minimum(src, blocks - 1)]
     prod = np.matmul(a_mat, b_mat)  # (G, blocks, M, N)
-    block, row, col = _d_layout(m, n, blocks)
-    gathered = prod[:, block, row, col]  # (G, 64, c_regs)
+    gathered = np.take(prod.reshape(g, -1), _d_flat(m, n, blocks), axis=1)  # (G, 64, c_regs)
     c = np.ascontiguousarray(np.broadcast_to(c_bits, gathered.shape), np.uint32)
     if shape.acc.kind == "f":
         d = (gathered + c.view(np.float32).astype(np.float64)).astype(np.float32)

@@ -195,6 +195,9 @@ class VgprDst(Dst):
     def write(self, st, w, bits, lanes=None):
         bits = np.asarray(bits)
         if self.regs > 1 and bits.dtype != np.uint64 and bits.ndim == 3:  # (G, 64, regs)
+            if lanes is None:   # one assignment of the whole register range (an MFMA's 16 accumulators at once)
+                st.v[w, self.slot:self.slot + self.regs] = np.swapaxes(bits[..., :self.regs], 1, 2)
+                return
             parts = [bits[..., i] for i in range(self.regs)]
         elif self.as64 or bits.dtype == np.uint64:
             b = bits.astype(np.uint64)
