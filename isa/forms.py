@@ -269,8 +269,10 @@ class Form:
                     value = table.by_key.get(("name", "src_" + kind))
             if value is None:
                 raise Mismatch(f"{op} is not allowed here; {table.describe()}")
-            if op.count != slot.nregs and slot.nregs > 1 and op.count == 1:
+            if op.count == 1 and slot.nregs > 1 and kind not in syn.ANY_WIDTH_REGISTERS:
                 raise Mismatch(f"{op} is one register but the operand takes {slot.nregs} ({slot.size} bits)")
+            if op.count == 2 and slot.nregs == 1:
+                raise Mismatch(f"{op} is a 64-bit register pair but the operand takes one register (32 bits)")
             return value
         if t is Imm:
             return self._constant_value(slot, op.value, state)
@@ -420,7 +422,9 @@ class Form:
     def _encode_flat_addr(self, slot, op, fields, state, ops) -> None:
         saddr_off = True
         if self.flat_saddr is not None:
-            saddr_op = ops[self.flat_saddr] if self.flat_saddr < len(ops) else OFF
+            # a no-return atomic has no VDST operand: the SADDR operand sits one place earlier
+            at = self.flat_saddr - (len(self.slots) - len(ops))
+            saddr_op = ops[at] if 0 <= at < len(ops) else OFF
             if isinstance(saddr_op, SrcMods):
                 saddr_op = saddr_op.operand
             saddr_off = type(saddr_op) is Off

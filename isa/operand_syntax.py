@@ -30,6 +30,16 @@ NAMED_REGISTERS = frozenset({
     "src_private_base", "src_private_limit", "src_pops_exiting_wave_id", "lds_direct", "src_lds_direct",
 })
 
+# Read-only sources that are as wide as the operand reading them: llvm-mc accepts them in 32- and 64-bit
+# operands alike (`s_mov_b64 s[0:1], src_shared_base`), where every other named register has one width
+# (`m0`, `vcc_lo` are 32-bit, `exec`, `vcc` 64-bit). LLVM: SIRegisterInfo.td, the SRC_* registers are in
+# both the SReg_32 and SReg_64 source classes; checked against llvm-mc-22 in tests/test_asm_llvm_verdicts.py.
+ANY_WIDTH_REGISTERS = frozenset({
+    "src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id",
+    "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit", "private_base", "private_limit",
+    "pops_exiting_wave_id", "vccz", "execz", "scc",
+})
+
 # Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
 SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}
 

@@ -85,11 +85,16 @@ def format_item(item) -> str:
 def objdump_line(text: str, offset: int, words: tuple[int, ...], comment: str = "") -> str:
     """One line laid out like llvm-objdump: tab, text padded to 59 columns (a longer text runs straight
     into the comment, as objdump prints it), `// OFFSET: WORDS`, then any `<target>` comment."""
-    raw = " ".join(f"{w:08X}" for w in words)
-    line = f"\t{text:<59}// {offset:012X}: {raw}"
+    head, tail = objdump_parts(text, words)
+    line = f"{head}{offset:012X}{tail}"
     if comment:
         line += f" {comment}"
     return line
+
+
+def objdump_parts(text: str, words: tuple[int, ...]) -> tuple[str, str]:
+    """The parts of an objdump line before and after the offset (a listing caches them per instruction)."""
+    return f"\t{text:<59}// ", ": " + " ".join(f"{w:08X}" for w in words)
 
 
 def disassemble(data: bytes, spec, *, base: int = 0, symbols: dict[int, str] | None = None,

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+import weakref
 from dataclasses import dataclass, field
 from itertools import groupby
 from pathlib import Path
@@ -90,6 +91,11 @@ def text_sections(data: bytes) -> tuple[list[TextSection], str | None]:
     return out, decode_e_flags(elf.flags).processor
 
 
+# Per spec forms: instruction bytes -> the parts of their listing line (kernels repeat instructions).
+_LINE_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LINE_CACHE_LIMIT = 1 << 18
+
+
 def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True) -> Listing:
     """llvm-objdump's listing of `sections` (as `text_sections` returns them) with the spec `forms`.
 
@@ -98,8 +104,11 @@ def listing(sections: list[TextSection], forms, *, kernel: str | None = None, sh
     llvm-objdump does. `kernel` keeps only the runs from that symbol up to the next function symbol.
     """
     from jitgemm.isa.decoder import decode
-    from jitgemm.isa.printer import disassembly_lines, objdump_line
+    from jitgemm.isa.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
 
+    cache = _LINE_CACHES.get(forms)
+    if cache is None:
+        cache = _LINE_CACHES[forms] = {}
     out = Listing()
     found = kernel is None
     for sec in sections:
@@ -133,8 +142,19 @@ def listing(sections: list[TextSection], forms, *, kernel: str | None = None, sh
             offset = start - sec.address
             decoded = decode(sec.body[offset:end - sec.address + forms.max_size], forms, base=start)
             decoded = [d for d in decoded if d.offset < end]
-            for text, address, words, comment in disassembly_lines(decoded, near, labels):
-                out.lines.append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
+            append = out.lines.append
+            for d in decoded:
+                if d.target is None and d.instruction is not None:  # the same text wherever it is
+                    hit = cache.get(d.raw)
+                    if hit is None:
+                        if len(cache) > _LINE_CACHE_LIMIT:
+                            cache.clear()
+                        text = format_instruction(d.instruction)
+                        hit = cache[d.raw] = (*objdump_parts(text, d.words), f"\t{text}")
+                    append(f"{hit[0]}{d.offset:012X}{hit[1]}" if show_raw else hit[2])
+                    continue
+                for text, address, words, comment in disassembly_lines([d], near, labels):
+                    append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
             bad = [d for d in decoded if d.warning]
             out.unknown += len(bad)
             out.first_warnings.extend(f"{here[0].name}+0x{d.offset - start:x}: {d.warning}"
