@@ -34,7 +34,8 @@ def format_operand(op) -> str:
         if op.abs:
             inner = f"|{inner}|"
         if op.neg:
-            inner = f"neg({inner})" if type(op.operand) is Imm else f"-{inner}"
+            # LLVM writes neg(...) only around a bare constant (AMDGPUInstPrinter::printOperandAndFPInputMods)
+            inner = f"neg({inner})" if type(op.operand) is Imm and not op.abs else f"-{inner}"
         if op.sext:
             inner = f"sext({inner})"
         return inner

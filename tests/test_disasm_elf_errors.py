@@ -9,8 +9,8 @@ import struct
 import subprocess
 
 import pytest
-from jitgemm.cli import main
 
+from jitgemm.cli import main
 from tests.aiter_corpus import aiter_root
 from tests.oracles import require_tool
 
