@@ -15,20 +15,20 @@ import re
 from . import operand_syntax as syn
 from .instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods
 
-_LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)")
-_INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$")
-_COMMENT = re.compile(r"\s*(?:;|//)")
-_SPLIT_COMMAS = re.compile(r",\s*(?![^\[\(]*[\]\)])")
-_SPLIT_SPACES = re.compile(r"\s+(?![^\[\(]*[\]\)])")
-_RANGE = re.compile(r"(ttmp|s|v|a)\[(\d+)(?::(\d+))?\]\Z", re.IGNORECASE)
-_NAME = re.compile(r"[A-Za-z_$@.][\w.$@]*\Z")
-_HEX = re.compile(r"0[xX][0-9a-fA-F]+\Z")
-_INT = re.compile(r"\d+\Z")
-_FLOAT = re.compile(r"\d+\.\d*(?:[eE][-+]?\d+)?\Z|\d+[eE][-+]?\d+\Z")
-_CALL = re.compile(r"([A-Za-z_]\w*)\(([^()]*)\)\Z")
-_COUNTER = re.compile(r"([A-Za-z_]\w*)\(\s*(\d+)\s*\)")
-_COUNTERS = re.compile(r"(?:[A-Za-z_]\w*\(\s*\d+\s*\)\s*&?\s*)+\Z")
-_MODKEY = re.compile(r"([A-Za-z_$@][\w.$@]*):(.+)\Z")
+_LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)", re.ASCII)
+_INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$", re.ASCII)
+_COMMENT = re.compile(r"\s*(?:;|//)", re.ASCII)
+_SPLIT_COMMAS = re.compile(r",\s*(?![^\[\(]*[\]\)])", re.ASCII)
+_SPLIT_SPACES = re.compile(r"\s+(?![^\[\(]*[\]\)])", re.ASCII)
+_RANGE = re.compile(r"(ttmp|s|v|a)\[(\d{1,6})(?::(\d{1,6}))?\]\Z", re.IGNORECASE | re.ASCII)
+_NAME = re.compile(r"[A-Za-z_$@.][\w.$@]*\Z", re.ASCII)
+_HEX = re.compile(r"0[xX][0-9a-fA-F]+\Z", re.ASCII)
+_INT = re.compile(r"0[bB][01]+\Z|[0-9]+\Z", re.ASCII)
+_FLOAT = re.compile(r"\d+\.\d*(?:[eE][-+]?\d+)?\Z|\d+[eE][-+]?\d+\Z", re.ASCII)
+_CALL = re.compile(r"([A-Za-z_]\w*)\(([^()]*)\)\Z", re.ASCII)
+_COUNTER = re.compile(r"([A-Za-z_]\w*)\(\s*(\d{1,9})\s*\)", re.ASCII)
+_COUNTERS = re.compile(r"(?:[A-Za-z_]\w*\(\s*\d{1,9}\s*\)\s*&?\s*)+\Z", re.ASCII)
+_MODKEY = re.compile(r"([A-Za-z_$@][\w.$@]*):(.+)\Z", re.ASCII)
 
 _OPERANDS: dict[str, object] = {}
 _MODIFIERS: dict[str, tuple] = {}
@@ -37,10 +37,13 @@ _MAX_CACHE = 1 << 16
 
 
 def _number(text: str):
-    if _INT.match(text):
-        return Imm(int(text))
-    if _HEX.match(text):
-        return Imm(int(text, 16), hex=True)
+    try:
+        if _INT.match(text):
+            return Imm(syn.integer_value(text))
+        if _HEX.match(text):
+            return Imm(syn.integer_value(text), hex=True)
+    except ValueError:
+        return None  # the LALR parser reports it, with its column
     if _FLOAT.match(text):
         return Imm(float(text))
     return None
@@ -242,6 +245,8 @@ def _line(line: str):
         if mod is None:
             return None
         mods.append(mod)
+    if len({m[0] for m in mods}) != len(mods):
+        return None  # a repeated modifier: the LALR parser reports it with its column
     return (tuple(labels), finish(mnemonic, ops, mods))
 
 

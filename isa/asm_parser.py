@@ -54,12 +54,16 @@ class _SemanticError(Exception):
 
 
 def _number(tok: Token):
-    text = tok.value
-    if tok.type == "HEX":
-        return int(text, 16)
     if tok.type == "FLOAT":
-        return float(text)
-    return int(text)
+        return float(tok.value)
+    return _integer(tok)
+
+
+def _integer(tok: Token) -> int:
+    try:
+        return syn.integer_value(tok.value)
+    except ValueError as exc:
+        raise _SemanticError(str(exc), tok.line, tok.column) from None
 
 
 class _Builder(Transformer):
@@ -68,11 +72,11 @@ class _Builder(Transformer):
     # --- operands
     def int_number(self, children):
         tok = children[0]
-        return _Pos(Imm(int(tok.value)), tok.line, tok.column)
+        return _Pos(Imm(_integer(tok)), tok.line, tok.column)
 
     def hex_number(self, children):
         tok = children[0]
-        return _Pos(Imm(int(tok.value, 16), hex=True), tok.line, tok.column)
+        return _Pos(Imm(_integer(tok), hex=True), tok.line, tok.column)
 
     def float_number(self, children):
         tok = children[0]
@@ -85,7 +89,7 @@ class _Builder(Transformer):
     def reg_range(self, children):
         tok, lo, hi = children
         try:
-            reg = syn.range_operand(tok.value, int(lo.value), int(hi.value))
+            reg = syn.range_operand(tok.value, _integer(lo), _integer(hi))
         except ValueError as exc:
             raise _SemanticError(str(exc), tok.line, tok.column) from None
         return _Pos(reg, tok.line, tok.column)
@@ -93,7 +97,7 @@ class _Builder(Transformer):
     def reg_one(self, children):
         tok, idx = children
         try:
-            reg = syn.range_operand(tok.value, int(idx.value), int(idx.value))
+            reg = syn.range_operand(tok.value, _integer(idx), _integer(idx))
         except ValueError as exc:
             raise _SemanticError(str(exc), tok.line, tok.column) from None
         return _Pos(reg, tok.line, tok.column)
@@ -226,7 +230,11 @@ class _Builder(Transformer):
             mods.insert(0, (ops[0].value.name.lower(), True, ops[0].col))
             ops = []
         modifiers = []
-        for name, value, _col in mods:
+        seen = set()
+        for name, value, col in mods:
+            if name in seen:  # llvm-mc: "duplicate cache policy modifier" / "not a valid operand"
+                raise _SemanticError(f"modifier {name} is given twice", tok.line, col)
+            seen.add(name)
             modifiers.append((name, _modifier_value(value)))
         inst = AsmInstruction(tok.value.lower(), tuple(p.value for p in ops), tuple(modifiers))
         return Statement("instruction", tok.line, tok.column, inst,
@@ -322,8 +330,11 @@ def parse(text: str, file: str = "<input>", *, fast: bool = True) -> list[Statem
         for name in labels:
             append(Statement("label", number, col, name=name))
         if inst is not None:
-            if labels:
-                col = line.index(inst.name[0], line.rindex(":") + 1) + 1 if ":" in line else col
+            if labels:  # the mnemonic's column: after the last `name:` (a modifier may hold a colon too)
+                pos = 0
+                for name in labels:
+                    pos = line.index(name, pos) + len(name) + 1
+                col = pos + len(line[pos:]) - len(line[pos:].lstrip()) + 1
             append(Statement("instruction", number, col, inst))
     return out
 

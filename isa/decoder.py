@@ -26,6 +26,7 @@ class Decoded(NamedTuple):
     encoding: str | None = None
     warning: str | None = None
     target: int | None = None  # branch target address, for branches
+    target_operand: int | None = None  # which operand holds the branch offset
 
     @property
     def words(self) -> tuple[int, ...]:
@@ -103,7 +104,8 @@ def decode_at(data: bytes, pos: int, forms: SpecForms, base: int = 0) -> Decoded
         if delta >> (width - 1):
             delta -= 1 << width
         target = base + pos + 4 + 4 * delta
-    return Decoded(base + pos, form.size, data[pos:pos + form.size], inst, form.enc.name, None, target)
+    return Decoded(base + pos, form.size, data[pos:pos + form.size], inst, form.enc.name, None, target,
+                   None if slot is None else slot.index)
 
 
 def _unknown(data: bytes, pos: int, word: int, nbytes: int, forms: SpecForms, base: int) -> Decoded:

@@ -27,7 +27,7 @@ from .instruction import OFF, AsmInstruction, Counters, Imm, Label, Off, Reg, Sr
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
 from .modifiers import MODIFIER_ENCODERS, decode_modifiers, modifier_kinds
-from .operand_values import ACC_BIT, TypeTable, const_text, constant_encoding, literal_bits
+from .operand_values import ACC_BIT, TypeTable, const_text, constant_encoding, int16_inline_pattern, literal_bits
 
 __all__ = ["Form", "Mismatch", "Slot", "SpecForms", "TypeTable", "encode_error", "forms_of"]
 
@@ -269,8 +269,10 @@ class Form:
                     value = table.by_key.get(("name", "src_" + kind))
             if value is None:
                 raise Mismatch(f"{op} is not allowed here; {table.describe()}")
-            if op.count != slot.nregs and slot.nregs > 1 and op.count == 1:
+            if op.count == 1 and slot.nregs > 1 and kind not in syn.ANY_WIDTH_REGISTERS:
                 raise Mismatch(f"{op} is one register but the operand takes {slot.nregs} ({slot.size} bits)")
+            if op.count == 2 and slot.nregs == 1:
+                raise Mismatch(f"{op} is a 64-bit register pair but the operand takes one register (32 bits)")
             return value
         if t is Imm:
             return self._constant_value(slot, op.value, state)
@@ -290,6 +292,10 @@ class Form:
         inline, _literal = constant_encoding(slot, value)
         if inline is not None:
             return inline
+        if self.family != "e32":  # no literal form to fall back to (SDWA, VOP3 on GFX9)
+            inline = int16_inline_pattern(slot, value)
+            if inline is not None:
+                return inline
         table = slot.table
         if table.literal is None:
             raise Mismatch(f"{const_text(value)} is not an inline constant and {table.name} takes no "
@@ -420,7 +426,9 @@ class Form:
     def _encode_flat_addr(self, slot, op, fields, state, ops) -> None:
         saddr_off = True
         if self.flat_saddr is not None:
-            saddr_op = ops[self.flat_saddr] if self.flat_saddr < len(ops) else OFF
+            # a no-return atomic has no VDST operand: the SADDR operand sits one place earlier
+            at = self.flat_saddr - (len(self.slots) - len(ops))
+            saddr_op = ops[at] if 0 <= at < len(ops) else OFF
             if isinstance(saddr_op, SrcMods):
                 saddr_op = saddr_op.operand
             saddr_off = type(saddr_op) is Off
@@ -495,8 +503,8 @@ class Form:
             return _fixed_operand(slot)
         if kind == "literal":
             lit = fv["LITERAL"]
-            if slot.container == 16:  # VALU prints the 16 bits a 16-bit operand uses
-                lit &= 0xFFFF
+            if slot.container == 16 and self.literal_optional:  # a 16-bit source prints the 16 bits it uses;
+                lit &= 0xFFFF  # a K constant (v_madak_f16) prints its whole dword, as LLVM does
             if slot.table is not None and slot.table.partitioned:  # an always-literal imm32 (s_setreg_imm32)
                 return Imm(lit, hex=True, text=syn.imm32_text(lit))
             return Imm(lit, hex=True)
@@ -585,7 +593,7 @@ def _value_operand(slot: Slot, value: int, nregs: int):
     table = slot.table
     if table is None:
         return Imm(value)
-    op = table.operand_for(value, nregs, slot.elem_bits)
+    op = table.operand_for(value, nregs, slot.elem_bits, slot.container == 16 and not slot.is_float)
     if op is None:
         if table.literal is not None and value == table.literal:
             return Imm(0, hex=True)
@@ -660,7 +668,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.mnemonic = form.name + form.suffix
     form.size = enc.byte_count
     form.order = enc.order
-    form.rank = 1 if form.family == "e64" else 0
+    # among forms of one size LLVM's matcher takes VOP3 before SDWA/DPP (`v_mov_b32 v0, |v1|` is VOP3)
+    form.rank = {"e64": 1, "dpp": 2, "sdwa": 2}.get(form.family, 0)
     form.codecs = {name: FieldCodec(f, enc.name) for name, f in fields.items()}
     base = id_by_op.get(ie.opcode)
     if base is None:
@@ -705,6 +714,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         # constants: a 16-bit operand only when its elements are 16-bit; 8-bit data travels in 32 bits
         # (scalar ALU operands are whole 32-bit registers, so only VALU encodings have 16-bit constants)
         slot.container = 16 if slot.size <= 16 and slot.elem_bits == 16 and form.family \
+            and (form.name, len([s for s in slots if s.src is not None])) not in syn.INT16_AS_INT32 \
             else (64 if slot.size > 32 else 32)
         slot.data_format = o.data_format
         slot.output = o.output and not o.input
@@ -810,7 +820,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
             else (None, None, None)
         s.mod_spots = spots if any(spot is not None for spot in spots) else None
-    form.mods = modifier_kinds(form, fields)
+    form.mods = modifier_kinds(form, fields, spec)
     defaults = {}
     written_by = {"DST_SEL": "dst_sel", "DST_UNUSED": "dst_unused", "SRC0_SEL": "src0_sel", "SRC1_SEL": "src1_sel",
                   "ROW_MASK": "row_mask", "BANK_MASK": "bank_mask"}

@@ -222,7 +222,27 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
     return tuple(out)
 
 
-def modifier_kinds(form: Form, fields) -> dict[str, str]:
+def _selects_parts(form: Form, spec) -> bool:
+    """Whether OP_SEL means anything to the instruction: some operand holds elements narrower than a dword
+    that are 16-bit values or 8-bit floats (fp8/bf8 conversions select a byte or a word). Elsewhere LLVM has no
+    op_sel operand (VOP3Instructions.td: only the OpSel and fp8-conversion profiles carry one), so an
+    f32-only instruction prints no op_sel and llvm-mc rejects one."""
+    if spec is None or form.vop3p:
+        return True
+    # an instruction that also has a VOP1/VOP2/VOPC encoding keeps that encoding's operands in VOP3 (GFX9)
+    if any(syn.encoding_family(ie.encoding_name) == "e32" for ie in form.spec_inst.encodings):
+        return False
+    for o in form.ie.operands:
+        df = spec.data_formats.get(o.data_format) if o.data_format else None
+        if df is None or df.bit_count <= 1:
+            continue
+        bits = df.bit_count // max(1, df.component_count)
+        if bits == 16 or (bits == 8 and df.data_type == "float"):
+            return True
+    return False
+
+
+def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for name, fname in syn.FLAG_FIELDS.items():
         if fname in fields:
@@ -240,7 +260,7 @@ def modifier_kinds(form: Form, fields) -> dict[str, str]:
             kinds["offset1"] = "int"
         else:
             kinds["offset"] = "ds_offset"
-    if "OP_SEL" in fields:
+    if "OP_SEL" in fields and _selects_parts(form, spec):
         kinds["op_sel"] = "list"
     if "OP_SEL_HI" in fields and "NEG_HI" in fields:
         kinds["op_sel_hi"] = "list"

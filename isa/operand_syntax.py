@@ -31,10 +31,48 @@ NAMED_REGISTERS = frozenset({
     "src_private_base", "src_private_limit", "src_pops_exiting_wave_id", "lds_direct", "src_lds_direct",
 })
 
+# Read-only sources that are as wide as the operand reading them: llvm-mc accepts them in 32- and 64-bit
+# operands alike (`s_mov_b64 s[0:1], src_shared_base`), where every other named register has one width
+# (`m0`, `vcc_lo` are 32-bit, `exec`, `vcc` 64-bit). LLVM: SIRegisterInfo.td, the SRC_* registers are in
+# both the SReg_32 and SReg_64 source classes; checked against llvm-mc-22 in tests/test_asm_llvm_verdicts.py.
+ANY_WIDTH_REGISTERS = frozenset({
+    "src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id",
+    "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit", "private_base", "private_limit",
+    "pops_exiting_wave_id", "vccz", "execz", "scc",
+})
+
 # Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
 SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}
 
-_NUMBERED = re.compile(r"(ttmp|s|v|a)(\d+)\Z")
+_NUMBERED = re.compile(r"(ttmp|s|v|a)([0-9]{1,6})\Z")  # ASCII digits only, as llvm-mc
+
+
+# The longest integer literal accepted: llvm-mc reads integers into 64 bits ("literal value out of range").
+INTEGER_BITS = 64
+
+
+def integer_value(text: str) -> int:
+    """An integer literal as llvm-mc's lexer reads it (llvm/lib/MC/MCParser/AsmLexer.cpp): `0x`/`0X` hex,
+    `0b`/`0B` binary, a leading `0` octal, else decimal; ASCII digits only. ValueError saying what is
+    accepted for anything else, or for a value wider than 64 bits."""
+    low = text.lower()
+    if low.startswith("0x"):
+        digits, base, what = low[2:], 16, "a hex"
+    elif low.startswith("0b"):
+        digits, base, what = low[2:], 2, "a binary"
+    elif len(low) > 1 and low[0] == "0":
+        digits, base, what = low[1:], 8, "an octal (leading 0)"
+    else:
+        digits, base, what = low, 10, "a decimal"
+    allowed = "0123456789abcdef"[:base]
+    if not digits or any(c not in allowed for c in digits):
+        raise ValueError(f"{text!r} is not {what} integer (digits {allowed[0]}-{allowed[-1]})")
+    if len(digits) > INTEGER_BITS:  # before int(): Python refuses very long decimal strings
+        raise ValueError(f"integer {text[:20]}... ({len(text)} characters) does not fit in {INTEGER_BITS} bits")
+    value = int(digits, base)
+    if value >> INTEGER_BITS:
+        raise ValueError(f"integer {text} does not fit in {INTEGER_BITS} bits")
+    return value
 
 
 def identifier_operand(name: str) -> Reg | Label:
@@ -173,6 +211,10 @@ def encoding_family(encoding_name: str) -> str:
 # VOP3 encoding (LLVM defines no separate VOP3 spelling for them). Checked against llvm-mc by the tests.
 NO_SUFFIX = frozenset({"v_nop", "v_clrexcp", "v_readfirstlane_b32", "v_accvgpr_mov_b32", "v_swap_b32"})
 
+# (instruction, source index) of 16-bit integer sources that LLVM types as 32-bit (the i32 exponent of
+# ldexp, VOP_F16_F16_I32 in LLVM's VOP profiles): constants there are 32-bit ones, printed as floats.
+INT16_AS_INT32 = frozenset({("v_ldexp_f16", 1)})
+
 # VOP3 instructions whose op_sel LLVM writes with one element per OP_SEL bit (not one per source plus the
 # destination): the stochastic-rounding fp8 conversions, where LLVM counts the kept destination as a third
 # source and op_sel[2:3] pick the result byte.
@@ -292,10 +334,10 @@ def counter_name(field: str) -> str:
     return field.lower() + "cnt"
 
 
-# Print order of modifiers, as llvm-objdump writes them.
+# Print order of modifiers, as llvm-objdump writes them (an MTBUF `format:` comes right after the operands).
 MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
-    "format", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
     "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",

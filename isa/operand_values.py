@@ -111,17 +111,28 @@ class TypeTable:
         self._describe = text
         return text
 
-    def operand_for(self, value: int, nregs: int, elem_bits: int = 32):
+    def operand_for(self, value: int, nregs: int, elem_bits: int = 32, int16: bool = False):
         """The operand an encoded value stands for (Reg or Imm), or None when the type has no such value."""
         key = self.by_value.get(value)
         if key is None:
             return None
         k = key[0]
         if k in ("s", "v", "a", "ttmp"):
-            return Reg(k, key[1], nregs)
+            index = key[1]
+            if nregs > 1 and k in ("s", "ttmp"):
+                # A scalar tuple starts at a multiple of 2 (64-bit) or 4 (wider); the hardware ignores the low
+                # bits of the field, and LLVM prints the aligned tuple (AMDGPUDisassembler::createSRegOperand
+                # shifts the value right by 1 or 2; ISA guide 3.3.1 "SGPR alignment").
+                index &= ~(1 if nregs == 2 else 3)
+            return Reg(k, index, nregs)
         if k == "int":
             return Imm(key[1])
         if k == "float":
+            if int16:
+                # A VALU 16-bit integer operand (not packed, not scalar) reads a float inline constant as its
+                # f16 bit pattern, which LLVM prints in hex (AMDGPUDisassembler::decodeIntImmed for
+                # OPERAND_REG_*_INT16; 1.0 -> 0x3c00); SALU and packed operands print the float.
+                return Imm(syn.float_bits(syn.inline_float_value(key[1], 16), 16), hex=True)
             return Imm(syn.inline_float_value(key[1], elem_bits))
         name = key[1]
         if nregs == 2 and name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:
@@ -129,6 +140,32 @@ class TypeTable:
         return Reg(name, 0, 1)
 
 # --- constants ----------------------------------------------------------------------------------------
+
+# Smallest normal magnitude per float width (IEEE 754 binary16/32/64).
+_MIN_NORMAL = {16: 2.0 ** -14, 32: 2.0 ** -126, 64: 2.0 ** -1022}
+
+
+def _check_underflow(value: float, lit: int, bits: int) -> None:
+    """Refuse a float literal that becomes a denormal or zero and is not exactly representable: llvm-mc
+    rejects such a literal ("invalid operand for instruction": APFloat reports underflow), where a silent
+    rounding would put a different value (often 0) into the kernel."""
+    if value == 0.0 or math.isinf(value) or math.isnan(value) or abs(value) >= _MIN_NORMAL[bits]:
+        return
+    width = 16 if bits == 16 else 32
+    back = struct.unpack("<e" if width == 16 else "<f", lit.to_bytes(width // 8, "little"))[0] if bits != 64 \
+        else struct.unpack("<d", (lit << 32).to_bytes(8, "little"))[0]
+    if back != value:
+        raise Mismatch(f"{value!r} is below the smallest normal {bits}-bit float ({_MIN_NORMAL[bits]:.3g}) and would "
+                       f"round to {back!r}; write a representable value or its bit pattern in hex")
+
+
+def int16_inline_pattern(slot: Slot, value) -> int | None:
+    """Where a 16-bit integer operand cannot take a literal (SDWA, VOP3 on GFX9), the f16 pattern of an inline
+    float is that inline constant: it is how LLVM prints one there (`0x3800` for 0.5), so it reassembles."""
+    if slot.container != 16 or slot.is_float or not isinstance(value, int) or isinstance(value, bool):
+        return None
+    return slot.table.float_bits[16].get(value & 0xFFFF) if slot.table is not None else None
+
 
 def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
     """(inline value, None) when `value` is an inline constant of the slot's type, else (None, literal
@@ -155,6 +192,7 @@ def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
                 lit = syn.float_bits(value, 32)
         except (OverflowError, struct.error):
             raise Mismatch(f"{value!r} does not fit a {bits}-bit float") from None
+        _check_underflow(value, lit, 16 if (bits == 16 and slot.is_float) else 32 if bits != 64 else 64)
         return None, lit
     if not isinstance(value, int):
         raise Mismatch(f"{value!r} is not a number")

@@ -6,6 +6,8 @@ them, so any instruction object (decoded, parsed or built by a generator) prints
 
 from __future__ import annotations
 
+from bisect import bisect_right
+
 from .instruction import AsmInstruction, Counters, Data, Imm, Label, Off, Reg, SrcMods
 from .operand_syntax import HEX_MODIFIERS, float_text
 
@@ -32,7 +34,8 @@ def format_operand(op) -> str:
         if op.abs:
             inner = f"|{inner}|"
         if op.neg:
-            inner = f"neg({inner})" if type(op.operand) is Imm else f"-{inner}"
+            # LLVM writes neg(...) only around a bare constant (AMDGPUInstPrinter::printOperandAndFPInputMods)
+            inner = f"neg({inner})" if type(op.operand) is Imm and not op.abs else f"-{inner}"
         if op.sext:
             inner = f"sext({inner})"
         return inner
@@ -81,49 +84,67 @@ def format_item(item) -> str:
 
 
 def objdump_line(text: str, offset: int, words: tuple[int, ...], comment: str = "") -> str:
-    """One line laid out like llvm-objdump: tab, text padded to 59 columns, `// OFFSET: WORDS`."""
-    raw = " ".join(f"{w:08X}" for w in words)
-    line = f"\t{text:<58} // {offset:012X}: {raw}"
+    """One line laid out like llvm-objdump: tab, text padded to 59 columns (a longer text runs straight
+    into the comment, as objdump prints it), `// OFFSET: WORDS`, then any `<target>` comment."""
+    head, tail = objdump_parts(text, words)
+    line = f"{head}{offset:012X}{tail}"
     if comment:
         line += f" {comment}"
     return line
 
 
+def objdump_parts(text: str, words: tuple[int, ...]) -> tuple[str, str]:
+    """The parts of an objdump line before and after the offset (a listing caches them per instruction)."""
+    return f"\t{text:<59}// ", ": " + " ".join(f"{w:08X}" for w in words)
+
+
 def disassemble(data: bytes, spec, *, base: int = 0, symbols: dict[int, str] | None = None,
                 raw: bool = True) -> str:
     """llvm-objdump-style listing of machine code: one instruction per line with offset and raw
-    words (when `raw`); words the spec cannot decode print as `.long 0x...`."""
+    words (when `raw`); words the spec cannot decode print as `.long 0x...`. `symbols` (address -> name)
+    name branch targets in comments, as objdump's nearest-symbol comment."""
     from .decoder import decode
 
     lines = []
-    for line in disassembly_lines(decode(data, spec, base=base), symbols):
+    near = sorted((addr, name) for addr, name in (symbols or {}).items())
+    for line in disassembly_lines(decode(data, spec, base=base), near):
         lines.append(objdump_line(line[0], line[1], line[2], line[3]) if raw else "\t" + line[0])
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def disassembly_lines(decoded, symbols: dict[int, str] | None = None):
-    """(text, offset, words, comment) per decoded instruction."""
+def disassembly_lines(decoded, symbols: list[tuple[int, str]] | None = None, labels: dict[int, str] | None = None):
+    """(text, offset, words, comment) per decoded instruction.
+
+    A branch whose target is in `labels` (address -> name; llvm-objdump's AMDGPUSymbolizer takes the
+    STT_NOTYPE symbols of the section) prints the name as its operand; any other branch keeps its number
+    and gets objdump's `<symbol+0x..>` comment from `symbols`, (address, name) sorted as objdump sorts
+    them, the last one at or below the target naming it.
+    """
     out = []
+    append = out.append
     for d in decoded:
-        if d.instruction is None:
-            text = format_data(Data(d.words))
-            comment = f"; {d.warning}" if d.warning else ""
-        else:
-            text = format_instruction(d.instruction)
-            comment = ""
-            if d.target is not None and symbols:
-                comment = f"<{symbolize(d.target, symbols)}>"
-        out.append((text, d.offset, d.words, comment))
+        inst = d.instruction
+        if inst is None:
+            append((format_data(Data(d.words)), d.offset, d.words, f"; {d.warning}" if d.warning else ""))
+            continue
+        comment = ""
+        if d.target is not None:
+            name = labels.get(d.target) if labels else None
+            if name is not None:
+                ops = list(inst.operands)
+                ops[d.target_operand] = Label(name)
+                inst = AsmInstruction(inst.name, tuple(ops), inst.modifiers)
+            elif symbols:
+                comment = symbolize(d.target, symbols)
+        append((format_instruction(inst), d.offset, d.words, comment))
     return out
 
 
-def symbolize(address: int, symbols: dict[int, str]) -> str:
-    """`name+0x..` for an address, relative to the closest symbol at or below it."""
-    best = None
-    for addr, name in symbols.items():
-        if addr <= address and (best is None or addr > best[0]):
-            best = (addr, name)
-    if best is None:
-        return f"0x{address:x}"
-    delta = address - best[0]
-    return best[1] if delta == 0 else f"{best[1]}+0x{delta:x}"
+def symbolize(address: int, symbols: list[tuple[int, str]]) -> str:
+    """`<name+0x..>` for an address, relative to the last symbol at or below it ("" when none is)."""
+    at = bisect_right(symbols, (address, "\U0010ffff"))
+    if not at:
+        return ""
+    addr, name = symbols[at - 1]
+    delta = address - addr
+    return f"<{name}>" if delta == 0 else f"<{name}+0x{delta:x}>"

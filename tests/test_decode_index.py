@@ -16,7 +16,7 @@ from jitgemm.isa.forms import SpecForms
 import jitgemm
 from jitgemm import isa
 from jitgemm.cli import main
-from jitgemm.commands.disasm import kernels_of
+from jitgemm.commands.disasm import text_sections
 from tests.aiter_corpus import aiter_objects
 
 
@@ -29,7 +29,7 @@ def _corpus(n: int = 24) -> list[tuple[str, int, bytes]]:
     blobs = [jitgemm.compile(GemmProblem.make(96, 80, 64, dt)).code_object for dt in ("bf16", "fp8", "int8")]
     paths = aiter_objects("gfx942")
     blobs += [p.read_bytes() for p in random.Random(11).sample(paths, n)]
-    return [k for blob in blobs for k in kernels_of(blob)[0]]
+    return [(s.name, s.address, s.body) for blob in blobs for s in text_sections(blob)[0]]
 
 
 def _listing(forms: SpecForms, kernels) -> list[tuple]:

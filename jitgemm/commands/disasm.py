@@ -1,5 +1,6 @@
-"""`jitgemm disasm FILE`: list the kernels (and any other functions) of a code object (ours, LLVM's,
-Triton's, prebuilt) in llvm-objdump's syntax, with offsets and raw words.
+"""`jitgemm disasm FILE`: list the executable sections of an AMDGPU code object (ours, LLVM's, Triton's,
+hand-written) exactly as `llvm-objdump -d` does: split at every symbol of the section, branch targets
+named by the local labels there, offsets and raw words.
 
 Words the spec has no instruction for print as `.long 0x...` and are counted in a warning; a listing
 never stops on them. `--raw` disassembles a file of bare machine code (as `jitgemm asm -o` writes).
@@ -9,6 +10,9 @@ from __future__ import annotations
 
 import argparse
 import sys
+import weakref
+from dataclasses import dataclass, field
+from itertools import groupby
 from pathlib import Path
 
 from jitgemm.cli import CliError, read_input
@@ -24,96 +28,142 @@ def register(subparsers) -> None:
     src = p.add_mutually_exclusive_group()
     src.add_argument("--arch", help="target id whose spec to use (default: the code object's, else gfx942)")
     src.add_argument("--spec", metavar="PATH", help="a spec XML file to use instead")
-    p.add_argument("--kernel", metavar="NAME", help="only this kernel")
+    p.add_argument("--kernel", metavar="NAME", help="only this kernel (or function), with its local labels")
     p.add_argument("--raw", action="store_true", help="the file is bare machine code, not an ELF")
     p.add_argument("--no-show-raw-insn", dest="show_raw", action="store_false",
                    help="leave out offsets and raw words")
     p.set_defaults(func=run)
 
 
-def text_sections(data: bytes) -> list[tuple[str, int, bytes]]:
-    """(name, address, code) of each function/kernel of an ELF, through its executable sections and
-    symbols (used when the code-object reader finds no kernel descriptor, e.g. plain device code)."""
-    import io
+@dataclass(frozen=True)
+class TextSymbol:
+    """A symbol defined in an executable section, as llvm-objdump sorts them (address, then name)."""
 
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
+    address: int
+    name: str
+    notype: bool  # STT_NOTYPE: a label a branch operand is printed as (AMDGPUSymbolizer's rule)
+    function: bool  # STT_FUNC: where `--kernel` stops
+
+
+@dataclass(frozen=True)
+class TextSection:
+    """One executable section: its name, load address, bytes and the symbols it defines."""
+
+    name: str
+    address: int
+    body: bytes
+    symbols: tuple[TextSymbol, ...]
+
+
+@dataclass
+class Listing:
+    """The lines of a listing and the undecodable words found on the way."""
+
+    lines: list[str] = field(default_factory=list)
+    unknown: int = 0
+    first_warnings: list[str] = field(default_factory=list)
+
+
+def text_sections(data: bytes) -> tuple[list[TextSection], str | None]:
+    """The executable sections of an AMDGPU ELF with their symbols, and its processor (from e_flags).
+
+    Symbols come from `.symtab` (every local label), or `.dynsym` when the file has no `.symtab`, as
+    llvm-objdump takes them; section and file symbols and unnamed ones are not listed. A file that is not
+    an AMDGPU ELF, or whose headers do not fit the file, raises CliError naming the problem.
+    """
+    from jitgemm.codegen.codeobj import CodeObjectError
+    from jitgemm.codegen.codeobj import elf_format as E
+    from jitgemm.codegen.codeobj.elf_reader import ElfFile
+    from jitgemm.codegen.codeobj.targets import decode_e_flags
 
     try:
-        elf = ELFFile(io.BytesIO(data))
+        elf = ElfFile(data)
+        tables = elf.sections_of_type(E.SHT_SYMTAB) or elf.sections_of_type(E.SHT_DYNSYM)
+        symbols = elf.symbols(tables[0]) if tables else []
         out = []
-        for index, sec in enumerate(elf.iter_sections()):
-            if not sec["sh_flags"] & 0x4 or sec["sh_type"] != "SHT_PROGBITS":  # SHF_EXECINSTR
+        for sec in elf.sections:
+            if sec.type != E.SHT_PROGBITS or not sec.flags & E.SHF_EXECINSTR or not sec.size:
                 continue
-            body = sec.data()
-            base = sec["sh_addr"]
-            funcs = []
-            symtab = elf.get_section_by_name(".symtab")
-            if symtab is not None:
-                for sym in symtab.iter_symbols():
-                    if sym["st_shndx"] == index and sym["st_info"]["type"] in ("STT_FUNC",) and sym.name:
-                        funcs.append((sym["st_value"], sym["st_size"], sym.name))
-            funcs.sort()
-            if not funcs:
-                out.append((sec.name, base, body))
+            mine = sorted((TextSymbol(s.value, s.name, s.type == E.STT_NOTYPE, s.type == E.STT_FUNC)
+                           for s in symbols if s.shndx == sec.index and s.name
+                           and s.type not in (E.STT_SECTION, E.STT_FILE)),
+                          key=lambda s: (s.address, s.name))
+            out.append(TextSection(sec.name, sec.addr, elf.section_data(sec), tuple(mine)))
+    except CodeObjectError as exc:
+        raise CliError(f"not a readable AMDGPU ELF file: {exc}") from None
+    return out, decode_e_flags(elf.flags).processor
+
+
+# Per spec forms: instruction bytes -> the parts of their listing line (kernels repeat instructions).
+_LINE_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
+_LINE_CACHE_LIMIT = 1 << 18
+
+
+def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True) -> Listing:
+    """llvm-objdump's listing of `sections` (as `text_sections` returns them) with the spec `forms`.
+
+    Each run of code from one symbol address to the next is decoded on its own, with the symbols starting
+    there as `ADDR <name>:` headers; a section with no symbol at its start is headed by its own name, as
+    llvm-objdump does. `kernel` keeps only the runs from that symbol up to the next function symbol.
+    """
+    from jitgemm.isa.decoder import decode
+    from jitgemm.isa.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
+
+    cache = _LINE_CACHES.get(forms)
+    if cache is None:
+        cache = _LINE_CACHES[forms] = {}
+    out = Listing()
+    found = kernel is None
+    for sec in sections:
+        symbols = list(sec.symbols)
+        if not symbols or symbols[0].address != sec.address:
+            symbols.insert(0, TextSymbol(sec.address, sec.name, False, True))
+        labels: dict[int, str] = {}
+        for s in symbols:
+            if s.notype:
+                labels.setdefault(s.address, s.name)  # the first in sort order, as AMDGPUSymbolizer finds it
+        near = [(s.address, s.name) for s in symbols]
+        groups = [(start, list(here)) for start, here in groupby(symbols, key=lambda s: s.address)]
+        end_of_section = sec.address + len(sec.body)
+        keep = kernel is None
+        header = False
+        for i, (start, here) in enumerate(groups):
+            end = min(groups[i + 1][0] if i + 1 < len(groups) else end_of_section, end_of_section)
+            if kernel is not None:
+                if any(s.name == kernel for s in here):
+                    keep = found = True
+                elif keep and any(s.function for s in here):
+                    keep = False
+            if not keep or start >= end or start < sec.address:
                 continue
-            for i, (value, size, name) in enumerate(funcs):
-                start = value - base if elf["e_type"] == "ET_DYN" else value
-                end = start + size if size else (funcs[i + 1][0] - (base if elf["e_type"] == "ET_DYN" else 0)
-                                                 if i + 1 < len(funcs) else len(body))
-                out.append((name, base + start if elf["e_type"] == "ET_DYN" else start, body[start:end]))
-        return out
-    except (ELFError, ValueError, KeyError, IndexError, TypeError) as exc:
-        raise CliError(f"not a readable ELF file: {exc}") from None
-
-
-def kernels_of(data: bytes) -> tuple[list[tuple[str, int, bytes]], str | None]:
-    """(name, address, code) per kernel, and the code object's processor (e.g. gfx942) if known."""
-    try:
-        from jitgemm.codegen import codeobj
-    except ImportError:  # pragma: no cover - the reader ships with the project
-        codeobj = None
-    if codeobj is not None:
-        try:
-            co = codeobj.read(data)
-        except codeobj.CodeObjectError:
-            co = None
-        if co is not None and co.kernels:
-            kernels = [(k.name, k.code_address, k.code) for k in co.kernels]
-            # other functions in the code (e.g. clang's callable kernel bodies) are listed too, as objdump does
-            names = {k[0] for k in kernels}
-            try:
-                others = [f for f in text_sections(data) if f[0] not in names and f[2]]
-            except CliError:
-                others = []
-            return _to_next_symbol(data, sorted(kernels + others, key=lambda f: f[1])), co.processor
-    return text_sections(data), None
-
-
-def _to_next_symbol(data: bytes, funcs: list[tuple[str, int, bytes]]) -> list[tuple[str, int, bytes]]:
-    """Each function runs to the next one (or its section's end), as llvm-objdump lists them: alignment
-    padding after a function's last instruction is shown under it, not dropped."""
-    import io
-
-    from elftools.common.exceptions import ELFError
-    from elftools.elf.elffile import ELFFile
-
-    try:
-        elf = ELFFile(io.BytesIO(data))
-        sections = [(sec["sh_addr"], sec.data()) for sec in elf.iter_sections()
-                    if sec["sh_flags"] & 0x4 and sec["sh_type"] == "SHT_PROGBITS"]
-    except (ELFError, ValueError, KeyError, IndexError, TypeError):
-        return funcs
-    out = []
-    for i, (name, address, code) in enumerate(funcs):
-        for base, body in sections:
-            if base <= address < base + len(body):
-                end = base + len(body)
-                if i + 1 < len(funcs) and address < funcs[i + 1][1] <= end:
-                    end = funcs[i + 1][1]
-                code = body[address - base:end - base]
-                break
-        out.append((name, address, code))
+            if not header:
+                out.lines += ["", f"Disassembly of section {sec.name}:"]
+                header = True
+            for s in here:
+                out.lines += ["", f"{start:016x} <{s.name}>:"]
+            # objdump decodes up to the next symbol but lets the last instruction read past it
+            offset = start - sec.address
+            decoded = decode(sec.body[offset:end - sec.address + forms.max_size], forms, base=start)
+            decoded = [d for d in decoded if d.offset < end]
+            append = out.lines.append
+            for d in decoded:
+                if d.target is None and d.instruction is not None:  # the same text wherever it is
+                    hit = cache.get(d.raw)
+                    if hit is None:
+                        if len(cache) > _LINE_CACHE_LIMIT:
+                            cache.clear()
+                        text = format_instruction(d.instruction)
+                        hit = cache[d.raw] = (*objdump_parts(text, d.words), f"\t{text}")
+                    append(f"{hit[0]}{d.offset:012X}{hit[1]}" if show_raw else hit[2])
+                    continue
+                for text, address, words, comment in disassembly_lines([d], near, labels):
+                    append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
+            bad = [d for d in decoded if d.warning]
+            out.unknown += len(bad)
+            out.first_warnings.extend(f"{here[0].name}+0x{d.offset - start:x}: {d.warning}"
+                                      for d in bad[: max(0, 3 - len(out.first_warnings))])
+    if not found:
+        raise CliError(f"no kernel or function {kernel!r} in the code object")
     return out
 
 
@@ -137,42 +187,28 @@ def run(args: argparse.Namespace) -> int:
 
 def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
-    from jitgemm.isa.decoder import decode
     from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import disassembly_lines, objdump_line
 
     data = read_input(file)
     if args.raw:
-        kernels, processor = [(Path(file).name, 0, data)], None
+        sections, processor = [TextSection(Path(file).name, 0, data, ())], None
     else:
         if data[:4] != b"\x7fELF":
             raise CliError(f"{file} is not an ELF code object (use --raw for bare machine code)")
-        kernels, processor = kernels_of(data)
-    if args.kernel:
-        kernels = [k for k in kernels if k[0] == args.kernel]
-        if not kernels:
-            raise CliError(f"no kernel {args.kernel!r} in {file}")
-    spec = isa.load_spec(args.spec if args.spec else (args.arch or _arch_of(processor)))
-    forms = forms_of(spec)
-    unknown = 0
-    first = []
-    out = sys.stdout
-    for name, address, code in kernels:
-        out.write(f"\n{address:016x} <{name}>:\n")
-        decoded = decode(code, forms, base=address)
-        for text, offset, words, comment in disassembly_lines(decoded, {address: name}):
-            if args.show_raw:
-                out.write(objdump_line(text, offset, words, comment) + "\n")
-            else:
-                out.write(f"\t{text}\n")
-        bad = [d for d in decoded if d.warning]
-        unknown += len(bad)
-        first.extend(f"{name}+0x{d.offset - address:x}: {d.warning}" for d in bad[: 3 - len(first)])
-    if unknown:
-        print(f"warning: {unknown} word(s) not decodable with spec {spec.architecture.name} printed as .long"
-              + ("; first: " + "; ".join(first) if first else ""), file=sys.stderr)
+        try:
+            sections, processor = text_sections(data)
+        except CliError as exc:
+            raise CliError(f"{file}: {exc}") from None
+    spec = isa.load_spec(args.spec if args.spec else (args.arch or processor or "gfx942"))
+    try:
+        result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw)
+    except CliError as exc:
+        raise CliError(f"{file}: {exc}") from None
+    if not args.raw and len(args.file) == 1:
+        sys.stdout.write(f"\n{file}:\tfile format elf64-amdgpu\n")
+    sys.stdout.write("\n".join(result.lines) + "\n")
+    if result.unknown:
+        print(f"warning: {result.unknown} word(s) not decodable with spec {spec.architecture.name} printed as "
+              ".long" + ("; first: " + "; ".join(result.first_warnings) if result.first_warnings else ""),
+              file=sys.stderr)
     return 0
-
-
-def _arch_of(processor: str | None) -> str:
-    return processor or "gfx942"
