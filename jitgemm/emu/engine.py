@@ -29,7 +29,8 @@ from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
-from .memory import ByteStore, GlobalMemory
+from .memory import CODE_BASE, ByteStore, GlobalMemory
+from .modes import indexed, run_modal
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
@@ -72,8 +73,15 @@ class Program:
                     scan.note_regs(op)
         self.vgprs = max(scan.max_vgpr + 1, 1)
         self.agprs = max(scan.max_agpr + 1, 0)
+        if any(d.name == "S_SET_GPR_IDX_ON" for d in self.decoded):  # indexed operands reach past the scan
+            desc = kernel.descriptor
+            allocated = desc.accum_offset_registers() if self.agprs else (desc.granulated_workitem_vgpr_count + 1) * 8
+            self.vgprs = max(self.vgprs, min(allocated, 512))
         self.slots = slots
-        builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name)
+        # the kernel's code lives at its address in the object, loaded at CODE_BASE: s_getpc_b64 reads it
+        self.code_address = CODE_BASE + kernel.code_address
+        self.builder = builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name, self.code_address,
+                                         len(kernel.code))
         self.ops: dict[int, Op] = {}
         for d in self.decoded:
             try:
@@ -82,6 +90,27 @@ class Program:
                 self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, str(exc))
             except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
                 self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+        self._by_pc: dict[int, Decoded] | None = None
+        self._indexed: dict[tuple[int, int, int], Op] = {}
+
+    def indexable(self, pc: int) -> bool:
+        """Whether GPR indexing applies to the instruction at `pc` (VALU instructions)."""
+        return self.builder.indexable(self._decoded_at(pc))
+
+    def indexed_op(self, pc: int, index: int, mode: int) -> Op:
+        """The op at `pc` with GPR indexing (index, mode) applied to its VGPR operands; built once."""
+        key = (pc, index, mode)
+        op = self._indexed.get(key)
+        if op is None:
+            op = self._indexed[key] = self.builder.build(indexed(self._decoded_at(pc), index, mode, self.vgprs))
+            if op.run is None:
+                raise UnsupportedInstruction(op.text, pc, self.kernel.name, op.problem)
+        return op
+
+    def _decoded_at(self, pc: int) -> Decoded:
+        if self._by_pc is None:
+            self._by_pc = {d.pc: d for d in self.decoded}
+        return self._by_pc[pc]
 
     def unsupported(self) -> list[Op]:
         """Ops the emulator cannot run (no semantics, or undecodable words), in code order."""
@@ -99,6 +128,7 @@ class Context:
         self.lds_size = lds_size
         self.kernel = kernel
         self.workgroups = workgroups
+        self.modes = False  # some wave has VSKIP or GPR indexing on (see modes.py)
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -320,6 +350,7 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
     steps = wave_instr = lane_instr = 0
     status = st.status
     pcs = st.pc
+    recent = [0] * 1024  # the last PCs run, to name a runaway loop's range
     while True:
         running = status == RUNNING
         if running.all():
@@ -349,14 +380,22 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
             raise UnsupportedInstruction(op.name if op.name.startswith(".long") else op.text, op.pc, ctx.kernel,
                                          op.problem)
         steps += 1
+        recent[steps & 1023] = p
         if steps > max_steps:
+            lo, hi = min(recent), max(recent)
+            last = ops[hi]
             raise StepLimitExceeded(f"kernel {ctx.kernel!r} ran past the step limit of {max_steps} scheduler steps "
-                                    f"(at PC 0x{p:x}: {op.text}); raise max_steps if the kernel is meant to run "
-                                    "this long")
+                                    f"(at PC 0x{p:x}: {op.text}); its last 1024 steps stayed in PC 0x{lo:x}-"
+                                    f"0x{hi + last.size - 1:x} ({last.text} ends the range): a loop that does not "
+                                    "end? Raise max_steps if the kernel is meant to run this long")
         wave_instr += g
         lane_instr += g * op.lane_ops
         pcs[w] = p + op.size
         try:
+            if ctx.modes and op.lane_ops == 64:
+                w = run_modal(prog, ctx, op, w)
+                if not len(w):
+                    continue
             op.run(ctx, w)
         except EmulatorError:
             raise
