@@ -38,6 +38,7 @@ from .state import AT_BARRIER, RUNNING, WAVE, Waves
 LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
 DEFAULT_MAX_STEPS = 10_000_000
 PRELOAD_ENTRY = 256
+DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
 
 
 @dataclass
@@ -129,6 +130,8 @@ class Context:
         self.kernel = kernel
         self.workgroups = workgroups
         self.modes = False  # some wave has VSKIP or GPR indexing on (see modes.py)
+        self.scratch_address = 0  # the private segment: WAVE * private_size bytes per wave, in wave order
+        self.private_size = 0
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -200,6 +203,16 @@ def _default_spec():
     return isa.load_spec("gfx942")
 
 
+def private_segment_buffer(scratch_address: int) -> np.ndarray:
+    """The private segment V# the user SGPRs s[0:3] receive: base = the dispatch's scratch, ADD_TID_ENABLE,
+    SWIZZLE_ENABLE, element size 4, index stride 64, num_records = all (AMDGPUUsage "Private Segment Buffer";
+    LLVM's SIInstrInfo.h RSRC_* fields), so `buffer_store_dword v, off, s[0:3], <wave offset>` lands where the
+    wave's flat scratch accesses do (see semantics_mem.private_pieces)."""
+    word1 = ((scratch_address >> 32) & 0xFFFF) | (1 << 31)
+    word3 = (1 << 23) | (3 << 21) | (1 << 19) | (4 << 15) | (7 << 12)
+    return np.array([scratch_address & 0xFFFFFFFF, word1, 0xFFFFFFFF, word3], np.uint32)
+
+
 def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address: int) -> bytes:
     """An AQL kernel dispatch packet (hsa_kernel_dispatch_packet_t) for the dispatch-ptr user SGPRs."""
     (bx, by, bz), (gx, gy, gz) = launch.block, launch.grid
@@ -235,9 +248,9 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
         raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave64 (gfx9) code")
-    if desc.private_segment_fixed_size or desc.uses_dynamic_stack:
-        raise EmulatorError(f"kernel {k.name!r} uses scratch memory ({desc.private_segment_fixed_size} bytes per "
-                            "work-item), which the emulator does not model")
+    # private (scratch) memory per work-item: the descriptor's fixed size, plus a stack for calls
+    private = desc.private_segment_fixed_size + (DYNAMIC_STACK if desc.uses_dynamic_stack else 0)
+    private = -(-private // 4) * 4
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
     if lds_size > LDS_LIMIT:
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
@@ -264,12 +277,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
-    mem.freeze()
-
-    # --- waves ---------------------------------------------------------------------------------------
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
     n = n_wg * waves_per_wg
+    wave_scratch = WAVE * private  # bytes of one wave's private memory
+    scratch_address = mem.map("private segment (scratch)", np.zeros(n * wave_scratch, np.uint8)) if private else 0
+    mem.freeze()
+
+    # --- waves ---------------------------------------------------------------------------------------
     st = Waves(n, prog.vgprs, prog.agprs, prog.slots)
     wave_ids = np.arange(n)
     st.workgroup[:] = wave_ids // waves_per_wg
@@ -296,6 +311,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         st.s[:, s + 1] = value >> 32
         s += 2
     if desc.enable_sgpr_private_segment_buffer:
+        st.s[:, s:s + 4] = private_segment_buffer(scratch_address)
         s += 4
     if desc.enable_sgpr_dispatch_ptr:
         put64(packet_address)
@@ -328,12 +344,16 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
             s += 1
     if desc.enable_sgpr_workgroup_info:
         s += 1
+    if desc.enable_private_segment:  # private segment wave byte offset (AMDGPUUsage, after workgroup info)
+        st.s[:, s] = (wave_ids * wave_scratch).astype(np.uint32)
+        s += 1
     st.pc[:] = entry
     if entry not in prog.ops:
         raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
+    ctx.scratch_address, ctx.private_size = scratch_address, private
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)

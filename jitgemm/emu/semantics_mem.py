@@ -22,7 +22,8 @@ from jitgemm.isa.instruction import Imm, Off
 
 from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
-from .operands import SHARED_APERTURE_HI
+from .memory import BASE
+from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -256,10 +257,94 @@ def smem(b, d):
 
 # --- global / flat ---------------------------------------------------------------------------------------
 
+def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[np.ndarray, int]]:
+    """Where the lanes `sel` (indices into the (G, 64) group) of waves `w` access `nbytes` of their private
+    (scratch) memory at private byte offsets `off`: (offsets into global memory, width) per dword.
+
+    The private segment is one region, a wave's 64 lanes after each other; inside a wave, dword i of lane l
+    lies at (i * 64 + l) * 4 (the swizzle the private-segment V# describes: ADD_TID, element size 4, index
+    stride 64), so buffer and flat scratch accesses see the same bytes."""
+    size = ctx.private_size
+    off = np.asarray(off, np.int64)
+    bad = (off < 0) | (off + nbytes > size)
+    if bad.any():
+        waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+        i = int(np.argmax(bad))
+        raise MemoryFault(f"private (scratch) access outside the {size} bytes per work-item ({d.text})",
+                          int(off[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), ctx.kernel,
+                          "the kernel descriptor's private_segment_fixed_size")
+    waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+    base = ctx.scratch_address - BASE + waves.astype(np.int64) * 64 * size
+    lane = np.asarray(sel[1], np.int64)
+    pieces = []
+    for k in range(max(1, nbytes // 4)):
+        o = off + 4 * k
+        pieces.append((base + (o // 4 * 64 + lane) * 4 + o % 4, min(4, nbytes)))
+    return pieces
+
+
+def _scratch(b, d):
+    """SCRATCH_* (flat scratch): private address = SADDR (an SGPR offset, or off) + ADDR (a VGPR, or off)
+    + offset, per lane; FLAT_SCRATCH (architected on gfx942) points at the wave's own private memory."""
+    name = d.name
+    f = d.by_field()
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    offset = int(d.modifier("offset", 0) or 0)
+    addr_op, saddr_op = f.get("ADDR"), f.get("SADDR")
+    addr_src = b.ops.src(addr_op, 32) if addr_op is not None and not isinstance(addr_op, Off) else None
+    saddr_src = b.ops.src(saddr_op, 32) if saddr_op is not None and not isinstance(saddr_op, Off) else None
+    nbytes = size_bits // 8
+    regs = max(1, size_bits // 32)
+    half = _d16(name)
+
+    def private_offsets(ctx, w, lanes):
+        st = ctx.st
+        off = np.full(lanes.shape, offset, np.int64)
+        if addr_src is not None:
+            v = np.asarray(addr_src.read(st, w)).astype(np.int64)
+            off = off + (v if v.ndim == 2 else v[:, None])
+        if saddr_src is not None:
+            off = off + np.asarray(saddr_src.read(st, w)).astype(np.int64)[:, None]
+        return off & 0xFFFFFFFF
+
+    if is_load and not is_store:
+        dst = b.ops.dst(f["VDST"], max(32, size_bits))
+
+        def run_load(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
+                                                             nbytes)):
+                out[sel + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_load
+    if is_store and not is_load:
+        data_src = b.ops.src(f["DATA"], 32 * regs)
+
+        def run_store(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            data = _data_regs(data_src, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            data = data[sel]
+            for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
+                                                             nbytes)):
+                _store(ctx.mem, offs, data[:, k:k + 1], width)
+        return run_store
+    raise Unsupported("no semantics for this scratch instruction")
+
+
 def flat(b, d):
     name = d.name
     if name.startswith("SCRATCH_"):
-        raise Unsupported("scratch (private) memory is not modelled")
+        return _scratch(b, d)
     f = d.by_field()
     size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
@@ -285,7 +370,8 @@ def flat(b, d):
         return a + np.uint64(offset & 0xFFFFFFFFFFFFFFFF) if offset >= 0 else a - np.uint64(-offset)
 
     def checked(ctx, w, addr, lanes, write: bool):
-        """(global lanes, global byte offsets, LDS lanes, LDS offsets) for active lanes, or a fault."""
+        """(global lanes, LDS lanes) of the active lanes, or a fault; a flat address in the private aperture
+        is a fault here (loads and stores take those lanes through `private` first)."""
         lds_lanes = np.zeros_like(lanes)
         if is_flat:
             lds_lanes = lanes & ((addr >> np.uint64(32)) == np.uint64(SHARED_APERTURE_HI))
@@ -327,16 +413,28 @@ def flat(b, d):
                 dst.write(st, w, full if nbytes > 4 else full[..., 0], glanes)
         return run_atomic
 
+    def private(ctx, w, addr, lanes):
+        """Flat lanes addressing the private aperture: (their lanes, (offsets, width) per dword)."""
+        plane = lanes & ((addr >> np.uint64(32)) == np.uint64(PRIVATE_APERTURE_HI)) if is_flat else None
+        if plane is None or not plane.any():
+            return None, lanes
+        sel = np.nonzero(plane)
+        return (sel, private_pieces(ctx, d, w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes)), lanes & ~plane
+
     if is_load:
         dst = b.ops.dst(vdst, max(32, size_bits))
         regs = max(1, size_bits // 32)
 
         def run_load(ctx, w):
             st = ctx.st
-            lanes = st.exec_lanes(w)
+            all_lanes = lanes = st.exec_lanes(w)
             addr = addresses(ctx, w)
+            priv, lanes = private(ctx, w, addr, lanes)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, False)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
+            if priv is not None:
+                for k, (offs, width) in enumerate(priv[1]):
+                    out[priv[0] + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
             if glanes.any():
                 sel = np.nonzero(glanes)
                 offs = ctx.mem.offsets(addr[sel])
@@ -348,7 +446,7 @@ def flat(b, d):
             value = out if regs > 1 else out[..., 0]
             if half is not None:
                 value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
+            dst.write(st, w, value, all_lanes)
         return run_load
 
     if is_store:
@@ -359,10 +457,14 @@ def flat(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             addr = addresses(ctx, w)
+            priv, lanes = private(ctx, w, addr, lanes)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
             data = _data_regs(data_src, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
+            if priv is not None:
+                for k, (offs, width) in enumerate(priv[1]):
+                    _store(ctx.mem, offs, data[priv[0]][:, k:k + 1], width)
             for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
                 if not lanes_sel.any():
                     continue
