@@ -36,7 +36,7 @@ from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
 LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
-DEFAULT_MAX_STEPS = 10_000_000
+DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
 DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
 

@@ -250,17 +250,18 @@ def _atomic(b, d, op: str, size_bits: int, mfmt, locate, checked, vdata):
         acc = locate(ctx, w)
         ok = lanes & acc.in_range(0, nbytes)
         a = checked(ctx, w, acc, ok, 0, nbytes, True, "atomic")
-        data = _data_regs(data_src, st, w, data_regs)
-        sel = np.nonzero(ok)
-        offs = ctx.mem.offsets(a[sel])
-        src = np.ascontiguousarray(data[sel][:, :words]).view(np.uint8).reshape(len(offs), -1)
-        cmp = None
-        if op == "CMPSWAP":
-            cmp = np.ascontiguousarray(data[sel][:, words:]).view(np.uint8).reshape(len(offs), -1)
-        old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, packed)
-        if dst is not None:
-            full = np.zeros(lanes.shape + (words,), np.uint32)  # out of range: the returned value is 0
+        full = np.zeros(lanes.shape + (words,), np.uint32)  # out of range: the returned value is 0
+        if ok.any():
+            data = _data_regs(data_src, st, w, data_regs)
+            sel = np.nonzero(ok)
+            offs = ctx.mem.offsets(a[sel])
+            src = np.ascontiguousarray(data[sel][:, :words]).view(np.uint8).reshape(len(offs), 4 * words)
+            cmp = None
+            if op == "CMPSWAP":
+                cmp = np.ascontiguousarray(data[sel][:, words:]).view(np.uint8).reshape(len(offs), 4 * words)
+            old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, packed)
             full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), words)
+        if dst is not None:
             dst.write(st, w, full if words > 1 else full[..., 0], lanes)
     return run
 
