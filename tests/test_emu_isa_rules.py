@@ -30,7 +30,7 @@ import pytest
 
 from jitgemm.emu import EmulatorError, StepLimitExceeded, check, emulate
 from jitgemm.emu.memory import CODE_BASE
-from tests.oracles import require_tool
+from tests.oracles import require_module, require_tool
 from tests.test_emu_asm import assemble
 
 IN, OUT = (0, 8, "global_buffer"), (8, 8, "global_buffer")
@@ -551,3 +551,159 @@ def test_default_step_limit_names_the_loop(tmp_path):
     with pytest.raises(StepLimitExceeded, match=r"its last 1024 steps stayed in PC 0x0-0xb \(s_branch"):
         emulate(co, "k", grid=1, block=64, args=[])
     assert DEFAULT_MAX_STEPS <= 1_000_000
+
+
+# --- the same rules on LLVM-compiled kernels -----------------------------------------------------------------
+
+BUFFER_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+
+declare float @llvm.amdgcn.raw.buffer.load.f32(<4 x i32>, i32, i32, i32)
+declare float @llvm.amdgcn.struct.buffer.load.f32(<4 x i32>, i32, i32, i32, i32)
+declare <2 x float> @llvm.amdgcn.raw.tbuffer.load.v2f32(<4 x i32>, i32, i32, i32, i32)
+declare float @llvm.amdgcn.raw.buffer.atomic.fadd.f32(float, <4 x i32>, i32, i32, i32)
+declare <2 x half> @llvm.amdgcn.raw.buffer.atomic.fadd.v2f16(<2 x half>, <4 x i32>, i32, i32, i32)
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+define internal <4 x i32> @rsrc(ptr addrspace(1) %p, i32 %stride_bits, i32 %nrec) alwaysinline {
+  %i = ptrtoint ptr addrspace(1) %p to i64
+  %lo = trunc i64 %i to i32
+  %hi64 = lshr i64 %i, 32
+  %hi = trunc i64 %hi64 to i32
+  %hi16 = and i32 %hi, 65535
+  %w1 = or i32 %hi16, %stride_bits
+  %v0 = insertelement <4 x i32> undef, i32 %lo, i32 0
+  %v1 = insertelement <4 x i32> %v0, i32 %w1, i32 1
+  %v2 = insertelement <4 x i32> %v1, i32 %nrec, i32 2
+  %v3 = insertelement <4 x i32> %v2, i32 159744, i32 3
+  ret <4 x i32> %v3
+}
+
+define amdgpu_kernel void @buf(ptr addrspace(1) %in, ptr addrspace(1) %out, ptr addrspace(1) %acc, i32 %nrec) {
+  %t = call i32 @llvm.amdgcn.workitem.id.x()
+  %off = shl i32 %t, 2
+  %r = call <4 x i32> @rsrc(ptr addrspace(1) %in, i32 1048576, i32 %nrec)          ; raw, stride field 16
+  %a = call float @llvm.amdgcn.raw.buffer.load.f32(<4 x i32> %r, i32 %off, i32 0, i32 0)
+  %recs = lshr i32 %nrec, 3
+  %rs = call <4 x i32> @rsrc(ptr addrspace(1) %in, i32 524288, i32 %recs)          ; records of 8 bytes
+  %b = call float @llvm.amdgcn.struct.buffer.load.f32(<4 x i32> %rs, i32 %t, i32 4, i32 0, i32 0)
+  %c = call float @llvm.amdgcn.raw.buffer.load.f32(<4 x i32> %r, i32 %off, i32 16, i32 0)  ; soffset 16
+  %dv = call <2 x float> @llvm.amdgcn.raw.tbuffer.load.v2f32(<4 x i32> %r, i32 %off, i32 0, i32 21, i32 0)
+  %d = extractelement <2 x float> %dv, i32 0                                          ; 16_16 SNORM (5 | 1 << 4)
+  %base = shl i32 %t, 4
+  %o0 = getelementptr inbounds i8, ptr addrspace(1) %out, i32 %base
+  store float %a, ptr addrspace(1) %o0
+  %o1 = getelementptr inbounds i8, ptr addrspace(1) %o0, i32 4
+  store float %b, ptr addrspace(1) %o1
+  %o2 = getelementptr inbounds i8, ptr addrspace(1) %o0, i32 8
+  store float %c, ptr addrspace(1) %o2
+  %o3 = getelementptr inbounds i8, ptr addrspace(1) %o0, i32 12
+  store float %d, ptr addrspace(1) %o3
+  %ra = call <4 x i32> @rsrc(ptr addrspace(1) %acc, i32 0, i32 64)
+  %slot = and i32 %t, 7
+  %aoff = shl i32 %slot, 2
+  %tf = uitofp i32 %t to float
+  %old = call float @llvm.amdgcn.raw.buffer.atomic.fadd.f32(float %tf, <4 x i32> %ra, i32 %aoff, i32 0, i32 0)
+  %th = uitofp i32 %t to half
+  %hv0 = insertelement <2 x half> undef, half %th, i32 0
+  %hv = insertelement <2 x half> %hv0, half 0xH3C00, i32 1
+  %old2 = call <2 x half> @llvm.amdgcn.raw.buffer.atomic.fadd.v2f16(<2 x half> %hv, <4 x i32> %ra, i32 %aoff,
+                                                                     i32 32, i32 0)
+  ret void
+}
+"""
+
+
+def _clang(tmp_path, source: str, suffix: str, lang: list[str]) -> bytes:
+    clang = require_tool("clang")
+    src = tmp_path / f"k.{suffix}"
+    src.write_text(source)
+    p = subprocess.run([clang, *lang, "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib", "-O2",
+                        "-Wno-everything", str(src), "-o", str(tmp_path / "k.co")], capture_output=True, text=True)
+    assert p.returncode == 0, p.stderr
+    return (tmp_path / "k.co").read_bytes()
+
+
+def test_llvm_buffer_intrinsics_follow_the_same_rules(tmp_path):
+    co = _clang(tmp_path, BUFFER_IR, "ll", ["-x", "ir"])
+    listing = subprocess.run([require_tool("llvm-objdump"), "-d", str(tmp_path / "k.co")], capture_output=True,
+                             text=True, check=True).stdout
+    for mnemonic in ("buffer_load_dword", "idxen", "tbuffer_load_format_x", "buffer_atomic_add_f32",
+                     "buffer_atomic_pk_add_f16"):
+        assert mnemonic in listing  # LLVM emitted the instruction the rule is about
+    assert not check(co)["buf"]
+    nrec = 160
+    inp = RNG.standard_normal(64).astype(np.float32)
+    out = np.full(256, np.nan, np.float32)
+    acc = np.concatenate([RNG.standard_normal(8).astype(np.float32),
+                          RNG.standard_normal(16).astype(np.float16).view(np.float32)])
+    acc0 = acc.copy()
+    emulate(co, "buf", grid=1, block=64, args=[inp, out, acc, np.int32(nrec)])
+    out = out.reshape(64, 4)
+    np.testing.assert_array_equal(out[:, 0], np.where(4 * LANE + 4 <= nrec, inp, 0))
+    np.testing.assert_array_equal(out[:, 1], np.where(LANE < nrec // 8, inp[np.minimum(2 * LANE + 1, 63)], 0))
+    np.testing.assert_array_equal(out[:, 2], np.where(16 + 4 * LANE + 4 <= nrec, inp[np.minimum(LANE + 4, 63)], 0))
+    snorm = np.maximum(inp.view(np.int16).reshape(64, 2)[:, 0] / 32767.0, -1.0)
+    np.testing.assert_allclose(out[:, 3], np.where(4 * LANE + 4 <= nrec, snorm, 0), rtol=1e-6, atol=1e-7)
+    f32 = acc0[:8].copy()
+    pairs = acc0[8:].view(np.float16).reshape(8, 2).copy()
+    for lane in range(64):
+        f32[lane % 8] = np.float32(f32[lane % 8] + np.float32(lane))
+        pairs[lane % 8] = (pairs[lane % 8].astype(np.float32) + np.array([lane, 1], np.float32)).astype(np.float16)
+    np.testing.assert_array_equal(acc[:8], f32)
+    np.testing.assert_array_equal(acc[8:].view(np.float16).reshape(8, 2), pairs)
+
+
+PRIVATE_CL = r"""
+typedef unsigned int uint;
+__kernel void priv(__global float *out, __global const float *in, __global const int *idx) {
+  uint t = __builtin_amdgcn_workgroup_id_x() * 64 + __builtin_amdgcn_workitem_id_x();
+  float a[48];                                  // a private array indexed at run time: scratch memory
+  for (int i = 0; i < 48; i++) a[i] = in[t * 48 + i];
+  float s = 0;
+  for (int i = 0; i < 48; i++) s += a[idx[t * 48 + i]] * (float)(i + 1);
+  out[t] = s;
+}
+"""
+
+
+def test_clang_private_array_in_scratch(tmp_path):
+    co = _clang(tmp_path, PRIVATE_CL, "cl", ["-x", "cl", "-cl-std=CL1.2"])
+    from jitgemm.codegen.codeobj import read
+
+    assert read(co).kernels[0].descriptor.private_segment_fixed_size > 48 * 4
+    n = 128
+    x = RNG.standard_normal(n * 48).astype(np.float32)
+    idx = RNG.integers(0, 48, n * 48).astype(np.int32)
+    out = np.full(n, np.nan, np.float32)
+    emulate(co, "priv", grid=2, block=64, args=[out, x, idx])
+    ref = (x.reshape(n, 48).astype(np.float64)[np.arange(n)[:, None], idx.reshape(n, 48)] * np.arange(1, 49)).sum(1)
+    np.testing.assert_allclose(out, ref, rtol=1e-5, atol=1e-5 * np.abs(ref).max())  # fp32 sum of 48 terms
+
+
+def test_llvm_generator_256x256_kernel_spills_and_runs(tmp_path):
+    # LLVM's register allocator spills this tile (private_segment_fixed_size > 0): the spill stores and reloads
+    # go through scratch_* and must give numpy's answer (bf16 output: 2^-7 relative, jitgemm.reference)
+    require_module("llvmlite")
+    from jitgemm.codegen.codeobj import read
+    from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    from jitgemm.api import launch, prepare
+    from jitgemm.contract import Contract
+    from jitgemm.reference import check as check_result
+    from jitgemm.reference import operands, reference
+
+    problem = GemmProblem.make(256, 256, 32, "bf16")
+    built = compile_gemm_llvm(problem, GemmConfig(256, 256, 32, 2, 2, "V_MFMA_F32_32X32X8_BF16", prefetch=2,
+                                                  vec_a=8, vec_b=8))
+    k = read(built.code_object).kernels[0]
+    assert k.descriptor.private_segment_fixed_size > 0, "the kernel no longer spills; pick a config that does"
+    listing = subprocess.run([require_tool("llvm-objdump"), "-d", "-"], input=built.code_object,
+                             capture_output=True, check=True).stdout.decode()
+    assert "scratch_store" in listing and "scratch_load" in listing
+    a, b, c, bias = operands(problem, 3)
+    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                   activation=problem.activation)
+    d = launch(call, built.code_object, built.name, Contract.load(built.contract), backend="emu")
+    check_result(problem, d, reference(problem, a, b, c, bias))
