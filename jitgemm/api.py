@@ -13,7 +13,7 @@ from jitgemm.codegen.dtypes import DType, dtype, of_numpy
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from .contract import Contract
-from .packing import ordered_args
+from .packing import packed_segment
 
 BACKENDS = ("auto", "emu", "hip")
 
@@ -202,7 +202,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     p = call.problem
     grid = contract.grid(p.m, p.n, p.k, p.batch)
     block = contract.workgroup
-    args = ordered_args(contract, call.values)
+    args = [packed_segment(contract, call.values)]
     if backend == "hip":
         from .hip_runtime import run_hip
 
