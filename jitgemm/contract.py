@@ -266,6 +266,20 @@ class Contract:
             if operand in lead:
                 clause(f"legality.ld_multiple.{operand}", lead[operand] % mult == 0,
                        f"ld{operand}={lead[operand]} is not a multiple of {mult}")
+        packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+        for operand in leg.get("packed", []):
+            clause(f"legality.packed.{operand}", lead[operand] == packed[operand],
+                   f"ld{operand}={lead[operand]}, the kernel needs packed {operand} (ld{operand}={packed[operand]})")
+        unit = {"a": problem.a.bytes, "b": problem.b.bytes, "c": problem.c.bytes if problem.c else 1,
+                "d": problem.d.bytes} if self.data["abi"]["strides_in"] == "bytes" else dict.fromkeys("abcd", 1)
+        for index, arg in enumerate(self.args):
+            role = arg["role"]
+            if role in ("lda", "ldb", "ldc", "ldd"):
+                value = lead[role[2]] * unit[role[2]]
+                bits = 8 * arg["size"] - (0 if arg.get("type") == "u32" else 1)
+                clause(f"abi.args[{index}]", value < 1 << bits,
+                       f"{role} = {value} ({self.data['abi']['strides_in']}) does not fit argument {arg['name']} "
+                       f"({arg['size']} bytes)")
         for operand, need in leg.get("align_bytes", {}).items():
             have = (align or {}).get(operand)
             if have is not None:
