@@ -62,7 +62,7 @@ class RunStats:
 class Program:
     """A kernel decoded and compiled to ops once; reusable across launches."""
 
-    def __init__(self, kernel, spec) -> None:
+    def __init__(self, kernel, spec, *, build: bool = True) -> None:
         self.kernel = kernel
         self.spec = spec
         self.decoded: list[Decoded] = decode_kernel(kernel.code, spec)
@@ -81,18 +81,35 @@ class Program:
         self.slots = slots
         # the kernel's code lives at its address in the object, loaded at CODE_BASE: s_getpc_b64 reads it
         self.code_address = CODE_BASE + kernel.code_address
-        self.builder = builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name, self.code_address,
+        self.builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name, self.code_address,
                                          len(kernel.code))
-        self.ops: dict[int, Op] = {}
-        for d in self.decoded:
-            try:
-                self.ops[d.pc] = builder.build(d)
-            except EmulatorError as exc:
-                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, str(exc))
-            except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
-                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+        self.ops: dict[int, Op] = {d.pc: self._build(d) for d in self.decoded} if build else {}
         self._by_pc: dict[int, Decoded] | None = None
         self._indexed: dict[tuple[int, int, int], Op] = {}
+
+    def _build(self, d: Decoded) -> Op:
+        try:
+            return self.builder.build(d)
+        except EmulatorError as exc:
+            return Op(d.pc, d.size, d.name, d.text, None, str(exc))
+        except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
+            return Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+
+    def check_unsupported(self) -> list[Op]:
+        """`unsupported()` without building every op: whether an instruction has semantics depends on its
+        bytes only, so each distinct encoding is built once (hand-written kernels repeat a few thousand
+        encodings tens of thousands of times)."""
+        code = self.kernel.code
+        verdict: dict[bytes, str | None] = {}
+        out = []
+        for d in self.decoded:
+            key = code[d.pc:d.pc + d.size]
+            if key not in verdict:
+                op = self._build(d)
+                verdict[key] = None if op.run is not None else op.problem
+            if verdict[key] is not None:
+                out.append(Op(d.pc, d.size, d.name, d.text, None, verdict[key]))
+        return out
 
     def indexable(self, pc: int) -> bool:
         """Whether GPR indexing applies to the instruction at `pc` (VALU instructions)."""
@@ -432,5 +449,9 @@ def check(code_object, kernel: str | None = None, *, spec=None) -> dict[str, lis
     co = _load_code_object(code_object)
     spec = spec if spec is not None else _default_spec()
     kernels = [_pick_kernel(co, kernel)] if kernel is not None else list(co.kernels)
-    return {k.name: program_for(k, spec).unsupported() for k in kernels}
+    out = {}
+    for k in kernels:
+        prog = _PROGRAMS.get((k.code, id(spec)))
+        out[k.name] = prog.unsupported() if prog is not None else Program(k, spec, build=False).check_unsupported()
+    return out
 
