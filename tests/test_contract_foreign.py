@@ -252,3 +252,27 @@ def test_qualify_explains_a_refused_contract(tmp_path, folder, capsys):
         broken["abi"]["args"][3]["size"] = 2
         Contract.load(broken).check_metadata(read_co(
             (folder / "foreign.co").read_bytes()).kernels[0].metadata)
+
+
+def test_f32_constant_scalar_and_whole_row_allocation():
+    # a scalar role may be replaced by an f32 constant; operands are mapped as ld x rows (BLAS allocation)
+    from jitgemm.api import prepare
+    from jitgemm.packing import packed_segment
+
+    data = dict(CONTRACT, abi=dict(CONTRACT["abi"], args=[dict(a) for a in CONTRACT["abi"]["args"]]),
+                features={"alpha": False})
+    data["abi"]["args"][3] = {"name": "alpha", "role": "const", "offset": 48, "size": 4, "type": "f32",
+                              "value": 2.5}
+    store = np.random.default_rng(3).standard_normal((5, 12)).astype(np.float32)
+    a = store[:, :9]  # lda = 12: the allocation holds the last row's padding
+    call = prepare(a, np.ones((9, 4), np.float32))
+    raw = packed_segment(Contract.load(data), call.values).pack(lambda value, index: 0)
+    assert np.frombuffer(raw, np.float32)[12] == np.float32(2.5)
+    flat = call.values["a"]
+    assert flat.size == 5 * 12 and np.shares_memory(flat, store)
+    np.testing.assert_array_equal(flat.reshape(5, 12), store)
+    inner = store[1:, 2:11]  # the last row's padding would run past the allocation: a zero-padded copy
+    flat = prepare(inner, np.ones((9, 4), np.float32)).values["a"]
+    assert flat.size == 4 * 12 and not np.shares_memory(flat, store)
+    np.testing.assert_array_equal(flat.reshape(4, 12)[:, :9], inner)
+    assert (flat.reshape(4, 12)[-1, 9:] == 0).all()
