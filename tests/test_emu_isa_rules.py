@@ -354,6 +354,8 @@ def test_gpr_indexing_mode(tmp_path):
   v_mov_b32 v9, v2                         // not indexed any more
   v_mov_b32 v10, v5
   v_mov_b32 v11, v7
+  v_accvgpr_write_b32 a0, v11              // AGPRs in use: the VGPR file ends at the accum offset
+  v_accvgpr_read_b32 v11, a0
   global_store_dwordx4 v3, v[8:11], s[10:11]
 """
     out = run(tmp_path, body, vals.reshape(-1).copy(), poisoned(256)).reshape(64, 4)

@@ -76,7 +76,7 @@ class Program:
         self.agprs = max(scan.max_agpr + 1, 0)
         if any(d.name == "S_SET_GPR_IDX_ON" for d in self.decoded):  # indexed operands reach past the scan
             desc = kernel.descriptor
-            allocated = desc.accum_offset_registers() if self.agprs else (desc.granulated_workitem_vgpr_count + 1) * 8
+            allocated = desc.accum_offset_registers if self.agprs else (desc.granulated_workitem_vgpr_count + 1) * 8
             self.vgprs = max(self.vgprs, min(allocated, 512))
         self.slots = slots
         # the kernel's code lives at its address in the object, loaded at CODE_BASE: s_getpc_b64 reads it
