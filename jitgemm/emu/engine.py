@@ -11,6 +11,12 @@ init, private segment size, then preloaded kernarg dwords; system SGPRs workgrou
 info after the user SGPRs; work-item ids packed in v0 (X [9:0], Y [19:10], Z [29:20]). A kernel that
 preloads kernargs starts 256 bytes into its code, as on firmware that supports preloading (the first 256
 bytes are the compatibility prologue that loads the same values).
+
+PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64
+reads them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets
+into the kernel (what fault messages print). Private (scratch) memory is one region of WAVE *
+private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The default step limit stops a
+runaway kernel within seconds and names the PC range its last steps stayed in.
 """
 
 from __future__ import annotations
