@@ -14,7 +14,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
-from .packing import ordered_args
+from .packing import packed_segment
 
 BACKENDS = ("auto", "emu", "hip")
 
@@ -74,7 +74,11 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
     """(layout letter, leading dimension, batch stride in elements, buffer covering the data).
 
     `N`: the last dimension has unit stride; `T`: the one before it does (a transposed view). Anything else
-    (both strides > 1, negative strides) is refused: copy it with np.ascontiguousarray first."""
+    (both strides > 1, negative strides) is refused: copy it with np.ascontiguousarray first.
+
+    The buffer spans whole rows, ld x rows elements as BLAS allocates them, so a kernel that reads inside the
+    padding of the last row (a hand-written kernel loading full vectors) stays inside its buffer: a view of the
+    caller's memory when the allocation holds the padding, else a copy with the padding zero."""
     item = x.itemsize
     if any(s < 0 or s % item for s in x.strides):
         raise MatmulError(f"{name}: strides {x.strides} are negative or not whole elements; pass "
@@ -97,7 +101,18 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
         nb = 1
     inner = extent(rows, cols, ld) if layout == "N" else extent(cols, rows, ld)   # the kernel ABI's rule
     span = (nb - 1) * batch_stride + inner
-    flat = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=bool(x.flags.writeable))
+    whole = (nb - 1) * batch_stride + (rows if layout == "N" else cols) * ld
+    from numpy.lib.array_utils import byte_bounds
+
+    root = x
+    while isinstance(root.base, np.ndarray):
+        root = root.base
+    start = x.__array_interface__["data"][0]
+    if start + whole * item <= byte_bounds(root)[1]:
+        flat = np.lib.stride_tricks.as_strided(x, shape=(whole,), strides=(item,), writeable=bool(x.flags.writeable))
+    else:
+        flat = np.zeros(whole, x.dtype)
+        flat[:span] = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=False)
     return layout, ld, batch_stride, flat
 
 
@@ -193,7 +208,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     p = call.problem
     grid = contract.grid(p.m, p.n, p.k, p.batch)
     block = contract.workgroup
-    args = ordered_args(contract, call.values)
+    args = [packed_segment(contract, call.values)]
     if backend == "hip":
         from .hip_runtime import run_hip
 

@@ -161,17 +161,19 @@ class Contract:
         """A contract whose clauses cannot hold together is refused."""
         abi = self.data["abi"]
         seen: list[tuple[int, int, str]] = []
-        for arg in abi["args"]:
+        for i, arg in enumerate(abi["args"]):
+            at = f"{self.source}: at abi.args.{i} ({arg['name']})"
             end = arg["offset"] + arg["size"]
             if end > abi["kernarg_size"]:
-                raise ContractError(f"{self.source}: argument {arg['name']} ends at byte {end}, beyond kernarg_size "
+                raise ContractError(f"{at}: the argument ends at byte {end}, beyond abi.kernarg_size "
                                     f"{abi['kernarg_size']}")
             if arg["offset"] % arg["size"]:
-                raise ContractError(f"{self.source}: argument {arg['name']} at offset {arg['offset']} is not aligned "
-                                    f"to its size {arg['size']}")
+                raise ContractError(f"{at}: offset {arg['offset']} is not aligned to the size {arg['size']}")
+            if arg.get("type") == "ptr" and arg["size"] != 8:
+                raise ContractError(f"{at}: a ptr argument is 8 bytes, not {arg['size']}")
             for start, stop, other in seen:
                 if arg["offset"] < stop and start < end:
-                    raise ContractError(f"{self.source}: arguments {other} and {arg['name']} overlap")
+                    raise ContractError(f"{at}: overlaps argument {other}")
             seen.append((arg["offset"], end, arg["name"]))
         roles = [a["role"] for a in abi["args"]]
         for needed in ("a", "b", "d", "m", "n", "k"):
@@ -200,18 +202,18 @@ class Contract:
         ksize = kernel_meta.get(".kernarg_segment_size")
         explicit = [a for a in kernel_meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
         by_offset = {int(a[".offset"]): a for a in explicit}
-        for arg in self.args:
+        for i, arg in enumerate(self.args):
+            at = f"{where}: at abi.args.{i} ({arg['name']})"
             meta = by_offset.get(arg["offset"])
             if meta is None:
-                raise ContractError(f"{where}: argument {arg['name']} at offset {arg['offset']} is not in the "
-                                    f"metadata (offsets there: {sorted(by_offset)})")
+                raise ContractError(f"{at}: offset {arg['offset']} is not an argument of the metadata (offsets "
+                                    f"there: {sorted(by_offset)})")
             if int(meta[".size"]) != arg["size"]:
-                raise ContractError(f"{where}: argument {arg['name']} has size {arg['size']} in the contract, "
-                                    f"{meta['.size']} in the metadata")
+                raise ContractError(f"{at}: size {arg['size']} in the contract, {meta['.size']} in the metadata")
             is_ptr = meta.get(".value_kind") == "global_buffer"
             if (arg["role"] in ("a", "b", "c", "d", "bias")) != is_ptr and arg["role"] != "unused":
-                raise ContractError(f"{where}: argument {arg['name']} (role {arg['role']}) is "
-                                    f"{meta.get('.value_kind')} in the metadata")
+                raise ContractError(f"{at}: role {arg['role']} but the metadata's argument is "
+                                    f"{meta.get('.value_kind')}")
         if ksize is not None and int(ksize) < self.data["abi"]["kernarg_size"]:
             raise ContractError(f"{where}: kernarg_size {self.data['abi']['kernarg_size']} exceeds the metadata's "
                                 f".kernarg_segment_size {ksize}")
@@ -266,6 +268,20 @@ class Contract:
             if operand in lead:
                 clause(f"legality.ld_multiple.{operand}", lead[operand] % mult == 0,
                        f"ld{operand}={lead[operand]} is not a multiple of {mult}")
+        packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+        for operand in leg.get("packed", []):
+            clause(f"legality.packed.{operand}", lead[operand] == packed[operand],
+                   f"ld{operand}={lead[operand]}, the kernel needs packed {operand} (ld{operand}={packed[operand]})")
+        unit = {"a": problem.a.bytes, "b": problem.b.bytes, "c": problem.c.bytes if problem.c else 1,
+                "d": problem.d.bytes} if self.data["abi"]["strides_in"] == "bytes" else dict.fromkeys("abcd", 1)
+        for index, arg in enumerate(self.args):
+            role = arg["role"]
+            if role in ("lda", "ldb", "ldc", "ldd"):
+                value = lead[role[2]] * unit[role[2]]
+                bits = 8 * arg["size"] - (0 if arg.get("type") == "u32" else 1)
+                clause(f"abi.args[{index}]", value < 1 << bits,
+                       f"{role} = {value} ({self.data['abi']['strides_in']}) does not fit argument {arg['name']} "
+                       f"({arg['size']} bytes)")
         for operand, need in leg.get("align_bytes", {}).items():
             have = (align or {}).get(operand)
             if have is not None:

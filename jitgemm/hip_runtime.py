@@ -18,7 +18,7 @@ import numpy as np
 
 from jitgemm.isa.errors import IsaError
 
-from .launch import LaunchDescription, pack_kernargs
+from .launch import LaunchDescription, PackedSegment, pack_kernargs
 
 
 class HipError(IsaError):
@@ -98,18 +98,19 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
         device_ptrs: dict[int, Any] = {}
         copies: list[tuple[np.ndarray, Any]] = []
         try:
-            for index, value in enumerate(launch.args):
-                if isinstance(value, np.ndarray):
+            packed = launch.args[0] if len(launch.args) == 1 and isinstance(launch.args[0], PackedSegment) else None
+            for value in packed.buffers if packed is not None else launch.args:
+                if isinstance(value, np.ndarray) and id(value) not in device_ptrs:
                     host = np.ascontiguousarray(value)
                     ptr = _ok(hip, hip.hipMalloc(max(1, host.nbytes)), "hipMalloc")
-                    device_ptrs[index] = ptr
+                    device_ptrs[id(value)] = ptr
                     _ok(hip, hip.hipMemcpy(ptr, host, host.nbytes, hip.hipMemcpyKind.hipMemcpyHostToDevice),
                         "hipMemcpy (host to device)")
                     if value.flags.writeable:
                         copies.append((value, ptr))
             segment = pack_kernargs(
                 meta_kernel.args, launch, segment_size=int(meta_kernel.metadata.get(".kernarg_segment_size", 0)),
-                pointer_of=lambda value, index: int(device_ptrs[index]) if index in device_ptrs else int(value))
+                pointer_of=lambda value, index: int(device_ptrs[id(value)]) if id(value) in device_ptrs else int(value))
             # one opaque argument holding the whole segment: hip-python lays `extra` out as given
             blob = (ctypes.c_ubyte * len(segment)).from_buffer_copy(bytes(segment))
             _ok(hip, hip.hipModuleLaunchKernel(function, *launch.grid, *launch.block, sharedMemBytes=launch.lds_bytes,

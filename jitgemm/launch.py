@@ -63,6 +63,18 @@ class LaunchDescription:
         return x * y * z
 
 
+@dataclass(frozen=True)
+class PackedSegment:
+    """The explicit kernarg bytes of a launch packed by a kernel contract instead of from the metadata's
+    argument list (hand-written kernels list pads, or nothing, in their metadata; the contract lists what
+    carries a value and every other byte is zero). `buffers` are the arrays it points at, which a runtime maps
+    (the hip runtime copies them to the device); `pack(pointer_of)` returns the bytes, asking
+    `pointer_of(array, index)` for each buffer's device address. Hidden arguments stay the runtime's."""
+
+    buffers: tuple
+    pack: Callable[[Callable[[Any, int], int]], bytes]
+
+
 def _get(arg: Any, key: str, default: Any = None) -> Any:
     """A metadata argument field, from a msgpack map (`.offset`) or an object (`offset`)."""
     if isinstance(arg, Mapping):
@@ -124,10 +136,15 @@ def pack_kernargs(arg_maps: Sequence[Any], launch: LaunchDescription, *, segment
     runtime leaves the services it does not provide.
     """
     explicit = explicit_args(arg_maps)
+    end = max([int(_get(a, "offset", 0)) + int(_get(a, "size", 0)) for a in arg_maps] + [0])
+    if len(launch.args) == 1 and isinstance(launch.args[0], PackedSegment):
+        raw = launch.args[0].pack(pointer_of)
+        buf = bytearray(max(segment_size, end, len(raw)))
+        buf[:len(raw)] = raw
+        return _add_hidden(buf, arg_maps, launch, hidden) if include_hidden else buf
     if len(launch.args) != len(explicit):
         raise LaunchError(f"kernel {launch.kernel!r} takes {len(explicit)} arguments, {len(launch.args)} given; "
                           f"it expects: {describe_args(arg_maps)}")
-    end = max([int(_get(a, "offset", 0)) + int(_get(a, "size", 0)) for a in arg_maps] + [0])
     buf = bytearray(max(segment_size, end))
     for index, (meta, value) in enumerate(zip(explicit, launch.args, strict=True)):
         offset, size, kind = int(_get(meta, "offset", 0)), int(_get(meta, "size", 0)), _get(meta, "value_kind")
@@ -151,14 +168,18 @@ def pack_kernargs(arg_maps: Sequence[Any], launch: LaunchDescription, *, segment
         else:
             raise LaunchError(f"{where}: argument kind {kind!r} is not supported by this runtime")
         buf[offset:offset + size] = raw
-    if include_hidden:
-        values = hidden_values(launch)
-        values.update(hidden or {})
-        for meta in arg_maps:
-            kind = str(_get(meta, "value_kind", ""))
-            if kind.startswith("hidden_") and kind in values:
-                offset, size = int(_get(meta, "offset", 0)), int(_get(meta, "size", 0))
-                buf[offset:offset + size] = (values[kind] & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+    return _add_hidden(buf, arg_maps, launch, hidden) if include_hidden else buf
+
+
+def _add_hidden(buf: bytearray, arg_maps: Sequence[Any], launch: LaunchDescription,
+                hidden: Mapping[str, int] | None) -> bytearray:
+    values = hidden_values(launch)
+    values.update(hidden or {})
+    for meta in arg_maps:
+        kind = str(_get(meta, "value_kind", ""))
+        if kind.startswith("hidden_") and kind in values:
+            offset, size = int(_get(meta, "offset", 0)), int(_get(meta, "size", 0))
+            buf[offset:offset + size] = (values[kind] & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
     return buf
 
 

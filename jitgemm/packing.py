@@ -1,9 +1,13 @@
 """Kernel arguments from a contract: which value goes where, by role.
 
 A GEMM call knows its values by meaning (the A pointer, M, lda, alpha...); a kernel's contract says which
-argument has which role at which offset. `ordered_args` gives the explicit arguments in the kernel's
-metadata order (what `jitgemm.launch.pack_kernargs` and the runtimes take); `pack_segment` packs the
-explicit part of the kernarg segment from the contract alone, so a test can show both routes agree.
+argument has which role at which offset. `packed_segment` is what a launch passes: the explicit kernarg bytes
+laid out by the contract alone, every byte that no listed argument covers zero (hand-written kernels pad
+their arguments to 16-byte slots and leave unused pointers out). `ordered_args` gives the same values in
+offset order for a runtime that packs from the metadata, so a test can show both routes agree.
+
+Strides and leading dimensions are counted as the contract's `abi.strides_in` says: in elements of their
+operand (lda of a bf16 A = elements), or in bytes (lda * 2 for that A), as many hand-written kernels take them.
 """
 
 from __future__ import annotations
@@ -12,9 +16,24 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jitgemm.codegen.dtypes import dtype
+
 from .contract import Contract, ContractError
+from .launch import PackedSegment
 
 _FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<f", ("f64", 8): "<d"}
+# the operand whose element size scales a stride role when strides are in bytes
+STRIDE_OPERAND = {"lda": "a", "ldb": "b", "ldc": "c", "ldd": "d", "stride_a": "a", "stride_b": "b",
+                  "stride_c": "c", "stride_d": "d"}
+
+
+def stride_scale(contract: Contract, role: str) -> int:
+    """What an element count of `role` is multiplied by in the kernarg segment (1 unless strides are bytes)."""
+    operand = STRIDE_OPERAND.get(role)
+    if operand is None or contract.data["abi"]["strides_in"] != "bytes":
+        return 1
+    name = contract.data["operation"].get(operand) or contract.data["operation"]["d"]
+    return dtype(name).bytes
 
 
 def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract) -> Any:
@@ -26,7 +45,9 @@ def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract
     if role not in values:
         raise ContractError(f"{contract.source}: argument {arg['name']} has role {role!r}, for which the caller "
                             f"has no value (it has: {', '.join(sorted(values))})")
-    return values[role]
+    value = values[role]
+    scale = stride_scale(contract, role)
+    return value * scale if scale != 1 and value is not None else value
 
 
 def ordered_args(contract: Contract, values: Mapping[str, Any]) -> list[Any]:
@@ -35,17 +56,29 @@ def ordered_args(contract: Contract, values: Mapping[str, Any]) -> list[Any]:
 
 
 def pack_segment(contract: Contract, values: Mapping[str, Any], pointer_of: Callable[[Any, int], int]) -> bytes:
-    """The explicit kernarg bytes laid out by the contract (hidden arguments are the runtime's)."""
+    """The explicit kernarg bytes laid out by the contract (hidden arguments are the runtime's); bytes that no
+    listed argument covers are zero."""
     buf = bytearray(contract.data["abi"]["kernarg_size"])
     for index, arg in enumerate(sorted(contract.args, key=lambda a: a["offset"])):
         value = _value(arg, values, contract)
         off, size, kind = arg["offset"], arg["size"], arg.get("type", "i32")
+        where = f"{contract.source}: abi.args {arg['name']} (role {arg['role']}, {kind} at offset {off})"
         if kind == "ptr":
             raw = (0 if value is None else int(pointer_of(value, index))).to_bytes(size, "little")
         elif (kind, size) in _FORMATS:
             fmt = _FORMATS[(kind, size)]
-            raw = struct.pack(fmt, float(value) if kind.startswith("f") else int(value))
+            try:
+                raw = struct.pack(fmt, float(value) if kind.startswith("f") else int(value))
+            except (TypeError, ValueError, struct.error) as exc:
+                raise ContractError(f"{where}: value {value!r} does not fit ({exc})") from None
         else:
             raw = (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
         buf[off:off + size] = raw
     return bytes(buf)
+
+
+def packed_segment(contract: Contract, values: Mapping[str, Any]) -> PackedSegment:
+    """The launch argument for a contract-described kernel (see jitgemm.launch.PackedSegment)."""
+    pointers = [a for a in sorted(contract.args, key=lambda a: a["offset"]) if a.get("type") == "ptr"]
+    buffers = tuple(v for a in pointers if (v := _value(a, values, contract)) is not None)
+    return PackedSegment(buffers, lambda pointer_of: pack_segment(contract, values, pointer_of))

@@ -54,7 +54,7 @@ def test_valid_contract_and_grid():
     ({"launch__workgroup": [256, 1]}, r"at launch\.workgroup"),
     ({"features__colour": True}, r"at features: Additional properties are not allowed \('colour'"),
     ({"launch__grid": ["ceil(n/128)", "__import__('os')", "1"]}, "unsupported element"),
-    ({"abi__kernarg_size": 30}, "beyond kernarg_size 30"),
+    ({"abi__kernarg_size": 30}, r"at abi.args.\d+ \(\w+\): the argument ends at byte \d+, beyond abi.kernarg_size 30"),
     ({"legality__divisible": {"m": 64}, "legality__max": {"m": 32}}, "no m <= 32 is divisible by 64"),
     ({"features__beta": True}, "features.beta needs features.c_input"),
 ])
@@ -66,7 +66,7 @@ def test_bad_contracts_are_refused(changes, message):
 def test_overlapping_args_refused():
     data = contract()
     data["abi"]["args"][5]["offset"] = 28
-    with pytest.raises(ContractError, match="arguments n and k overlap"):
+    with pytest.raises(ContractError, match=r"at abi.args.\d+ \(k\): overlaps argument n"):
         Contract.load(data)
 
 
@@ -103,7 +103,7 @@ def test_metadata_contradictions():
         c.check_metadata({**meta, ".max_flat_workgroup_size": 128})
     bad = copy.deepcopy(meta)
     bad[".args"][3][".size"] = 8
-    with pytest.raises(ContractError, match="argument m has size 4 in the contract, 8 in the metadata"):
+    with pytest.raises(ContractError, match=r"at abi.args.3 \(m\): size 4 in the contract, 8 in the metadata"):
         c.check_metadata(bad)
     bad = copy.deepcopy(meta)
     bad[".args"][0][".value_kind"] = "by_value"

@@ -223,21 +223,22 @@ def test_unsupported_instruction_is_named_and_listed_up_front(tmp_path, capsys):
     body = """
   s_load_dwordx4 s[4:7], s[0:1], 0x0
   s_waitcnt lgkmcnt(0)
-  tbuffer_load_format_x v1, off, s[4:7], 0 format:[BUF_DATA_FORMAT_32,BUF_NUM_FORMAT_FLOAT]
+  s_mov_b32 m0, 0
+  ds_append v1
 """
-    co = assemble(tmp_path, body, [(0, 16, "by_value")], name="needs_tbuffer")
+    co = assemble(tmp_path, body, [(0, 16, "by_value")], name="needs_append")
     missing = check(co)
-    assert [op.text.split()[0] for op in missing["needs_tbuffer"]] == ["tbuffer_load_format_x"]
-    pc = missing["needs_tbuffer"][0].pc
+    assert [op.text.split()[0] for op in missing["needs_append"]] == ["ds_append"]
+    pc = missing["needs_append"][0].pc
     with pytest.raises(UnsupportedInstruction) as info:
-        emulate(co, "needs_tbuffer", grid=1, block=64, args=[np.zeros(4, np.uint32).tobytes()])
+        emulate(co, "needs_append", grid=1, block=64, args=[np.zeros(4, np.uint32).tobytes()])
     err = info.value
-    assert err.pc == pc and err.kernel == "needs_tbuffer" and "tbuffer_load_format_x" in str(err)
+    assert err.pc == pc and err.kernel == "needs_append" and "ds_append" in str(err)
     assert f"PC 0x{pc:x}" in str(err)
     path = tmp_path / "k.co"
     assert cli_main(["emulate", str(path), "--check"]) == 1
     out = capsys.readouterr().out
-    assert "kernel needs_tbuffer: 1 instruction(s) without emulator semantics" in out and f"0x{pc:04x}" in out
+    assert "kernel needs_append: 1 instruction(s) without emulator semantics" in out and f"0x{pc:04x}" in out
 
 
 def test_step_limit(tmp_path):

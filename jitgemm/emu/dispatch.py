@@ -19,9 +19,10 @@ import numpy as np
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
-from . import semantics_mem
+from . import semantics_buffer, semantics_mem
 from .errors import EmulatorError, NoSemantics
 from .mfma import MfmaShapeError, mfma, mfma_shape
+from .modes import MODE_INSTRUCTIONS, mode_op
 from .operands import Operands
 from .program import Decoded
 from .semantics_alu import Statements, semantics_of
@@ -65,10 +66,17 @@ def family(encoding: str) -> str:
 class Builder:
     """Builds ops for one program: holds the spec, the register-slot map and the kernel name."""
 
-    def __init__(self, spec: Spec, operands: Operands, kernel: str) -> None:
+    def __init__(self, spec: Spec, operands: Operands, kernel: str, code_address: int = 0,
+                 code_size: int = 0) -> None:
         self.spec = spec
         self.ops = operands
         self.kernel = kernel
+        self.code_address = code_address  # where the kernel's first byte is loaded (its PC 0)
+        self.code_size = code_size
+
+    def indexable(self, d: Decoded) -> bool:
+        """GPR indexing (S_SET_GPR_IDX_ON) renumbers the VGPR operands of VALU instructions only."""
+        return d.inst is not None and family(d.encoding) in ("valu", "vop3p")
 
     def build(self, d: Decoded) -> Op:
         if d.inst is None:
@@ -84,7 +92,7 @@ class Builder:
         if run is None:
             return Op(d.pc, d.size, d.name, d.text, None, f"no semantics for the {fam} family")
         op = Op(d.pc, d.size, d.name, d.text, run)
-        if fam in ("valu", "vop3p", "mfma", "flat", "mubuf", "ds"):
+        if fam in ("valu", "vop3p", "mfma", "flat", "mubuf", "mtbuf", "ds"):
             op.lane_ops = 64
         return op
 
@@ -301,6 +309,8 @@ def _salu(b: Builder, d: Decoded) -> RunFn:
     name = d.name
     if name in ("S_SETPC_B64", "S_SWAPPC_B64"):
         return _setpc(b, d)
+    if name in MODE_INSTRUCTIONS:
+        return mode_op(b, d)
     if name in ("S_SETREG_B32", "S_SETREG_IMM32_B32", "S_DENORM_MODE", "S_ROUND_MODE"):
         return lambda ctx, w: None  # mode bits: numpy keeps denormals and rounds to nearest even
     if name == "S_GETREG_B32":
@@ -314,7 +324,7 @@ def _salu(b: Builder, d: Decoded) -> RunFn:
 
     def run(ctx, w):
         st = ctx.st
-        env: dict = {"SCC": st.scc[w], "EXEC": st.exec64(w), "PC": np.int64(pc)}
+        env: dict = {"SCC": st.scc[w], "EXEC": st.exec64(w), "PC": np.int64(b.code_address + pc)}
         _read_sources(srcs, st, w, False, env)
         if reads_old and dsts:
             env["D0"] = _typed(dsts[0].dst.read_old(st, w), dsts[0].fmt)
@@ -724,16 +734,18 @@ _BRANCH_COND = {
     "S_CBRANCH_EXECNZ": lambda st, w: st.exec64(w) != 0,
 }
 _NOOPS = {"S_NOP", "S_WAITCNT", "S_SETPRIO", "S_SLEEP", "S_DCACHE_WB", "S_DCACHE_INV", "S_ICACHE_INV",
-          "S_SENDMSG", "S_SENDMSGHALT", "S_TTRACEDATA", "S_CODE_END", "S_WAITCNT_VSCNT", "S_SET_GPR_IDX_OFF",
+          "S_SENDMSG", "S_SENDMSGHALT", "S_TTRACEDATA", "S_CODE_END", "S_WAITCNT_VSCNT",
           "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_BARRIER_WAIT", "S_WAKEUP", "S_SETKILL", "S_WAITCNT_DEPCTR",
           "BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL", "S_DCACHE_WB_VOL",
-          "S_DCACHE_INV_VOL", "S_SET_GPR_IDX_MODE"}
+          "S_DCACHE_INV_VOL"}
 
 
 def _sopp(b: Builder, d: Decoded) -> RunFn:
     name = d.name
     if name in _NOOPS:
         return lambda ctx, w: None
+    if name in MODE_INSTRUCTIONS:
+        return mode_op(b, d)
     if name == "S_ENDPGM":
         def end(ctx, w):
             ctx.st.status[w] = DONE
@@ -776,17 +788,30 @@ def _setpc(b: Builder, d: Decoded) -> RunFn:
         dst = b.ops.dst(ops[0], 64)
         src = b.ops.src(ops[1], 64)
 
+    base, size = b.code_address, b.code_size
+
     def run(ctx, w):
+        # PCs are addresses in the loaded code object (s_getpc_b64 reads them); a jump outside the kernel's
+        # code faults here instead of running whatever a real GPU would find there
         st = ctx.st
-        target = np.asarray(src.read(st, w)).astype(np.int64)
+        target = np.asarray(src.read(st, w)).astype(np.uint64).astype(np.int64)
+        rel = target - base
+        outside = (rel < 0) | (rel >= size)
+        if outside.any():
+            i = int(np.argmax(outside))
+            wave = int((np.arange(st.count)[w] if isinstance(w, slice) else np.asarray(w))[i])
+            raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC 0x{d.pc:x} (address 0x{base + d.pc:x}), wave "
+                                f"{wave}: jump to address 0x{int(target[i]) & 0xFFFFFFFFFFFFFFFF:x}, outside the "
+                                f"kernel's code [0x{base:x}, 0x{base + size:x})")
         if dst is not None:
-            dst.write(st, w, np.full(ctx.group_size(w), np.uint64(d.pc + d.size)))
-        st.pc[w] = target
+            dst.write(st, w, np.full(ctx.group_size(w), np.uint64(base + d.pc + d.size)))
+        st.pc[w] = rel
     return run
 
 
 _HANDLERS: dict[str, Callable[[Builder, Decoded], RunFn]] = {
     "salu": _salu, "valu": _valu, "vop3p": _packed, "mfma": _mfma, "sopp": _sopp,
-    "smem": semantics_mem.smem, "flat": semantics_mem.flat, "mubuf": semantics_mem.mubuf,
+    "smem": semantics_mem.smem, "flat": semantics_mem.flat, "mubuf": semantics_buffer.mubuf,
+    "mtbuf": semantics_buffer.mubuf,
     "ds": semantics_mem.ds,
 }

@@ -11,6 +11,12 @@ init, private segment size, then preloaded kernarg dwords; system SGPRs workgrou
 info after the user SGPRs; work-item ids packed in v0 (X [9:0], Y [19:10], Z [29:20]). A kernel that
 preloads kernargs starts 256 bytes into its code, as on firmware that supports preloading (the first 256
 bytes are the compatibility prologue that loads the same values).
+
+PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64
+reads them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets
+into the kernel (what fault messages print). Private (scratch) memory is one region of WAVE *
+private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The default step limit stops a
+runaway kernel within seconds and names the PC range its last steps stayed in.
 """
 
 from __future__ import annotations
@@ -29,14 +35,16 @@ from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
-from .memory import ByteStore, GlobalMemory
+from .memory import CODE_BASE, ByteStore, GlobalMemory
+from .modes import indexed, run_modal
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
 LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
-DEFAULT_MAX_STEPS = 10_000_000
+DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
+DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
 
 
 @dataclass
@@ -60,7 +68,7 @@ class RunStats:
 class Program:
     """A kernel decoded and compiled to ops once; reusable across launches."""
 
-    def __init__(self, kernel, spec) -> None:
+    def __init__(self, kernel, spec, *, build: bool = True) -> None:
         self.kernel = kernel
         self.spec = spec
         self.decoded: list[Decoded] = decode_kernel(kernel.code, spec)
@@ -72,16 +80,61 @@ class Program:
                     scan.note_regs(op)
         self.vgprs = max(scan.max_vgpr + 1, 1)
         self.agprs = max(scan.max_agpr + 1, 0)
+        if any(d.name == "S_SET_GPR_IDX_ON" for d in self.decoded):  # indexed operands reach past the scan
+            desc = kernel.descriptor
+            allocated = desc.accum_offset_registers if self.agprs else (desc.granulated_workitem_vgpr_count + 1) * 8
+            self.vgprs = max(self.vgprs, min(allocated, 512))
         self.slots = slots
-        builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name)
-        self.ops: dict[int, Op] = {}
+        # the kernel's code lives at its address in the object, loaded at CODE_BASE: s_getpc_b64 reads it
+        self.code_address = CODE_BASE + kernel.code_address
+        self.builder = Builder(spec, Operands(spec, slots, self.vgprs), kernel.name, self.code_address,
+                                         len(kernel.code))
+        self.ops: dict[int, Op] = {d.pc: self._build(d) for d in self.decoded} if build else {}
+        self._by_pc: dict[int, Decoded] | None = None
+        self._indexed: dict[tuple[int, int, int], Op] = {}
+
+    def _build(self, d: Decoded) -> Op:
+        try:
+            return self.builder.build(d)
+        except EmulatorError as exc:
+            return Op(d.pc, d.size, d.name, d.text, None, str(exc))
+        except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
+            return Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+
+    def check_unsupported(self) -> list[Op]:
+        """`unsupported()` without building every op: whether an instruction has semantics depends on its
+        bytes only, so each distinct encoding is built once (hand-written kernels repeat a few thousand
+        encodings tens of thousands of times)."""
+        code = self.kernel.code
+        verdict: dict[bytes, str | None] = {}
+        out = []
         for d in self.decoded:
-            try:
-                self.ops[d.pc] = builder.build(d)
-            except EmulatorError as exc:
-                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, str(exc))
-            except (KeyError, IndexError, ValueError, TypeError) as exc:  # operands of a shape not modelled
-                self.ops[d.pc] = Op(d.pc, d.size, d.name, d.text, None, f"operands not understood ({exc!r})")
+            key = code[d.pc:d.pc + d.size]
+            if key not in verdict:
+                op = self._build(d)
+                verdict[key] = None if op.run is not None else op.problem
+            if verdict[key] is not None:
+                out.append(Op(d.pc, d.size, d.name, d.text, None, verdict[key]))
+        return out
+
+    def indexable(self, pc: int) -> bool:
+        """Whether GPR indexing applies to the instruction at `pc` (VALU instructions)."""
+        return self.builder.indexable(self._decoded_at(pc))
+
+    def indexed_op(self, pc: int, index: int, mode: int) -> Op:
+        """The op at `pc` with GPR indexing (index, mode) applied to its VGPR operands; built once."""
+        key = (pc, index, mode)
+        op = self._indexed.get(key)
+        if op is None:
+            op = self._indexed[key] = self.builder.build(indexed(self._decoded_at(pc), index, mode, self.vgprs))
+            if op.run is None:
+                raise UnsupportedInstruction(op.text, pc, self.kernel.name, op.problem)
+        return op
+
+    def _decoded_at(self, pc: int) -> Decoded:
+        if self._by_pc is None:
+            self._by_pc = {d.pc: d for d in self.decoded}
+        return self._by_pc[pc]
 
     def unsupported(self) -> list[Op]:
         """Ops the emulator cannot run (no semantics, or undecodable words), in code order."""
@@ -99,6 +152,9 @@ class Context:
         self.lds_size = lds_size
         self.kernel = kernel
         self.workgroups = workgroups
+        self.modes = False  # some wave has VSKIP or GPR indexing on (see modes.py)
+        self.scratch_address = 0  # the private segment: WAVE * private_size bytes per wave, in wave order
+        self.private_size = 0
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -170,6 +226,16 @@ def _default_spec():
     return isa.load_spec("gfx942")
 
 
+def private_segment_buffer(scratch_address: int) -> np.ndarray:
+    """The private segment V# the user SGPRs s[0:3] receive: base = the dispatch's scratch, ADD_TID_ENABLE,
+    SWIZZLE_ENABLE, element size 4, index stride 64, num_records = all (AMDGPUUsage "Private Segment Buffer";
+    LLVM's SIInstrInfo.h RSRC_* fields), so `buffer_store_dword v, off, s[0:3], <wave offset>` lands where the
+    wave's flat scratch accesses do (see semantics_mem.private_pieces)."""
+    word1 = ((scratch_address >> 32) & 0xFFFF) | (1 << 31)
+    word3 = (1 << 23) | (3 << 21) | (1 << 19) | (4 << 15) | (7 << 12)
+    return np.array([scratch_address & 0xFFFFFFFF, word1, 0xFFFFFFFF, word3], np.uint32)
+
+
 def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address: int) -> bytes:
     """An AQL kernel dispatch packet (hsa_kernel_dispatch_packet_t) for the dispatch-ptr user SGPRs."""
     (bx, by, bz), (gx, gy, gz) = launch.block, launch.grid
@@ -205,9 +271,9 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
         raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave64 (gfx9) code")
-    if desc.private_segment_fixed_size or desc.uses_dynamic_stack:
-        raise EmulatorError(f"kernel {k.name!r} uses scratch memory ({desc.private_segment_fixed_size} bytes per "
-                            "work-item), which the emulator does not model")
+    # private (scratch) memory per work-item: the descriptor's fixed size, plus a stack for calls
+    private = desc.private_segment_fixed_size + (DYNAMIC_STACK if desc.uses_dynamic_stack else 0)
+    private = -(-private // 4) * 4
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
     if lds_size > LDS_LIMIT:
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
@@ -234,12 +300,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
-    mem.freeze()
-
-    # --- waves ---------------------------------------------------------------------------------------
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
     n = n_wg * waves_per_wg
+    wave_scratch = WAVE * private  # bytes of one wave's private memory
+    scratch_address = mem.map("private segment (scratch)", np.zeros(n * wave_scratch, np.uint8)) if private else 0
+    mem.freeze()
+
+    # --- waves ---------------------------------------------------------------------------------------
     st = Waves(n, prog.vgprs, prog.agprs, prog.slots)
     wave_ids = np.arange(n)
     st.workgroup[:] = wave_ids // waves_per_wg
@@ -266,6 +334,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         st.s[:, s + 1] = value >> 32
         s += 2
     if desc.enable_sgpr_private_segment_buffer:
+        st.s[:, s:s + 4] = private_segment_buffer(scratch_address)
         s += 4
     if desc.enable_sgpr_dispatch_ptr:
         put64(packet_address)
@@ -298,12 +367,16 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
             s += 1
     if desc.enable_sgpr_workgroup_info:
         s += 1
+    if desc.enable_private_segment:  # private segment wave byte offset (AMDGPUUsage, after workgroup info)
+        st.s[:, s] = (wave_ids * wave_scratch).astype(np.uint32)
+        s += 1
     st.pc[:] = entry
     if entry not in prog.ops:
         raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
+    ctx.scratch_address, ctx.private_size = scratch_address, private
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)
@@ -320,6 +393,7 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
     steps = wave_instr = lane_instr = 0
     status = st.status
     pcs = st.pc
+    recent = [0] * 1024  # the last PCs run, to name a runaway loop's range
     while True:
         running = status == RUNNING
         if running.all():
@@ -349,14 +423,22 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
             raise UnsupportedInstruction(op.name if op.name.startswith(".long") else op.text, op.pc, ctx.kernel,
                                          op.problem)
         steps += 1
+        recent[steps & 1023] = p
         if steps > max_steps:
+            lo, hi = min(recent), max(recent)
+            last = ops[hi]
             raise StepLimitExceeded(f"kernel {ctx.kernel!r} ran past the step limit of {max_steps} scheduler steps "
-                                    f"(at PC 0x{p:x}: {op.text}); raise max_steps if the kernel is meant to run "
-                                    "this long")
+                                    f"(at PC 0x{p:x}: {op.text}); its last 1024 steps stayed in PC 0x{lo:x}-"
+                                    f"0x{hi + last.size - 1:x} ({last.text} ends the range): a loop that does not "
+                                    "end? Raise max_steps if the kernel is meant to run this long")
         wave_instr += g
         lane_instr += g * op.lane_ops
         pcs[w] = p + op.size
         try:
+            if ctx.modes and op.lane_ops == 64:
+                w = run_modal(prog, ctx, op, w)
+                if not len(w):
+                    continue
             op.run(ctx, w)
         except EmulatorError:
             raise
@@ -373,5 +455,9 @@ def check(code_object, kernel: str | None = None, *, spec=None) -> dict[str, lis
     co = _load_code_object(code_object)
     spec = spec if spec is not None else _default_spec()
     kernels = [_pick_kernel(co, kernel)] if kernel is not None else list(co.kernels)
-    return {k.name: program_for(k, spec).unsupported() for k in kernels}
+    out = {}
+    for k in kernels:
+        prog = _PROGRAMS.get((k.code, id(spec)))
+        out[k.name] = prog.unsupported() if prog is not None else Program(k, spec, build=False).check_unsupported()
+    return out
 

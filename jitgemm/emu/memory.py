@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import numpy as np
 
 BASE = 1 << 32  # first buffer address: above 4 GiB, so a pointer truncated to 32 bits faults
+CODE_BASE = 1 << 44  # where the code object is loaded: its PCs are CODE_BASE + the ELF's virtual addresses
 GUARD = 1 << 16  # unmapped bytes after each buffer
 ALIGN = 256
 

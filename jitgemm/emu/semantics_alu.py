@@ -297,6 +297,11 @@ def cls_f(x, mask, bits=None):
     return out
 
 
+def f16_bits(x):
+    """An f16 value's 16 bits (zero-extended to uint32); exact for values that came from an f16 operand."""
+    return np.asarray(x).astype(np.float16).view(np.uint16).astype(np.uint32)
+
+
 def cvt_pkrtz(a, b):
     """Two f32 -> packed f16, rounding toward zero."""
     def rtz(v):
@@ -455,6 +460,7 @@ SEMANTICS: dict[str, str] = {
     "V_CVT_F32_UBYTE0": "u32(S0) & 255", "V_CVT_F32_UBYTE1": "(u32(S0) >> 8) & 255",
     "V_CVT_F32_UBYTE2": "(u32(S0) >> 16) & 255", "V_CVT_F32_UBYTE3": "u32(S0) >> 24",
     "V_CVT_PKRTZ_F16_F32": "cvt_pkrtz(S0, S1)",
+    "V_PACK_B32_F16": "f16_bits(S0) | (f16_bits(S1) << 16)",
     "V_CVT_OFF_F32_I4": "((i32(S0) << 28) >> 28) / 16.0",
     "V_CVT_F32_FP8": "S0", "V_CVT_F32_BF8": "S0",
     # float arithmetic

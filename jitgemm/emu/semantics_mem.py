@@ -18,11 +18,12 @@ import re
 
 import numpy as np
 
-from jitgemm.isa.instruction import Imm, Off, Reg
+from jitgemm.isa.instruction import Imm, Off
 
 from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
-from .operands import SHARED_APERTURE_HI
+from .memory import BASE
+from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -171,20 +172,25 @@ def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndar
 # --- scalar memory ---------------------------------------------------------------------------------------
 
 def smem(b, d):
+    """Scalar memory: loads, stores and atomics at SBASE (64-bit address, or the base of an S_BUFFER_* V#) +
+    offset + SOFFSET, dword-aligned (the low two address bits are ignored). Each wave accesses memory once;
+    atomics of several waves apply in wave order. An atomic with GLC returns the old value into SDATA."""
     name = d.name
     f = d.by_field()
-    if not name.startswith(("S_LOAD_DWORD", "S_BUFFER_LOAD_DWORD")):
-        if name in ("S_DCACHE_WB", "S_DCACHE_INV", "S_DCACHE_WB_VOL", "S_DCACHE_INV_VOL", "S_MEMTIME",
-                    "S_MEMREALTIME"):
-            if name in ("S_MEMTIME", "S_MEMREALTIME"):
-                dst = b.ops.dst(d.inst.operands[0], 64)
-                return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint64))
-            return lambda ctx, w: None
+    if name in ("S_DCACHE_WB", "S_DCACHE_INV", "S_DCACHE_WB_VOL", "S_DCACHE_INV_VOL"):
+        return lambda ctx, w: None
+    if name in ("S_MEMTIME", "S_MEMREALTIME"):
+        dst = b.ops.dst(d.inst.operands[0], 64)
+        return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint64))
+    load = name.startswith(("S_LOAD_DWORD", "S_BUFFER_LOAD_DWORD"))
+    store = name.startswith(("S_STORE_DWORD", "S_BUFFER_STORE_DWORD"))
+    atomic = _ATOMIC.search(name) if name.startswith(("S_ATOMIC_", "S_BUFFER_ATOMIC_")) else None
+    if not (load or store or atomic):
         raise Unsupported("no semantics for this scalar memory instruction")
     sdata = f.get("SDATA")
     regs = sdata.count
-    dst = b.ops.dst(sdata, 32 * regs)
-    base = b.ops.src(f["SBASE"], 64 if name.startswith("S_LOAD") else 128)
+    buffer = name.startswith("S_BUFFER")
+    base = b.ops.src(f["SBASE"], 128 if buffer else 64)
     off_op = f.get("SOFFSET", f.get("OFFSET"))
     imm = int(d.modifier("offset", 0) or 0)
     off_src = None
@@ -192,9 +198,8 @@ def smem(b, d):
         imm += int(off_op.value)
     elif off_op is not None:
         off_src = b.ops.src(off_op, 32)
-    buffer = name.startswith("S_BUFFER")
 
-    def run(ctx, w):
+    def address(ctx, w, nbytes: int, write: bool, what: str):
         st = ctx.st
         if buffer:
             rsrc = np.asarray(base.read(st, w)).astype(np.uint64)
@@ -205,20 +210,141 @@ def smem(b, d):
         if off_src is not None:
             addr = addr + np.asarray(off_src.read(st, w)).astype(np.uint64)
         addr = addr & ~np.uint64(3)
-        ok = ctx.mem.valid(addr, 4 * regs)
+        ok = ctx.mem.valid(addr, nbytes, write=write)
         if not ok.all():
-            _fault(ctx, d, "scalar load", addr[:, None], w, ~ok[:, None], ctx.mem.describe)
-        vals = ctx.mem.load_dwords(ctx.mem.offsets(addr), regs)
-        dst.write(st, w, vals if regs > 1 else vals[:, 0])
-    return run
+            _fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)
+        return ctx.mem.offsets(addr)
+
+    if load:
+        dst = b.ops.dst(sdata, 32 * regs)
+
+        def run_load(ctx, w):
+            vals = ctx.mem.load_dwords(address(ctx, w, 4 * regs, False, "scalar load"), regs)
+            dst.write(ctx.st, w, vals if regs > 1 else vals[:, 0])
+        return run_load
+
+    data = b.ops.src(sdata, 32 * regs)
+
+    def words(ctx, w, count: int) -> np.ndarray:
+        v = np.asarray(data.read(ctx.st, w))
+        if v.dtype == np.uint64:
+            v = np.ascontiguousarray(v).view(np.uint32).reshape(v.shape + (2,))
+        return v.reshape(v.shape[0], -1)[:, :count]
+
+    if store:
+        def run_store(ctx, w):
+            ctx.mem.store_dwords(address(ctx, w, 4 * regs, True, "scalar store"), words(ctx, w, regs))
+        return run_store
+
+    op = atomic.group(1)
+    cmpswap = op == "CMPSWAP"
+    width = regs // 2 if cmpswap else regs  # CMPSWAP's SDATA holds the new value, then the compare value
+    dtype = _atomic_dtype(op, None, 4 * width, name)
+    returns = bool(d.modifier("glc") or d.modifier("sc0"))
+    dst = b.ops.dst(sdata, 32 * width) if returns else None
+
+    def run_atomic(ctx, w):
+        offs = address(ctx, w, 4 * width, True, "scalar atomic")
+        v = words(ctx, w, regs)
+        src = np.ascontiguousarray(v[:, :width]).view(np.uint8).reshape(len(offs), -1)
+        cmp = np.ascontiguousarray(v[:, width:]).view(np.uint8).reshape(len(offs), -1) if cmpswap else None
+        old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, False)
+        if dst is not None:
+            old = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), width)
+            dst.write(ctx.st, w, old if width > 1 else old[:, 0])
+    return run_atomic
 
 
 # --- global / flat ---------------------------------------------------------------------------------------
 
+def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[np.ndarray, int]]:
+    """Where the lanes `sel` (indices into the (G, 64) group) of waves `w` access `nbytes` of their private
+    (scratch) memory at private byte offsets `off`: (offsets into global memory, width) per dword.
+
+    The private segment is one region, a wave's 64 lanes after each other; inside a wave, dword i of lane l
+    lies at (i * 64 + l) * 4 (the swizzle the private-segment V# describes: ADD_TID, element size 4, index
+    stride 64), so buffer and flat scratch accesses see the same bytes."""
+    size = ctx.private_size
+    off = np.asarray(off, np.int64)
+    bad = (off < 0) | (off + nbytes > size)
+    if bad.any():
+        waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+        i = int(np.argmax(bad))
+        raise MemoryFault(f"private (scratch) access outside the {size} bytes per work-item ({d.text})",
+                          int(off[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), ctx.kernel,
+                          "the kernel descriptor's private_segment_fixed_size")
+    waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+    base = ctx.scratch_address - BASE + waves.astype(np.int64) * 64 * size
+    lane = np.asarray(sel[1], np.int64)
+    pieces = []
+    for k in range(max(1, nbytes // 4)):
+        o = off + 4 * k
+        pieces.append((base + (o // 4 * 64 + lane) * 4 + o % 4, min(4, nbytes)))
+    return pieces
+
+
+def _scratch(b, d):
+    """SCRATCH_* (flat scratch): private address = SADDR (an SGPR offset, or off) + ADDR (a VGPR, or off)
+    + offset, per lane; FLAT_SCRATCH (architected on gfx942) points at the wave's own private memory."""
+    name = d.name
+    f = d.by_field()
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    offset = int(d.modifier("offset", 0) or 0)
+    addr_op, saddr_op = f.get("ADDR"), f.get("SADDR")
+    addr_src = b.ops.src(addr_op, 32) if addr_op is not None and not isinstance(addr_op, Off) else None
+    saddr_src = b.ops.src(saddr_op, 32) if saddr_op is not None and not isinstance(saddr_op, Off) else None
+    nbytes = size_bits // 8
+    regs = max(1, size_bits // 32)
+    half = _d16(name)
+
+    def private_offsets(ctx, w, lanes):
+        st = ctx.st
+        off = np.full(lanes.shape, offset, np.int64)
+        if addr_src is not None:
+            v = np.asarray(addr_src.read(st, w)).astype(np.int64)
+            off = off + (v if v.ndim == 2 else v[:, None])
+        if saddr_src is not None:
+            off = off + np.asarray(saddr_src.read(st, w)).astype(np.int64)[:, None]
+        return off & 0xFFFFFFFF
+
+    if is_load and not is_store:
+        dst = b.ops.dst(f["VDST"], max(32, size_bits))
+
+        def run_load(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
+                                                             nbytes)):
+                out[sel + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_load
+    if is_store and not is_load:
+        data_src = b.ops.src(f["DATA"], 32 * regs)
+
+        def run_store(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            data = _data_regs(data_src, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            data = data[sel]
+            for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
+                                                             nbytes)):
+                _store(ctx.mem, offs, data[:, k:k + 1], width)
+        return run_store
+    raise Unsupported("no semantics for this scratch instruction")
+
+
 def flat(b, d):
     name = d.name
     if name.startswith("SCRATCH_"):
-        raise Unsupported("scratch (private) memory is not modelled")
+        return _scratch(b, d)
     f = d.by_field()
     size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
@@ -244,7 +370,8 @@ def flat(b, d):
         return a + np.uint64(offset & 0xFFFFFFFFFFFFFFFF) if offset >= 0 else a - np.uint64(-offset)
 
     def checked(ctx, w, addr, lanes, write: bool):
-        """(global lanes, global byte offsets, LDS lanes, LDS offsets) for active lanes, or a fault."""
+        """(global lanes, LDS lanes) of the active lanes, or a fault; a flat address in the private aperture
+        is a fault here (loads and stores take those lanes through `private` first)."""
         lds_lanes = np.zeros_like(lanes)
         if is_flat:
             lds_lanes = lanes & ((addr >> np.uint64(32)) == np.uint64(SHARED_APERTURE_HI))
@@ -286,16 +413,28 @@ def flat(b, d):
                 dst.write(st, w, full if nbytes > 4 else full[..., 0], glanes)
         return run_atomic
 
+    def private(ctx, w, addr, lanes):
+        """Flat lanes addressing the private aperture: (their lanes, (offsets, width) per dword)."""
+        plane = lanes & ((addr >> np.uint64(32)) == np.uint64(PRIVATE_APERTURE_HI)) if is_flat else None
+        if plane is None or not plane.any():
+            return None, lanes
+        sel = np.nonzero(plane)
+        return (sel, private_pieces(ctx, d, w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes)), lanes & ~plane
+
     if is_load:
         dst = b.ops.dst(vdst, max(32, size_bits))
         regs = max(1, size_bits // 32)
 
         def run_load(ctx, w):
             st = ctx.st
-            lanes = st.exec_lanes(w)
+            all_lanes = lanes = st.exec_lanes(w)
             addr = addresses(ctx, w)
+            priv, lanes = private(ctx, w, addr, lanes)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, False)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
+            if priv is not None:
+                for k, (offs, width) in enumerate(priv[1]):
+                    out[priv[0] + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
             if glanes.any():
                 sel = np.nonzero(glanes)
                 offs = ctx.mem.offsets(addr[sel])
@@ -307,7 +446,7 @@ def flat(b, d):
             value = out if regs > 1 else out[..., 0]
             if half is not None:
                 value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
+            dst.write(st, w, value, all_lanes)
         return run_load
 
     if is_store:
@@ -318,10 +457,14 @@ def flat(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             addr = addresses(ctx, w)
+            priv, lanes = private(ctx, w, addr, lanes)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
             data = _data_regs(data_src, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
+            if priv is not None:
+                for k, (offs, width) in enumerate(priv[1]):
+                    _store(ctx.mem, offs, data[priv[0]][:, k:k + 1], width)
             for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
                 if not lanes_sel.any():
                     continue
@@ -345,133 +488,6 @@ def _store(store, offs: np.ndarray, data: np.ndarray, nbytes: int) -> None:
     else:
         raw = np.ascontiguousarray(data[:, 0].astype(np.uint32)).view(np.uint8).reshape(len(offs), 4)[:, :nbytes]
         store.store_bytes(offs, raw)
-
-
-# --- buffer (MUBUF) ------------------------------------------------------------------------------------------
-
-def mubuf(b, d):
-    """Buffer accesses through a V# resource: address = base + SOFFSET + offset [+ VGPR offset] [+ stride *
-    (VGPR index [+ lane])]; a lane whose offset lies past num_records (raw buffers, per dword) or whose
-    index is at or past num_records (strided buffers) reads 0 and does not store."""
-    name = d.name
-    f = d.by_field()
-    if name in ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL"):
-        return lambda ctx, w: None  # cache write-back/invalidate: memory here has no caches
-    if "SRSRC" not in f:
-        raise Unsupported("buffer instruction without a resource operand")
-    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
-    if "FORMAT" in name:
-        raise Unsupported("typed (FORMAT) buffer accesses are not modelled")
-    offset = int(d.modifier("offset", 0) or 0)
-    offen = bool(d.modifier("offen"))
-    idxen = bool(d.modifier("idxen"))
-    to_lds = bool(d.modifier("lds"))
-    vaddr = f.get("VADDR")
-    nv = int(offen) + int(idxen)
-    vaddr_src = b.ops.src(vaddr, 32 * nv) if nv and isinstance(vaddr, Reg) else None
-    rsrc_src = b.ops.src(f["SRSRC"], 128)
-    soff = f.get("SOFFSET")
-    soff_src = b.ops.src(soff, 32) if soff is not None else None
-    nbytes = size_bits // 8
-    regs = max(1, nbytes // 4)
-    half = _d16(name)
-    vdata = f.get("VDATA")
-    atomic = _ATOMIC.search(name)
-
-    def locate(ctx, w, lanes):
-        st = ctx.st
-        rsrc = np.asarray(rsrc_src.read(st, w)).astype(np.uint64)  # (G, 4)
-        base = rsrc[:, 0] | ((rsrc[:, 1] & np.uint64(0xFFFF)) << np.uint64(32))
-        stride = (rsrc[:, 1] >> np.uint64(16)) & np.uint64(0x3FFF)
-        num_records = rsrc[:, 2]
-        add_tid = ((rsrc[:, 3] >> np.uint64(23)) & np.uint64(1)).astype(bool)
-        n = lanes.shape[0]
-        voff = np.zeros((n, 64), np.uint64)
-        vidx = np.zeros((n, 64), np.uint64)
-        if vaddr_src is not None:
-            v = np.asarray(vaddr_src.read(st, w))
-            if v.dtype == np.uint64:
-                v = np.ascontiguousarray(v).view(np.uint32).reshape(v.shape + (2,))
-            if v.ndim == 2:
-                v = v[..., None]
-            if idxen:
-                vidx = v[..., 0].astype(np.uint64)
-                if offen:
-                    voff = v[..., 1].astype(np.uint64)
-            elif offen:
-                voff = v[..., 0].astype(np.uint64)
-        index = vidx + np.where(add_tid[:, None], np.arange(64, dtype=np.uint64)[None, :], np.uint64(0))
-        sbase = np.asarray(soff_src.read(st, w)).astype(np.uint64)[:, None] if soff_src is not None else np.uint64(0)
-        off = voff + np.uint64(offset)
-        addr = base[:, None] + sbase + off + stride[:, None] * index
-        strided = (stride != 0)[:, None] | np.uint64(idxen).astype(bool) | add_tid[:, None]
-        return addr, off, index, num_records[:, None], strided
-
-    def in_range(off, index, num_records, strided, k: int, width: int):
-        """Lanes whose k-th element (`width` bytes) is in range."""
-        raw_ok = off + np.uint64(k * width + width) <= num_records
-        return np.where(strided, index < num_records, raw_ok)
-
-    if atomic:
-        raise Unsupported("buffer atomics are not modelled")
-
-    if is_load:
-        dst = b.ops.dst(vdata, max(32, size_bits)) if vdata is not None and not to_lds else None
-
-        def run_load(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            addr, off, index, nrec, strided = locate(ctx, w, lanes)
-            out = np.zeros(lanes.shape + (regs,), np.uint32)
-            width = 4 if nbytes >= 4 else nbytes
-            for k in range(regs):
-                ok = lanes & in_range(off, index, nrec, strided, k, width)
-                a = addr + np.uint64(4 * k)
-                valid = ctx.mem.valid(a, width)
-                bad = ok & ~valid
-                if bad.any():
-                    _fault(ctx, d, "buffer load inside the descriptor's range but outside every buffer", a, w,
-                           bad, ctx.mem.describe)
-                if ok.any():
-                    sel = np.nonzero(ok)
-                    out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
-            if to_lds:
-                m0 = st.s[w, st.m0_slot].astype(np.int64) & 0xFFFF
-                lds_addr = m0[:, None] + offset + 4 * np.arange(64)[None, :]
-                sel = np.nonzero(lanes)
-                offs = ctx.lds_offsets(w, sel, lds_addr[sel], 4, d)
-                ctx.lds.store_dwords(offs, out[sel][:, :1])
-                return
-            value = out if regs > 1 else out[..., 0]
-            if half is not None:
-                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
-        return run_load
-
-    if is_store:
-        data_src = b.ops.src(vdata, 32 * regs)
-
-        def run_store(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            addr, off, index, nrec, strided = locate(ctx, w, lanes)
-            data = _data_regs(data_src, st, w, regs)
-            if half == "hi":
-                data = data >> np.uint32(16)
-            width = 4 if nbytes >= 4 else nbytes
-            for k in range(regs):
-                ok = lanes & in_range(off, index, nrec, strided, k, width)
-                a = addr + np.uint64(4 * k)
-                valid = ctx.mem.valid(a, width, write=True)
-                bad = ok & ~valid
-                if bad.any():
-                    _fault(ctx, d, "buffer store inside the descriptor's range but outside every buffer", a, w,
-                           bad, ctx.mem.describe)
-                if ok.any():
-                    sel = np.nonzero(ok)
-                    _store(ctx.mem, ctx.mem.offsets(a[sel]), data[sel][:, k:k + 1], width)
-        return run_store
-    raise Unsupported("no semantics for this buffer instruction")
 
 
 # --- LDS (DS) ----------------------------------------------------------------------------------------------------

@@ -31,6 +31,10 @@ class Waves:
         self.status = np.full(count, RUNNING, np.int8)
         self.workgroup = np.zeros(count, np.int64)  # linear workgroup index
         self.wave_in_group = np.zeros(count, np.int64)
+        # modes that change how vector instructions run (CDNA3 ISA, S_SETVSKIP and S_SET_GPR_IDX_ON):
+        # VSKIP skips them; GPR indexing adds M0[7:0] to the VGPR operands M0[15:12] enables
+        self.vskip = np.zeros(count, np.bool_)
+        self.gpr_idx = np.zeros(count, np.bool_)
         self.slots = slots  # named register -> SGPR slot (vcc_lo, exec_lo, m0, ...)
         self.exec_slot = slots["exec_lo"]
         self.vcc_slot = slots["vcc_lo"]
