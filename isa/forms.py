@@ -420,7 +420,11 @@ class Form:
     def _encode_flat_addr(self, slot, op, fields, state, ops) -> None:
         saddr_off = True
         if self.flat_saddr is not None:
-            saddr_op = ops[self.flat_saddr] if self.flat_saddr < len(ops) else OFF
+            # saddr is the last operand; an atomic without return (no sc0/glc) has no VDST before it
+            at = self.flat_saddr
+            if at == len(self.slots) - 1:
+                at = len(ops) - 1
+            saddr_op = ops[at] if at < len(ops) else OFF
             if isinstance(saddr_op, SrcMods):
                 saddr_op = saddr_op.operand
             saddr_off = type(saddr_op) is Off
