@@ -129,6 +129,7 @@ class AsmObject:
     metadata: str | None = None  # the .amdgpu_metadata YAML text
     metadata_loc: Loc | None = None
     listing: list[Listed] = field(default_factory=list)
+    labels: list[tuple[str, str, int]] = field(default_factory=list)  # (name, section, offset), .L ones too
 
 
 def normalize_target(text: str) -> str:
@@ -578,6 +579,7 @@ class _FileAssembler:
             sec.align = max([sec.align, *aligns])
             sec.items = []
         self.positions = positions
+        obj.labels = [(n, *positions[n]) for n in self.labels if n in positions and not n.startswith(".Ljitgemm.")]
         data = {name: bytearray(sec.data) for name, sec in obj.sections.items()}
         for fx in self.fixups:
             sec = obj.sections[fx.section]

@@ -362,3 +362,25 @@ def code_object(obj: AsmObject, *, default_target: str = "gfx942",
                 contracts: Mapping[str, Any] | None = None) -> bytes:
     """The loadable code object: the relocatable object linked by the project's linker (as ld.lld -shared)."""
     return link(write_relocatable(obj, default_target=default_target, contracts=contracts), [obj.file])
+
+
+def assemble_source(text: str, *, file: str = "<input>", arch: str | None = None, relocatable: bool = False,
+                    contracts: Mapping[str, Any] | None = None, spec=None) -> tuple[bytes, AsmObject]:
+    """Assemble `.s` text to a code object (or, with `relocatable`, the ET_REL object) and its AsmObject.
+
+    The spec is the one for `arch`, else for the processor the file names in `.amdgcn_target`, else gfx942.
+    A file whose `.amdgcn_target` names another processor than `arch` is refused, as llvm-mc refuses a
+    target directive that contradicts -mcpu.
+    """
+    from jitgemm import isa
+    from jitgemm.isa.asm_file import assemble_file, find_target
+
+    named = find_target(text)
+    processor = named.split("--", 1)[1].split(":")[0] if named and "--" in named else None
+    if arch and processor and processor != arch:
+        raise CodeObjectError(f"{file}: .amdgcn_target names {processor}, but the target asked for is {arch}")
+    name = arch or processor or "gfx942"
+    obj = assemble_file(text, spec if spec is not None else isa.load_spec(name), file=file)
+    if relocatable:
+        return write_relocatable(obj, default_target=name, contracts=contracts), obj
+    return code_object(obj, default_target=name, contracts=contracts), obj
