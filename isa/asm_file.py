@@ -651,6 +651,7 @@ class _FileAssembler:
             value = delta >> 32 if kind == "REL32_HI" else delta
             buf[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
             return
+        buf[at:at + width] = bytes(width)  # RELA: the addend is in the relocation, the field is zero
         if where is not None and binding == "local" and not kind.startswith("GOT"):
             self.obj.relocations.append(Relocation(fx.section, at, kind, where[0], where[1] + v.const, True))
         else:

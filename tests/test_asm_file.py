@@ -1,0 +1,302 @@
+"""Whole `.s` files -> code objects (isa/asm_file.py, codegen/codeobj/relocatable.py) against llvm-mc-22 +
+ld.lld-22: Triton's and clang's complete assembly output and a hand-written kernel give the same loaded bytes,
+descriptors, decoded metadata and symbols, and run in the emulator with numpy's answer."""
+
+from __future__ import annotations
+
+import json
+import re
+import subprocess
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from jitgemm.cli import main
+from jitgemm.codegen import codeobj
+from jitgemm.codegen.codeobj.elf_reader import ElfFile
+from jitgemm.codegen.codeobj.relocatable import assemble_source
+from jitgemm.isa.asm_macros import AsmFileError
+from tests.oracles import require_tool
+
+DATA = Path(__file__).parent / "data"
+HANDWRITTEN = DATA / "handwritten_kernel.s"
+
+
+def llvm_code_object(text: str, folder: Path, include: Path | None = None) -> tuple[bytes, bytes]:
+    """(relocatable object, linked code object) from llvm-mc-22 and ld.lld-22; Triton 3.9's target line, which
+    llvm-mc rejects, is normalized to the target it names."""
+    mc, lld = require_tool("llvm-mc"), require_tool("ld.lld")
+    src = folder / "llvm_input.s"
+    src.write_text(re.sub(r'\.amdgcn_target "amdgpu9\.42-amd-amdhsa-unknown-gfx942"',
+                          '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"', text))
+    obj, co = folder / "llvm.o", folder / "llvm.co"
+    subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
+                    *(["-I", str(include)] if include else []), str(src), "-o", str(obj)], check=True)
+    subprocess.run([lld, "-shared", str(obj), "-o", str(co)], check=True)
+    return obj.read_bytes(), co.read_bytes()
+
+
+def loaded(blob: bytes) -> list[tuple[str, int, bytes]]:
+    elf = ElfFile(blob)
+    return [(s.name, s.addr, elf.section_data(s)) for s in elf.sections if s.alloc and s.type != 8]
+
+
+def symbols(blob: bytes) -> list[tuple]:
+    elf = ElfFile(blob)
+    names = {s.index: s.name for s in elf.sections}
+    return [(s.name, s.value, s.size, s.type, s.bind, s.visibility, names.get(s.shndx, s.shndx))
+            for s in elf.symbol_table]
+
+
+def assert_same_code_object(ours: bytes, theirs: bytes, what: str) -> int:
+    assert loaded(ours) == loaded(theirs), f"{what}: loaded sections differ"
+    assert symbols(ours) == symbols(theirs), f"{what}: symbols differ"
+    a, b = codeobj.read(ours), codeobj.read(theirs)
+    assert a.metadata == b.metadata, f"{what}: metadata differs"
+    assert [k.name for k in a.kernels] == [k.name for k in b.kernels]
+    for ka, kb in zip(a.kernels, b.kernels, strict=True):
+        assert ka.descriptor == kb.descriptor, f"{what}:{ka.name}: descriptor differs"
+        assert ka.code == kb.code
+    return len(a.kernels)
+
+
+# -- Triton: the five kernels tests/test_asm_triton.py compiles, and the emulator tests' kernels
+
+@pytest.fixture(scope="module")
+def triton_objs(tmp_path_factory):
+    from tests.test_asm_support import triton_objects
+
+    return triton_objects(tmp_path_factory.mktemp("triton_file"))
+
+
+def test_triton_assembly_files_equal_llvm_mc_and_lld(triton_objs, tmp_path):
+    checked = 0
+    for path in triton_objs:
+        text = path.with_suffix(".s").read_text()
+        assert '.amdgcn_target "amdgpu9.42-amd-amdhsa-unknown-gfx942"' in text  # Triton 3.9's spelling
+        ours, _obj = assemble_source(text, file=path.name)
+        _rel, theirs = llvm_code_object(text, tmp_path)
+        checked += assert_same_code_object(ours, theirs, path.name)
+        # and the same as the code object Triton itself built, apart from what debug info changes
+        assert codeobj.read(ours).kernels[0].code == codeobj.read(path.read_bytes()).kernels[0].code
+    assert checked == 5
+
+
+@pytest.fixture
+def reassembled_triton(monkeypatch, tmp_path):
+    """Every kernel the Triton emulator tests compile is replaced by our assembly of its .amdgcn text, after
+    checking that text gives llvm-mc + ld.lld's code object."""
+    from tests import test_emu_triton, test_emu_triton_kernels
+
+    original = test_emu_triton.compile_kernel
+    seen = []
+
+    def compile_and_reassemble(*a, **k):
+        hsaco, shared, warps, amdgcn = original(*a, **k)
+        ours, _ = assemble_source(amdgcn, file="triton.amdgcn")
+        _rel, theirs = llvm_code_object(amdgcn, tmp_path)
+        assert_same_code_object(ours, theirs, "triton kernel")
+        seen.append(codeobj.read(ours).kernels[0].name)
+        return ours, shared, warps, amdgcn
+
+    monkeypatch.setattr(test_emu_triton, "compile_kernel", compile_and_reassemble)
+    monkeypatch.setattr(test_emu_triton_kernels, "compile_kernel", compile_and_reassemble)
+    return seen
+
+
+def test_triton_emulator_kernels_from_our_assembly(reassembled_triton):
+    from tests import test_emu_triton, test_emu_triton_kernels as tk
+
+    tk.test_elementwise_float_and_conversions()
+    tk.test_integer_ops()
+    tk.test_layernorm()
+    tk.test_softmax(100, 128)
+    test_emu_triton.test_gemm_16x16_mfma("fp16", (32, 32, 32), (40, 36, 72))
+    assert len(reassembled_triton) == 5
+
+
+# -- clang -S of the OpenCL kernels of tests/test_emu_clang.py
+
+@pytest.fixture(scope="module")
+def clang_assembly(tmp_path_factory):
+    from tests.test_emu_clang import SOURCE
+
+    clang = require_tool("clang")
+    folder = tmp_path_factory.mktemp("clang_s")
+    (folder / "k.cl").write_text(SOURCE)
+    subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib",
+                    "-O2", "-Wno-everything", "-S", str(folder / "k.cl"), "-o", str(folder / "k.s")], check=True)
+    return (folder / "k.s").read_text()
+
+
+def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):
+    import inspect
+
+    from tests import test_emu_clang
+
+    ours, _ = assemble_source(clang_assembly, file="k.s")
+    _rel, theirs = llvm_code_object(clang_assembly, tmp_path)
+    assert assert_same_code_object(ours, theirs, "clang -S") >= 8
+    ran = 0
+    for name, fn in vars(test_emu_clang).items():  # every emulator test of those kernels, on our code object
+        if name.startswith("test_") and list(inspect.signature(fn).parameters) == ["code_object"]:
+            fn(ours)
+            ran += 1
+    assert ran >= 8
+
+
+# -- the hand-written kernel
+
+def test_handwritten_kernel_equals_llvm_mc_and_runs(tmp_path):
+    from jitgemm.emu import emulate
+
+    text = HANDWRITTEN.read_text()
+    ours, obj = assemble_source(text, file=str(HANDWRITTEN))
+    rel, _ = assemble_source(text, file=str(HANDWRITTEN), relocatable=True)
+    their_rel, theirs = llvm_code_object(text, tmp_path, include=DATA)
+    assert_same_code_object(ours, theirs, "handwritten")
+    # the relocatable object: same section contents and relocations as llvm-mc's
+    a, b = ElfFile(rel), ElfFile(their_rel)
+    for name in (".text", ".rodata", ".note"):
+        sa = next(s for s in a.sections if s.name == name)
+        sb = next(s for s in b.sections if s.name == name)
+        assert a.section_data(sa) == b.section_data(sb) and (sa.flags, sa.align) == (sb.flags, sb.align), name
+
+    def relocs(elf):
+        syms = elf.symbol_table
+        names = {s.index: s.name for s in elf.sections}
+        out = []
+        for table in elf.sections_of_type(4):
+            for r in elf.relocations(table):
+                s = syms[r.symbol]
+                out.append((table.name, r.offset, r.type, s.name or names[s.shndx], r.addend))
+        return sorted(out)
+
+    assert relocs(a) == relocs(b) and len(relocs(a)) == 3
+    assert obj.kernels[0].values["next_free_vgpr"] == 3 and obj.kernels[0].values["accum_offset"] == 4
+    n = 200
+    x = np.random.default_rng(5).standard_normal(n).astype(np.float32)
+    y = np.full(n, np.nan, np.float32)  # poisoned: every element must be written
+    emulate(ours, "addtab", grid=-(-n // 64), block=64, args=[x, y, n])
+    np.testing.assert_allclose(y.astype(np.float64), x.astype(np.float64) + 9.0, rtol=1e-6, atol=1e-6)
+
+
+# -- directives, expressions and errors
+
+def _asm(text: str, **kw):
+    return assemble_source(text, file="t.s", **kw)[1]
+
+
+def test_data_directives_and_expressions_equal_llvm_mc(tmp_path):
+    text = """
+    .set A, 3
+    .equ B, A * 4 + (1 << 2)
+    .text
+    .globl f
+f:
+    s_mov_b32 s0, B
+    s_mov_b32 s1, .Lb - .La
+.La:
+    s_nop 0
+    s_nop 1
+.Lb:
+    s_endpgm
+    .p2align 4
+    .data
+    .byte 1, -1, 'a'
+    .short 0x1234, B
+    .quad A - 10
+    .asciz "x\\ty\\101"
+    .zero 3
+    .fill 2, 4, 0xdeadbeef
+    .balign 8, 0x55
+    .irpc c, 123
+    .byte \\c * 2
+    .endr
+    """
+    rel, _ = assemble_source(text, file="t.s", relocatable=True)
+    their_rel, _ = llvm_code_object(".amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"\n" + text, tmp_path)
+    a, b = ElfFile(rel), ElfFile(their_rel)
+    for name in (".text", ".data"):
+        sa = next(s for s in a.sections if s.name == name)
+        sb = next(s for s in b.sections if s.name == name)
+        assert a.section_data(sa) == b.section_data(sb), name
+
+
+def test_conditionals_and_macros():
+    obj = _asm("""
+    .macro twice op, reg
+      \\op \\reg, \\reg
+      \\op \\reg, \\reg
+    .endm
+    .set N, 2
+    .if N == 2
+      twice s_mov_b32, s1
+    .elseif N == 3
+      s_nop 3
+    .else
+      s_nop 4
+    .endif
+    .ifndef UNDEFINED
+      s_nop 5
+    .endif
+    .ifc abc, abc
+      s_nop 6
+    .endif
+    .rept N + 1
+      s_nop 7
+    .endr
+    """)
+    assert [str(i.instruction) for i in obj.listing] == ["s_mov_b32 s1, s1"] * 2 + ["s_nop 5", "s_nop 6"] + \
+        ["s_nop 7"] * 3
+
+
+@pytest.mark.parametrize("text, line, col, words", [
+    ("  s_nop 0\n  .bogus 1\n", 2, 3, "unknown directive .bogus"),
+    (".macro m a\n  v_add_f32 v1, v2, \\a\n.endm\n  m a3\n", 2, 21, "a3"),
+    (".rept 2\n  s_nop 0\n", 1, 1, "no matching '.endr'"),
+    (".if 1\n s_nop 0\n", 0, 1, "unmatched .if"),
+    ("  .long undefined_sym * 2\n", 1, 9, "absolute"),
+    (".amdhsa_kernel k\n .amdhsa_next_free_sgpr 1\n.end_amdhsa_kernel\nk:\n s_endpgm\n", 1, 1,
+     ".amdhsa_next_free_vgpr directive is required"),
+    (".amdhsa_kernel k\n .amdhsa_wavefront_size32 1\n .amdhsa_next_free_vgpr 1\n .amdhsa_next_free_sgpr 1\n"
+     " .amdhsa_accum_offset 4\n.end_amdhsa_kernel\nk:\n s_endpgm\n", 2, 2, "requires GFX10+"),
+    ("  .include \"nope.inc\"\n", 1, 12, "could not find include file"),
+])
+def test_errors_name_the_place(text, line, col, words):
+    with pytest.raises(AsmFileError) as info:
+        _asm(text)
+    err = info.value
+    assert (err.line, err.col) == (line, col), str(err)
+    assert words in err.reason, str(err)
+
+
+def test_macro_error_carries_instantiation_chain():
+    with pytest.raises(AsmFileError) as info:
+        _asm(".macro inner r\n  s_mov_b32 \\r, 1\n.endm\n.macro outer r\n  inner \\r\n.endm\n  outer v9\n")
+    err = info.value
+    assert (err.line, err.chain[0][1], err.chain[1][1]) == (2, 5, 7)
+    text = str(err)
+    assert text.count("note: while in macro instantiation") == 2 and text.startswith("t.s:2:")
+
+
+def test_cli_outputs_and_json(tmp_path, capsys):
+    out = tmp_path / "k.co"
+    assert main(["asm", str(HANDWRITTEN), "-o", str(out)]) == 0
+    assert codeobj.read(out.read_bytes()).kernels[0].name == "addtab"
+    assert main(["asm", str(HANDWRITTEN), "-c", "-o", str(tmp_path / "k.o")]) == 0
+    assert ElfFile((tmp_path / "k.o").read_bytes()).type == 1
+    capsys.readouterr()
+    assert main(["asm", str(HANDWRITTEN), "--json", "--show-encoding"]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["ok"] and data["kernels"][0]["name"] == "addtab" and data["instructions"][0]["text"].startswith(
+        "s_load_dwordx4")
+    bad = tmp_path / "bad.s"
+    bad.write_text("  s_nop 0\n  v_add_f32 v1, v2, a3\n")
+    assert main(["asm", str(bad), "--json"]) == 2
+    diag = json.loads(capsys.readouterr().out)["diagnostics"][0]
+    assert (diag["line"], diag["column"]) == (2, 21) and "a3" in diag["message"]
+    assert main(["asm", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err.startswith(f"{bad}:2:21: error:") and "^" in err
