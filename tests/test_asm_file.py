@@ -11,12 +11,12 @@ from pathlib import Path
 
 import numpy as np
 import pytest
-
-from jitgemm.cli import main
 from jitgemm.codegen import codeobj
 from jitgemm.codegen.codeobj.elf_reader import ElfFile
 from jitgemm.codegen.codeobj.relocatable import assemble_source
 from jitgemm.isa.asm_macros import AsmFileError
+
+from jitgemm.cli import main
 from tests.oracles import require_tool
 
 DATA = Path(__file__).parent / "data"
@@ -106,7 +106,8 @@ def reassembled_triton(monkeypatch, tmp_path):
 
 
 def test_triton_emulator_kernels_from_our_assembly(reassembled_triton):
-    from tests import test_emu_triton, test_emu_triton_kernels as tk
+    from tests import test_emu_triton
+    from tests import test_emu_triton_kernels as tk
 
     tk.test_elementwise_float_and_conversions()
     tk.test_integer_ops()

@@ -372,8 +372,9 @@ def assemble_source(text: str, *, file: str = "<input>", arch: str | None = None
     A file whose `.amdgcn_target` names another processor than `arch` is refused, as llvm-mc refuses a
     target directive that contradicts -mcpu.
     """
-    from jitgemm import isa
     from jitgemm.isa.asm_file import assemble_file, find_target
+
+    from jitgemm import isa
 
     named = find_target(text)
     processor = named.split("--", 1)[1].split(":")[0] if named and "--" in named else None
