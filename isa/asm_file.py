@@ -51,6 +51,11 @@ _DEBUG_ONLY = {".file", ".loc", ".ident", ".addrsig", ".addrsig_sym", ".loc_mark
 _PLACEHOLDER = 0x12345678  # a literal no inline constant equals: a fixup's value is written over it
 _LABEL = re.compile(r"\s*([A-Za-z_.$][\w.$]*|\"[^\"]+\")\s*:(?![:\w])")
 _WORD = re.compile(r"\s*([A-Za-z_.$][\w.$@]*)")
+# Operands the instruction parser reads as they are (registers, numbers, `off`, counters, trailing modifiers):
+# no expression to evaluate unless one of their words is a .set symbol.
+_SIMPLE_OPERAND = re.compile(r"\s*-?\|?(?:[A-Za-z_]\w*(?:\[\d+(?::\d+)?\])?|-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?"
+                             r"(?:[eE][-+]?\d+)?))\|?(?:\s+[A-Za-z_]\w*(?:\(\d+\))?(?::\S+)?)*\s*$")
+_WORDS = re.compile(r"[A-Za-z_.$][\w.$]*")
 _TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
 
@@ -493,7 +498,10 @@ class _FileAssembler:
         out = text
         fixups = []
         shift = 0
+        sets = self.sets
         for i, (part, off) in enumerate(parts):
+            if _SIMPLE_OPERAND.match(part) and not (sets and any(w in sets for w in _WORDS.findall(part))):
+                continue
             last = i == len(parts) - 1
             lead = len(part) - len(part.lstrip())
             try:
