@@ -301,3 +301,36 @@ def test_cli_outputs_and_json(tmp_path, capsys):
     assert main(["asm", str(bad)]) == 2
     err = capsys.readouterr().err
     assert err.startswith(f"{bad}:2:21: error:") and "^" in err
+
+
+def _rodata(blob: bytes) -> bytes:
+    elf = ElfFile(blob)
+    return elf.section_data(next(s for s in elf.sections if s.name == ".rodata"))
+
+
+@pytest.mark.parametrize("text, mattr", [
+    ((DATA / "amdhsa_all_fields.s").read_text(), "+sramecc,-xnack"),
+    # only the required directives: every other field takes LLVM's default; no target directive, no version
+    (".text\n.globl k\nk:\n s_endpgm\n.rodata\n.amdhsa_kernel k\n .amdhsa_next_free_vgpr 0\n"
+     " .amdhsa_next_free_sgpr 0\n .amdhsa_accum_offset 4\n.end_amdhsa_kernel\n", None),
+])
+def test_amdhsa_fields_and_defaults_equal_llvm_mc(tmp_path, text, mattr):
+    from jitgemm.codegen.codeobj.descriptor import KernelDescriptor
+
+    mc = require_tool("llvm-mc")
+    src = tmp_path / "k.s"
+    src.write_text(text)
+    subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", *([f"-mattr={mattr}"] if mattr else []),
+                    "-filetype=obj", str(src), "-o", str(tmp_path / "k.o")], check=True)
+    theirs = (tmp_path / "k.o").read_bytes()
+    ours, _ = assemble_source(text, file="k.s", relocatable=True)
+    assert KernelDescriptor.from_bytes(_rodata(ours)).fields() == KernelDescriptor.from_bytes(_rodata(theirs)).fields()
+    assert _rodata(ours) == _rodata(theirs)
+    a, b = ElfFile(ours), ElfFile(theirs)
+    assert (a.flags, a.abi_version) == (b.flags, b.abi_version)  # e_flags from the target id; default v6
+
+
+def test_reserve_xnack_mask_must_match_target():
+    text = (DATA / "amdhsa_all_fields.s").read_text().replace("reserve_xnack_mask 0", "reserve_xnack_mask 1")
+    with pytest.raises(AsmFileError, match="does not match target id"):
+        _asm(text)

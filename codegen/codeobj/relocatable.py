@@ -28,7 +28,7 @@ from .linker import link
 from .metadata import CONTRACT_KEY, metadata_note
 from .targets import Target, e_flags, target
 
-DEFAULT_CODE_OBJECT_VERSION = 5  # llvm-mc 22's default for --amdhsa-code-object-version
+DEFAULT_CODE_OBJECT_VERSION = 6  # llvm-mc 22's default for --amdhsa-code-object-version (checked by the tests)
 
 # .amdhsa_* directives of code object v5/v6 for GFX9 (AMDGPUUsage "AMDHSA Kernel Assembler Directives"):
 # name -> (KernelDescription field or a special, bits the value must fit in).
@@ -136,6 +136,9 @@ def kernel_descriptor(block: KernelBlock, settings: TargetSettings) -> bytes:
                          f"({processor.name})", loc)
         if not processor.architected_flat_scratch and key in _ARCHITECTED_ONLY:
             raise _error(f".amdhsa_{key} directive requires architected flat scratch (gfx940+)", loc)
+        if key == "reserve_xnack_mask" and settings.xnack != "any" and value != (settings.xnack == "on"):
+            raise _error(".amdhsa_reserve_xnack_mask does not match target id (xnack is "
+                         f"{settings.xnack} in the .amdgcn_target)", loc)
         dest, bits = _FIELDS[key]
         if not 0 <= value < (1 << bits):
             raise _error(f".amdhsa_{key} value {value} is out of range (0..{(1 << bits) - 1})", loc)
@@ -146,6 +149,8 @@ def kernel_descriptor(block: KernelBlock, settings: TargetSettings) -> bytes:
     for required in ("next_free_vgpr", "next_free_sgpr", "accum_offset"):
         if required not in special and required not in args:
             raise _error(f".amdhsa_{required} directive is required", block.loc)
+    # LLVM's defaults for what the block leaves out (AMDGPU::getDefaultAmdhsaKernelDescriptor): no user SGPRs
+    args.setdefault("user_sgpr_kernarg_segment_ptr", False)
     if "enable_private_segment" in args:
         args["enable_private_segment"] = bool(args["enable_private_segment"])
     nfv, accum = special["next_free_vgpr"], special["accum_offset"]
