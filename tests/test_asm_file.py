@@ -334,3 +334,37 @@ def test_reserve_xnack_mask_must_match_target():
     text = (DATA / "amdhsa_all_fields.s").read_text().replace("reserve_xnack_mask 0", "reserve_xnack_mask 1")
     with pytest.raises(AsmFileError, match="does not match target id"):
         _asm(text)
+
+
+def test_qualify_accepts_assembly_files_with_contracts(tmp_path, monkeypatch, capsys):
+    """`jitgemm qualify DIR` assembles `.s` files on the fly: a contract beside the file or inside its
+    .amdgpu_metadata (jitgemm.contract) is qualified in the emulator, a lying one quarantined, a file that does
+    not assemble refused with its position."""
+    import copy
+
+    import yaml
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
+
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    kernel = jitgemm.compile(GemmProblem.make(64, 64, 64, "fp16", layout="NN"), generator="llvm")
+    text = kernel.stages["amdgcn"]
+    folder = tmp_path / "asm"
+    folder.mkdir()
+    (folder / "good.s").write_text(text)
+    (folder / "good.yaml").write_text(yaml.safe_dump(kernel.contract))
+    lie = copy.deepcopy(kernel.contract)
+    lie["operation"]["layout"] = "NT"
+    (folder / "liar.s").write_text(text)
+    (folder / "liar.yaml").write_text(yaml.safe_dump(lie))
+    marker = f"    .name:           {kernel.name}\n"
+    assert marker in text
+    embedded = text.replace(marker, marker + f"    jitgemm.contract: {json.dumps(kernel.contract)}\n")
+    (folder / "embedded.s").write_text(embedded)
+    (folder / "broken.s").write_text("  s_nop 0\n  s_bogus_op s0\n")
+    assert main(["qualify", str(folder), "--cases", "2"]) == 1
+    out = capsys.readouterr().out
+    assert f"ok          good.s:{kernel.name}" in out and f"ok          embedded.s:{kernel.name}" in out
+    assert f"QUARANTINED liar.s:{kernel.name}" in out
+    assert f"refused: {folder / 'broken.s'}:2:3: error: unknown instruction 's_bogus_op'" in out

@@ -62,7 +62,7 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     for err in sup.errors:
         print(f"refused: {err}")
     if not entries and not sup.errors:
-        raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) found")
+        raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) or assembly files (*.s) found")
     quarantine = Quarantine()
     failed = 0
     from jitgemm.codegen.gemm_ir import GemmProblem
