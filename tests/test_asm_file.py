@@ -368,3 +368,33 @@ def test_qualify_accepts_assembly_files_with_contracts(tmp_path, monkeypatch, ca
     assert f"ok          good.s:{kernel.name}" in out and f"ok          embedded.s:{kernel.name}" in out
     assert f"QUARANTINED liar.s:{kernel.name}" in out
     assert f"refused: {folder / 'broken.s'}:2:3: error: unknown instruction 's_bogus_op'" in out
+    assert main(["qualify", str(folder), "--cases", "1", "--json"]) == 1
+    data = json.loads(capsys.readouterr().out)
+    verdicts = {k["label"].split(":")[0]: k["verdict"] for k in data["kernels"]}
+    assert verdicts == {"good.s": "ok", "embedded.s": "ok", "liar.s": "quarantined"} and not data["ok"]
+    assert data["refused"][0]["message"].startswith(f"{folder / 'broken.s'}:2:3:")
+
+
+def test_spec_show_and_emulate_json(tmp_path, capsys):
+    """Instruction facts for programs: the opcode JSON gives is the one llvm-mc encodes (SOP2 bits 29:23)."""
+    mc = require_tool("llvm-mc")
+    assert main(["spec", "show", "s_mul_i32", "--json"]) == 0
+    facts = json.loads(capsys.readouterr().out)
+    sop2 = next(e for e in facts["encodings"] if e["encoding"] == "ENC_SOP2")
+    assert [o["field"] for o in sop2["operands"]] == ["SDST", "SSRC0", "SSRC1"]
+    enc = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-show-encoding"],
+                         input="s_mul_i32 s1, s2, s3", capture_output=True, text=True, check=True).stdout
+    word = int.from_bytes(bytes(int(b, 16) for b in re.search(r"\[(.*)\]", enc).group(1).split(",")), "little")
+    assert (word >> 23) & 0x7F == sop2["opcode"]
+    assert main(["spec", "show", "s_mul_i3", "--json"]) == 2
+    assert "S_MUL_I32" in json.loads(capsys.readouterr().out)["diagnostics"][0]["accepted"]
+    co = tmp_path / "h.co"
+    assert main(["asm", str(HANDWRITTEN), "-o", str(co)]) == 0
+    capsys.readouterr()
+    assert main(["emulate", str(co), "--json", "--arg", "f32:100:ones", "--arg", "f32:100:zeros", "--arg", "i32:70",
+                 "--grid", "2"]) == 0
+    run = json.loads(capsys.readouterr().out)
+    assert run["kernel"] == "addtab" and run["waves"] == 2
+    assert run["buffers"][1]["sum"] == pytest.approx(70 * 10.0)  # 70 elements of 1 + 9, the rest untouched
+    assert main(["emulate", str(tmp_path / "none.co"), "--json"]) == 2
+    assert "cannot read" in json.loads(capsys.readouterr().out)["diagnostics"][0]["message"]

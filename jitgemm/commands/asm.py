@@ -14,11 +14,11 @@ Errors print as llvm-mc prints them (file:line:col: error: ..., the line, a care
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from pathlib import Path
 
 from jitgemm.cli import CliError
+from jitgemm.commands.json_output import emit, failure
 
 
 def register(subparsers) -> None:
@@ -98,13 +98,6 @@ def _encodings(obj, forms) -> list[dict]:
     return out
 
 
-def _json_error(exc: Exception) -> dict:
-    if hasattr(exc, "to_json"):
-        return exc.to_json()
-    return {"file": getattr(exc, "file", None), "line": getattr(exc, "line", None),
-            "column": getattr(exc, "col", None), "severity": "error", "message": getattr(exc, "reason", str(exc))}
-
-
 def run(args: argparse.Namespace) -> int:
     from jitgemm.codegen.codeobj import CodeObjectError
     from jitgemm.codegen.codeobj.relocatable import assemble_source
@@ -126,8 +119,7 @@ def run(args: argparse.Namespace) -> int:
                                     contracts=contracts, spec=spec)
     except (IsaError, CodeObjectError) as exc:
         if args.json:
-            print(json.dumps({"file": name, "ok": False, "diagnostics": [_json_error(exc)]}, indent=1))
-            return 2
+            return failure("asm", exc, file=name)
         if hasattr(exc, "render"):  # llvm-mc's layout: position, line, caret, macro instantiation notes
             print(exc.render(), file=sys.stderr)
             return 2
@@ -141,7 +133,7 @@ def run(args: argparse.Namespace) -> int:
         except OSError as exc:
             raise CliError(f"cannot write {args.output}: {exc.strerror or exc}") from None
     if args.json:
-        result = {"file": name, "ok": True, "diagnostics": [], "target": obj.target,
+        result = {"command": "asm", "file": name, "ok": True, "diagnostics": [], "target": obj.target,
                   "code_object_version": obj.code_object_version, "output": args.output,
                   "kind": "text" if args.raw else "relocatable" if args.relocatable else "code_object",
                   "bytes": len(blob),
@@ -154,7 +146,7 @@ def run(args: argparse.Namespace) -> int:
                               for s in obj.symbols.values()]}
         if args.show_encoding:
             result["instructions"] = _encodings(obj, forms)
-        print(json.dumps(result, indent=1))
+        emit(result)
         return 0
     if args.show_encoding:
         labels: dict[tuple[str, int], list[str]] = {}

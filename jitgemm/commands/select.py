@@ -59,10 +59,12 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
 
     sup = PrebuiltSupplier(args.dir)
     entries = sup._scan()
-    for err in sup.errors:
+    as_json = getattr(args, "json", False)
+    for err in sup.errors if not as_json else ():
         print(f"refused: {err}")
     if not entries and not sup.errors:
         raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) or assembly files (*.s) found")
+    verdicts = []
     quarantine = Quarantine()
     failed = 0
     from jitgemm.codegen.gemm_ir import GemmProblem
@@ -70,11 +72,21 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     dummy = GemmProblem.make(1, 1, 1, "fp32")
     for cand in sup.candidates(dummy, args.arch):
         result = qualify_candidate(cand, cases=args.cases, seed=args.seed, quarantine=quarantine)
-        if result.failure:
+        verdicts.append({"label": cand.label, "kernel": cand.contract.kernel,
+                         "verdict": "quarantined" if result.failure else "ok", "cases": result.cases,
+                         "failure": result.failure})
+        if as_json:
+            failed += bool(result.failure)
+        elif result.failure:
             failed += 1
             print(f"QUARANTINED {cand.label}: {result.failure}")
         else:
             print(f"ok          {cand.label}: {result.cases} random legal problems match numpy")
+    if as_json:
+        from jitgemm.commands.json_output import emit
+
+        emit({"command": "qualify", "ok": not failed and not sup.errors, "dir": str(args.dir),
+              "refused": [{"severity": "error", "message": e} for e in sup.errors], "kernels": verdicts})
     return 1 if failed else 0
 
 
@@ -101,4 +113,5 @@ def register(sub) -> None:
     q.add_argument("--cases", type=int, default=3)
     q.add_argument("--seed", type=int, default=0)
     q.add_argument("--arch", default="gfx942")
+    q.add_argument("--json", action="store_true", help="print per-kernel verdicts and refusals as JSON")
     q.set_defaults(func=_cmd_qualify)
