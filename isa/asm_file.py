@@ -22,6 +22,7 @@ from pathlib import Path
 from . import asm_expr as X
 from . import operand_syntax as syn
 from .asm_errors import AsmError
+from .asm_fastpath import parse_line
 from .asm_macros import (
     AsmFileError,
     Loc,
@@ -33,7 +34,7 @@ from .asm_macros import (
     strip_comment,
     substitute,
 )
-from .asm_parser import locate, parse
+from .asm_parser import Statement, locate, parse
 from .encoder import StatementError, encode_items
 from .forms import SpecForms, forms_of
 from .instruction import Align, AsmInstruction, Data, Label, LabelDef
@@ -55,6 +56,10 @@ _WORD = re.compile(r"\s*([A-Za-z_.$][\w.$@]*)")
 # no expression to evaluate unless one of their words is a .set symbol.
 _SIMPLE_OPERAND = re.compile(r"\s*-?\|?(?:[A-Za-z_]\w*(?:\[\d+(?::\d+)?\])?|-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?"
                              r"(?:[eE][-+]?\d+)?))\|?(?:\s+[A-Za-z_]\w*(?:\(\d+\))?(?::\S+)?)*\s*$")
+_SKIP_PREFIXES = frozenset({"\t.loc", "\t.cfi", " .loc", " .cfi", ".loc ", ".loc\t", ".cfi_"})
+_SKIP_LINE = re.compile(r"\s*\.(?:loc|cfi_[a-z_]+)\b")
+_MNEMONIC_REST = re.compile(r"(\s*\S+)(\s*)(.*)$")
+_ASSIGN = re.compile(r"\s*=(?!=)(.*)$")
 _WORDS = re.compile(r"[A-Za-z_.$][\w.$]*")
 _TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
@@ -237,6 +242,9 @@ class _FileAssembler:
                 self.meta.append(raw)
             return
         text = strip_comment(raw)
+        if text[:5] in _SKIP_PREFIXES and self.collect is None and not self.conds and self.kernel is None \
+                and _SKIP_LINE.match(text):
+            return  # debug-only directives (.loc, .cfi_*), the bulk of compiler output
         if self.collect is not None:
             self.collect_line(text, raw, loc)
             return
@@ -274,7 +282,7 @@ class _FileAssembler:
         if name.lower() in self.macros or name in self.macros:
             self.expand_macro(self.macros.get(name) or self.macros[name.lower()], rest, loc)
             return
-        m = re.match(r"\s*=(?!=)(.*)$", rest)
+        m = _ASSIGN.match(rest) if "=" in rest else None
         if m:
             self.do_set(name, m.group(1), loc, col)
             return
@@ -472,6 +480,12 @@ class _FileAssembler:
         if sec.type == "nobits":
             raise AsmFileError(f"instruction in section {self.section}, which holds no data (nobits)", loc, col)
         text, fixups = self.operand_expressions(text, loc)
+        fast = parse_line(text)  # the parser's fast path for one line (what parse() tries first)
+        if fast is not None and not fast[0] and fast[1] is not None:
+            index = self.emit(fast[1], loc, Statement("instruction", loc.line, col, fast[1]), text)
+            for node, fcol in fixups:
+                self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+            return
         try:
             statements = parse(text, loc.file)
         except AsmError as exc:
@@ -489,7 +503,7 @@ class _FileAssembler:
         llvm-mc encodes a non-constant operand as a 32-bit literal with a fixup."""
         if not any(c in text for c in "+-*/()@<>&|^~%") and not self.sets:
             return text, []
-        m = re.match(r"(\s*\S+)(\s*)(.*)$", text)
+        m = _MNEMONIC_REST.match(text)
         if not m or not m.group(3):
             return text, []
         start = m.end(2)
@@ -499,8 +513,9 @@ class _FileAssembler:
         fixups = []
         shift = 0
         sets = self.sets
+        named = bool(sets) and not sets.keys().isdisjoint(_WORDS.findall(body))  # a .set symbol is used
         for i, (part, off) in enumerate(parts):
-            if _SIMPLE_OPERAND.match(part) and not (sets and any(w in sets for w in _WORDS.findall(part))):
+            if _SIMPLE_OPERAND.match(part) and not (named and not sets.keys().isdisjoint(_WORDS.findall(part))):
                 continue
             last = i == len(parts) - 1
             lead = len(part) - len(part.lstrip())

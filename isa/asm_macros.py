@@ -11,19 +11,19 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from .asm_errors import AsmError
 
 
-@dataclass(frozen=True, slots=True)
-class Loc:
-    """Where a line comes from: file and 1-based line, and the instantiation that produced it (if any)."""
+class Loc(NamedTuple):
+    """Where a line comes from: file and 1-based line, and the instantiation that produced it (if any).
+    A NamedTuple: one is made per source line, so it must be cheap."""
 
     file: str
     line: int
     text: str
     parent: Loc | None = None
-    col_shift: int = 0
 
 
 class AsmFileError(AsmError):
@@ -62,6 +62,12 @@ def strip_comment(line: str) -> str:
     """The line without its `;` or `//` comment (quotes respected)."""
     if ";" not in line and "/" not in line:
         return line
+    if '"' not in line:
+        cut = line.find(";")
+        slash = line.find("//")
+        if slash >= 0 and (cut < 0 or slash < cut):
+            cut = slash
+        return line if cut < 0 else line[:cut]
     quote = False
     i = 0
     n = len(line)
