@@ -601,6 +601,8 @@ class _FileAssembler:
             aligns = [i.boundary for i in sec.items if isinstance(i, Align)]
             sec.align = max([sec.align, *aligns])
             sec.items = []
+        for name in obj.sections:  # a section's name is a symbol for its start (`.long .debug_abbrev`)
+            positions.setdefault(name, (name, 0))
         self.positions = positions
         obj.labels = [(n, *positions[n]) for n in self.labels if n in positions and not n.startswith(".Ljitgemm.")]
         data = {name: bytearray(sec.data) for name, sec in obj.sections.items()}
@@ -683,8 +685,9 @@ class _FileAssembler:
 
     def symbols(self) -> None:
         obj = self.obj
+        aliases: dict[str, str] = {}  # .set symbol -> the label it is relative to
         for name, (sec, off) in self.positions.items():
-            if name.startswith(".L") and name not in self.attrs:
+            if name.startswith(".L") and name not in self.attrs or name in obj.sections and name not in self.labels:
                 continue
             obj.symbols[name] = Symbol(name, sec, off, defined=True)
         for name in self.sets:
@@ -698,6 +701,7 @@ class _FileAssembler:
             elif v.symbol in self.positions:
                 sec, off = self.positions[v.symbol]
                 obj.symbols[name] = Symbol(name, sec, off + v.const, defined=True)
+                aliases[name] = v.symbol
         for name, attrs in self.attrs.items():
             sym = obj.symbols.get(name)
             if sym is None:
@@ -715,6 +719,10 @@ class _FileAssembler:
                 raise AsmFileError(f".size of {name} must be a constant (e.g. .Lend-{name})", loc, 1)
             if name in obj.symbols:
                 obj.symbols[name].size = v.const
+        sized = {name for name, _n, _l in self.sizes}
+        for name, base in aliases.items():  # an alias without .size has its base's (ELFObjectWriter)
+            if name not in sized and base in obj.symbols:
+                obj.symbols[name].size = obj.symbols[base].size
         rank = {name: i for i, name in enumerate(self.order)}
         obj.symbols = dict(sorted(obj.symbols.items(), key=lambda kv: rank.get(kv[0], len(rank))))
         for k in obj.kernels:
