@@ -461,3 +461,46 @@ def test_spec_show_and_emulate_json(tmp_path, capsys):
     assert run["buffers"][1]["sum"] == pytest.approx(70 * 10.0)  # 70 elements of 1 + 9, the rest untouched
     assert main(["emulate", str(tmp_path / "none.co"), "--json"]) == 2
     assert "cannot read" in json.loads(capsys.readouterr().out)["diagnostics"][0]["message"]
+
+
+SENDMSG_CASES = [
+    "MSG_INTERRUPT", "MSG_GS, GS_OP_EMIT, 1", "MSG_GS, GS_OP_CUT", "MSG_GS_DONE, GS_OP_NOP", "MSG_GS, GS_OP_NOP",
+    "MSG_SAVEWAVE", "MSG_STALL_WAVE_GEN", "MSG_HALT_WAVES", "MSG_ORDERED_PS_DONE", "MSG_EARLY_PRIM_DEALLOC",
+    "MSG_GS_ALLOC_REQ", "MSG_GET_DOORBELL", "MSG_GET_DDID", "MSG_SYSMSG, SYSMSG_OP_ECC_ERR_INTERRUPT",
+    "MSG_SYSMSG, SYSMSG_OP_REG_RD", "MSG_SYSMSG, SYSMSG_OP_HOST_TRAP_ACK", "MSG_SYSMSG, SYSMSG_OP_TTRACE_PC",
+    "MSG_INTERRUPT, 1", "MSG_GS_DONE", "MSG_GS, GS_OP_EMIT_CUT, 3", "MSG_GS, GS_OP_EMIT, 4", "5",
+    "MSG_GS_DONE, GS_OP_CUT, 2", "MSG_GS_DONE, GS_OP_NOP, 1", "MSG_SYSMSG", "2, 2, 1", "MSG_BOGUS",
+]
+
+
+def test_sendmsg_operands_equal_llvm_mc():
+    """sendmsg(...) gives the SIMM16 llvm-mc encodes (or is refused where llvm-mc refuses it), with the field
+    positions of the spec's OPR_SENDMSG; the printed form is llvm-mc's canonical one."""
+    from jitgemm.isa import operand_syntax as syn
+    from jitgemm.isa.asm_errors import AsmError
+    from jitgemm.isa.asm_parser import parse
+
+    from jitgemm import isa
+
+    mc = require_tool("llvm-mc")
+    fields = {f.name: (f.ranges[0].offset, f.ranges[0].count) for f in isa.load_spec("gfx942").operand_types[
+        "OPR_SENDMSG"].fields}
+    assert fields["MSG"] == (0, 4) and fields["GSOP"][0] == syn.SENDMSG_OP_SHIFT
+    assert fields["STREAMID"] == (syn.SENDMSG_STREAM_SHIFT, 2)
+    text = "\n".join(f"s_sendmsg sendmsg({c})" for c in SENDMSG_CASES)
+    proc = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-show-encoding"], input=text,
+                          capture_output=True, text=True)
+    refused = {int(m) for m in re.findall(r"<stdin>:(\d+):\d+: error", proc.stderr)}
+    encodings = iter(re.findall(r"(s_sendmsg .*?)\s+; encoding: \[0x(..),0x(..)", proc.stdout))
+    agreed = 0
+    for line, case in enumerate(SENDMSG_CASES, 1):
+        if line in refused:
+            with pytest.raises(AsmError):
+                parse(f"s_sendmsg sendmsg({case})")
+        else:
+            canon, lo, hi = next(encodings)
+            imm = parse(f"s_sendmsg sendmsg({case})")[0].instruction.operands[0]
+            assert imm.value == int(hi + lo, 16), case
+            assert f"s_sendmsg {imm.text}" == canon, case
+        agreed += 1
+    assert agreed == len(SENDMSG_CASES) and len(refused) >= 8
