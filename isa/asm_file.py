@@ -599,6 +599,8 @@ class _FileAssembler:
                     obj.listing.append(Listed(sec.name, off, end - off, loc, item))
         for sec in obj.sections.values():
             aligns = [i.boundary for i in sec.items if isinstance(i, Align)]
+            if any(type(i) is AsmInstruction for i in sec.items):
+                aligns.append(4)  # a section holding instructions is at least dword aligned, as llvm-mc makes it
             sec.align = max([sec.align, *aligns])
             sec.items = []
         for name in obj.sections:  # a section's name is a symbol for its start (`.long .debug_abbrev`)
@@ -1052,9 +1054,9 @@ def _d_kernel(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
         raise AsmFileError(".amdhsa_kernel needs the kernel's symbol name", loc, col)
     if any(k.name == name for k in a.obj.kernels):
         raise AsmFileError(f".amdhsa_kernel {name} is given twice", loc, col)
-    # The descriptor goes into the current section at 64-byte alignment (AMDGPUTargetELFStreamer::
-    # EmitAmdhsaKernelDescriptor); its bytes are computed by the code-object writer from the values.
-    a.emit(Align(64, 0), loc)
+    # The descriptor goes into the current section where it stands, without aligning it (llvm-mc does not:
+    # compilers write `.p2align 6` before the block, as the packet processor needs 64 bytes); its bytes are
+    # computed by the code-object writer from the values.
     a.define_label(name + ".kd", loc, col)
     attrs = a.attr(name + ".kd")
     attrs.setdefault("type", "object")

@@ -504,3 +504,51 @@ def test_sendmsg_operands_equal_llvm_mc():
             assert f"s_sendmsg {imm.text}" == canon, case
         agreed += 1
     assert agreed == len(SENDMSG_CASES) and len(refused) >= 8
+
+
+METADATA_KERNEL = """
+    .text
+    .globl k
+k:
+    s_endpgm
+    .rodata
+    .amdhsa_kernel k
+      .amdhsa_next_free_vgpr 1
+      .amdhsa_next_free_sgpr 0
+      .amdhsa_accum_offset 4
+    .end_amdhsa_kernel
+    .amdgpu_metadata
+    amdhsa.version: [1, 2]
+    amdhsa.kernels:
+      - { .name: k, .symbol: k.kd, .kernarg_segment_size: 0, .kernarg_segment_align: 8, .group_segment_fixed_size: 0,
+          .private_segment_fixed_size: 0, .wavefront_size: 64, .sgpr_count: 6, .vgpr_count: 1,
+          .max_flat_workgroup_size: 64, jitgemm.contract: {kernel: k}, .args: ARGS }
+    .end_amdgpu_metadata
+"""
+
+
+@pytest.mark.parametrize("args, drop", [
+    ("[{ .offset: 0, .size: 8, .value_kind: global_buffer, .address_space: global }]", None),
+    ("[]", ".sgpr_count: 6, "),
+    ("[{ .offset: 0, .value_kind: by_value }]", None),
+    ("[{ .offset: 0, .size: eight, .value_kind: by_value }]", None),
+])
+def test_metadata_accepted_and_refused_as_llvm_mc(tmp_path, args, drop):
+    mc = require_tool("llvm-mc")
+    text = METADATA_KERNEL.replace("ARGS", args)
+    if drop:
+        text = text.replace(drop, "")
+    src = tmp_path / "m.s"
+    src.write_text(text)
+    theirs = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj", str(src), "-o",
+                             str(tmp_path / "m.o")], capture_output=True, text=True)
+    try:
+        ours, _ = assemble_source(text, file="m.s", relocatable=True)
+    except AsmFileError as exc:
+        assert theirs.returncode != 0 and "invalid HSA metadata" in theirs.stderr
+        assert "invalid HSA metadata" in exc.reason and exc.line == 12
+        return
+    assert theirs.returncode == 0, theirs.stderr
+    assert relocatable_summary(ours) == relocatable_summary((tmp_path / "m.o").read_bytes())
+    meta = codeobj.read(assemble_source(text, file="m.s")[0]).kernels[0]
+    assert meta.contract == {"kernel": "k"}

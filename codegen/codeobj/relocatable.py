@@ -190,9 +190,10 @@ def yaml_metadata(obj: AsmObject, contracts: Mapping[str, Any] | None = None) ->
                            (mark.column + 1) if mark else 1) from None
     if not isinstance(value, dict):
         raise _error(".amdgpu_metadata must be a YAML map (amdhsa.version, amdhsa.kernels, ...)", loc)
+    problem = verify_metadata(value)
+    if problem:
+        raise _error(f"invalid HSA metadata: {problem}", loc)
     kernels = value.get("amdhsa.kernels", [])
-    if not isinstance(kernels, list):
-        raise _error(".amdgpu_metadata: amdhsa.kernels must be a list of kernel maps", loc)
     for name, contract in (contracts or {}).items():
         entry = next((k for k in kernels if isinstance(k, dict) and k.get(".name") == name), None)
         if entry is None:
@@ -201,6 +202,57 @@ def yaml_metadata(obj: AsmObject, contracts: Mapping[str, Any] | None = None) ->
                                   f"(kernels: {listed})")
         entry.setdefault(CONTRACT_KEY, contract)
     return value
+
+
+# What LLVM's HSA metadata verifier (AMDGPUMetadataVerifier.cpp, code object v3+) requires, with the kind of value;
+# other keys (e.g. jitgemm.contract) are allowed, as there.
+_KERNEL_REQUIRED = {".name": str, ".symbol": str, ".kernarg_segment_size": int, ".group_segment_fixed_size": int,
+                    ".private_segment_fixed_size": int, ".kernarg_segment_align": int, ".wavefront_size": int,
+                    ".sgpr_count": int, ".vgpr_count": int, ".max_flat_workgroup_size": int}
+_KERNEL_OPTIONAL = {".language": str, ".language_version": list, ".args": list, ".reqd_workgroup_size": list,
+                    ".workgroup_size_hint": list, ".vec_type_hint": str, ".device_enqueue_symbol": str,
+                    ".uses_dynamic_stack": bool, ".workgroup_processor_mode": bool, ".sgpr_spill_count": int,
+                    ".vgpr_spill_count": int, ".agpr_count": int, ".uniform_work_group_size": int}
+_ARG_REQUIRED = {".size": int, ".offset": int, ".value_kind": str}
+_ARG_OPTIONAL = {".name": str, ".type_name": str, ".value_type": str, ".pointee_align": int, ".address_space": str,
+                 ".access": str, ".actual_access": str, ".is_const": bool, ".is_restrict": bool,
+                 ".is_volatile": bool, ".is_pipe": bool}
+
+
+def _kind_ok(value: Any, kind: type) -> bool:
+    if kind is int:
+        return isinstance(value, int) and not isinstance(value, bool)
+    return isinstance(value, kind)
+
+
+def verify_metadata(value: Mapping[str, Any]) -> str | None:
+    """Why the metadata map would be refused by LLVM's verifier (None when it is accepted)."""
+    version = value.get("amdhsa.version")
+    if not (isinstance(version, list) and len(version) == 2 and all(_kind_ok(v, int) for v in version)):
+        return "amdhsa.version must be a list of two integers (e.g. [1, 2])"
+    kernels = value.get("amdhsa.kernels", [])
+    if not isinstance(kernels, list):
+        return "amdhsa.kernels must be a list of kernel maps"
+    for i, kernel in enumerate(kernels):
+        if not isinstance(kernel, dict):
+            return f"amdhsa.kernels[{i}] is not a map"
+        where = f"amdhsa.kernels[{i}] ({kernel.get('.name', '?')})"
+        for key in _KERNEL_REQUIRED:
+            if key not in kernel:
+                return f"{where} lacks {key} (required: {', '.join(_KERNEL_REQUIRED)})"
+        for key, kind in {**_KERNEL_REQUIRED, **_KERNEL_OPTIONAL}.items():
+            if key in kernel and not _kind_ok(kernel[key], kind):
+                return f"{where} {key} must be a{'n' if kind is int else ''} {kind.__name__}"
+        for j, arg in enumerate(kernel.get(".args", [])):
+            if not isinstance(arg, dict):
+                return f"{where} .args[{j}] is not a map"
+            for key in _ARG_REQUIRED:
+                if key not in arg:
+                    return f"{where} .args[{j}] lacks {key} (required: {', '.join(_ARG_REQUIRED)})"
+            for key, kind in {**_ARG_REQUIRED, **_ARG_OPTIONAL}.items():
+                if key in arg and not _kind_ok(arg[key], kind):
+                    return f"{where} .args[{j}] {key} must be a{'n' if kind is int else ''} {kind.__name__}"
+    return None
 
 
 def _loader():
