@@ -189,6 +189,7 @@ class _FileAssembler:
         self.macro_count = 0
         self.depth = 0
         self.conds: list[list[bool]] = []  # [active, taken, parent_active]
+        self.cond_locs: list[Loc] = []
         self.collect: _Collect | None = None
         self.kernel: KernelBlock | None = None
         self.meta: list[str] | None = None
@@ -222,7 +223,7 @@ class _FileAssembler:
             raise AsmFileError(f"no matching '.end{'m' if self.collect.kind == 'macro' else 'r'}' for "
                                f"'.{self.collect.kind}'", self.collect.loc, 1)
         if self.conds:
-            raise AsmFileError("unmatched .if (no .endif before the end of the file)", self._eof_loc(), 1)
+            raise AsmFileError("unmatched .if (no .endif before the end of the file)", self.cond_locs[-1], 1)
         if self.kernel is not None:
             raise AsmFileError(".amdhsa_kernel block is not closed by .end_amdhsa_kernel", self.kernel.loc, 1)
         if self.meta is not None:
@@ -253,6 +254,7 @@ class _FileAssembler:
         if self.conds and not self.conds[-1][0]:
             if word.startswith(".if"):
                 self.conds.append([False, True, False])
+                self.cond_locs.append(loc)
             elif word in (".else", ".elseif", ".endif", ".endc"):
                 self.conditional(word, text[word_m.end():], loc, word_m.start(1) + 1)
             return
@@ -364,6 +366,7 @@ class _FileAssembler:
             top = self.conds[-1]
             if word in (".endif", ".endc"):
                 self.conds.pop()
+                self.cond_locs.pop()
             elif word == ".else":
                 top[0] = top[2] and not top[1]
                 top[1] = True
@@ -395,6 +398,7 @@ class _FileAssembler:
                 raise AsmFileError(f"unknown directive {word}", loc, col)
             ok = tests[word]
         self.conds.append([parent and ok, ok, parent])
+        self.cond_locs.append(loc)
 
     # -- symbols and expressions
     def lookup_now(self, name: str) -> X.Value | None:
@@ -429,7 +433,8 @@ class _FileAssembler:
         name = name.strip().strip('"')
         if name in self.labels:
             raise AsmFileError(f"invalid symbol redefinition of {name!r} (it is a label)", loc, col)
-        expr_col = loc.text.find(text.strip()) + 1 if text.strip() else col
+        at = loc.text.find(text) if text else -1
+        expr_col = at + 1 if at >= 0 else col
         try:
             node = X.parse_expr(text)
         except X.ExprSyntaxError as exc:
