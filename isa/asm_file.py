@@ -18,6 +18,7 @@ import re
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import NamedTuple
 
 from . import asm_expr as X
 from . import operand_syntax as syn
@@ -60,6 +61,14 @@ _SKIP_PREFIXES = frozenset({"\t.loc", "\t.cfi", " .loc", " .cfi", ".loc ", ".loc
 _SKIP_LINE = re.compile(r"\s*\.(?:loc|cfi_[a-z_]+)\b")
 _MNEMONIC_REST = re.compile(r"(\s*\S+)(\s*)(.*)$")
 _ASSIGN = re.compile(r"\s*=(?!=)(.*)$")
+_OPERAND = (r"(?>-?\|?(?>[A-Za-z_]\w*+(?:\(\d++\)(?:\s*+&?\s*+[A-Za-z_]\w*+\(\d++\))*+|\[\d++(?::\d++)?\])?"
+            r"|-?(?>0x[0-9a-fA-F]++|\d++(?:\.\d++)?(?:[eE][-+]?\d++)?))\|?)")
+# An instruction whose operands are all plain (registers, numbers, counters such as vmcnt(0)), then flag or
+# key:value modifiers: nothing for the expression evaluator (atomic groups: this runs on every line).
+_SIMPLE_INSTRUCTION = re.compile(rf"\s*+[A-Za-z_]\w*+(?:\s++{_OPERAND}(?:\s*+,\s*+{_OPERAND})*+)?"
+                                 r"(?:\s++[A-Za-z_]\w*+(?::[\w\[\],.-]++)?)*+\s*+$")
+# A line that starts with a mnemonic-like word (not a directive, not a label); assignments are told by '='.
+_PLAIN_INSTRUCTION = re.compile(r"\s*([a-z_][a-z0-9_]*)(?:\s|$)")
 _WORDS = re.compile(r"[A-Za-z_.$][\w.$]*")
 _TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
@@ -114,8 +123,7 @@ class KernelBlock:
     places: dict[str, Loc] = field(default_factory=dict)
 
 
-@dataclass(frozen=True)
-class Listed:
+class Listed(NamedTuple):
     """One assembled instruction, for `--show-encoding` and for tools: where it is and where it came from."""
 
     section: str
@@ -243,9 +251,13 @@ class _FileAssembler:
                 self.meta.append(raw)
             return
         text = strip_comment(raw)
-        if text[:5] in _SKIP_PREFIXES and self.collect is None and not self.conds and self.kernel is None \
-                and _SKIP_LINE.match(text):
-            return  # debug-only directives (.loc, .cfi_*), the bulk of compiler output
+        if self.collect is None and not self.conds and self.kernel is None:
+            if text[:5] in _SKIP_PREFIXES and _SKIP_LINE.match(text):
+                return  # debug-only directives (.loc, .cfi_*), the bulk of compiler output
+            m = _PLAIN_INSTRUCTION.match(text)  # the common line: an instruction, no label, no macro
+            if m and m.group(1) not in self.macros and "=" not in text and ":" not in text[:m.end()]:
+                self.instruction(text, loc, m.start(1) + 1)
+                return
         if self.collect is not None:
             self.collect_line(text, raw, loc)
             return
@@ -506,7 +518,7 @@ class _FileAssembler:
         """The instruction text with each operand that is an expression replaced: by its value when that is
         known now, else by a placeholder literal with a fixup (a label difference, `sym@rel32@lo+4`), as
         llvm-mc encodes a non-constant operand as a 32-bit literal with a fixup."""
-        if not any(c in text for c in "+-*/()@<>&|^~%") and not self.sets:
+        if _SIMPLE_INSTRUCTION.match(text) and (not self.sets or self.sets.keys().isdisjoint(_WORDS.findall(text))):
             return text, []
         m = _MNEMONIC_REST.match(text)
         if not m or not m.group(3):
@@ -599,14 +611,21 @@ class _FileAssembler:
             for name, off in result.symbols.items():
                 positions[name] = (sec.name, off)
             ends = list(result.offsets[1:]) + ([len(result.code)] if result.offsets else [])
-            for item, (loc, _st, _t), off, end in zip(sec.items, sec.places, result.offsets, ends, strict=True):
-                if isinstance(item, AsmInstruction):
-                    obj.listing.append(Listed(sec.name, off, end - off, loc, item))
+            listing = obj.listing
+            name = sec.name
+            align = sec.align
+            for item, place, off, end in zip(sec.items, sec.places, result.offsets, ends, strict=True):
+                t = type(item)
+                if t is AsmInstruction:
+                    listing.append(Listed(name, off, end - off, place[0], item))
+                    if align < 4:
+                        align = 4  # a section holding instructions is at least dword aligned, as llvm-mc makes it
+                elif t is Align and item.boundary > align:
+                    align = item.boundary
+            sec.align = align
         for sec in obj.sections.values():
-            aligns = [i.boundary for i in sec.items if isinstance(i, Align)]
-            if any(type(i) is AsmInstruction for i in sec.items):
-                aligns.append(4)  # a section holding instructions is at least dword aligned, as llvm-mc makes it
-            sec.align = max([sec.align, *aligns])
+            if sec.type == "nobits":
+                sec.align = max([sec.align, *(i.boundary for i in sec.items if type(i) is Align)])
             sec.items = []
         for name in obj.sections:  # a section's name is a symbol for its start (`.long .debug_abbrev`)
             positions.setdefault(name, (name, 0))
