@@ -553,3 +553,14 @@ def test_metadata_accepted_and_refused_as_llvm_mc(tmp_path, args, drop):
     assert relocatable_summary(ours) == relocatable_summary((tmp_path / "m.o").read_bytes())
     meta = codeobj.read(assemble_source(text, file="m.s")[0]).kernels[0]
     assert meta.contract == {"kernel": "k"}
+
+
+def test_target_directive_must_match_arch(tmp_path, capsys):
+    src = tmp_path / "t.s"
+    src.write_text('.amdgcn_target "amdgcn-amd-amdhsa--gfx950"\n  s_endpgm\n')
+    assert main(["asm", str(src), "--arch", "gfx942", "-c", "-o", str(tmp_path / "t.o")]) == 2
+    assert "names gfx950, but the target asked for is gfx942" in capsys.readouterr().err
+    bad = tmp_path / "u.s"
+    bad.write_text('.amdgcn_target "amdgcn-amd-amdhsa--gfx942:bogus+"\n  s_endpgm\n')
+    assert main(["asm", str(bad), "-c", "--json"]) == 2
+    assert "bogus+" in json.loads(capsys.readouterr().out)["diagnostics"][0]["message"]
