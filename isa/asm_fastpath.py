@@ -99,6 +99,8 @@ def _convert(text: str):
                 args.append(imm.value if imm is not None else arg)
             value = syn.hwreg_value(tuple(args))
             return None if value is None else Imm(value, text=syn.hwreg_text(value))
+        if name == "sendmsg":
+            return None  # the LALR parser builds it (and says why a message is refused)
         if name == "gpr_idx":
             value = syn.gpr_idx_value(tuple(a.strip() for a in m.group(2).split(",") if a.strip()))
             return None if value is None else Imm(value, text=syn.gpr_idx_text(value))

@@ -157,6 +157,11 @@ class _Builder(Transformer):
                 raise _SemanticError("hwreg(...) takes a register (HW_REG_* or 0..63) and optionally a bit "
                                      "offset (0..31) and a size (1..32)", line, col)
             return _Pos(Imm(value, text=syn.hwreg_text(value)), line, col)
+        if len(calls) == 1 and low == "sendmsg":
+            value = syn.sendmsg_value(tuple(_hwreg_arg(p.value) for p in args))
+            if isinstance(value, str):
+                raise _SemanticError(value, line, col)
+            return _Pos(Imm(value, text=syn.sendmsg_text(value)), line, col)
         if len(calls) == 1 and low == "gpr_idx":
             value = syn.gpr_idx_value(tuple(_hwreg_arg(p.value) for p in args))
             if value is None:

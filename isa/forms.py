@@ -640,6 +640,8 @@ def _decode_parts(slot: Slot, value: int, form: Form):
         return Counters(tuple(written))
     if form.name in syn.HWREG_MNEMONICS:
         return Imm(value, text=syn.hwreg_text(value))
+    if table.name == "OPR_SENDMSG":  # the spec's message operand: printed as sendmsg(...), as llvm-objdump does
+        return Imm(value, text=syn.sendmsg_text(value))
     if form.name in syn.GPR_IDX_MNEMONICS:
         text = syn.gpr_idx_text(value)
         return Imm(value, text=text) if text else Imm(value, hex=True)

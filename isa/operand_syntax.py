@@ -486,6 +486,74 @@ def hwreg_value(args: tuple) -> int | None:
     return reg | offset << 6 | (size - 1) << 11
 
 
+# s_sendmsg/s_sendmsghalt take their SIMM16 as sendmsg(MSG[, OP[, STREAM]]). The field positions are the spec's
+# OPR_SENDMSG partition (MSG [3:0], GSOP [5:4], STREAMID [9:8]; a system message's operation is 3 bits at [6:4] in
+# LLVM's SIDefines.h); the names and which a GFX9 target accepts are LLVM's (AMDGPUAsmUtils.cpp), each checked
+# against llvm-mc -mcpu=gfx942 in tests/test_asm_file.py.
+SENDMSG_IDS = {"MSG_INTERRUPT": 1, "MSG_GS": 2, "MSG_GS_DONE": 3, "MSG_SAVEWAVE": 4, "MSG_STALL_WAVE_GEN": 5,
+               "MSG_HALT_WAVES": 6, "MSG_ORDERED_PS_DONE": 7, "MSG_EARLY_PRIM_DEALLOC": 8, "MSG_GS_ALLOC_REQ": 9,
+               "MSG_GET_DOORBELL": 10, "MSG_SYSMSG": 15}
+SENDMSG_GS_OPS = {"GS_OP_NOP": 0, "GS_OP_CUT": 1, "GS_OP_EMIT": 2, "GS_OP_EMIT_CUT": 3}
+SENDMSG_SYS_OPS = {"SYSMSG_OP_ECC_ERR_INTERRUPT": 1, "SYSMSG_OP_REG_RD": 2, "SYSMSG_OP_TTRACE_PC": 4}
+SENDMSG_OP_SHIFT, SENDMSG_STREAM_SHIFT = 4, 8
+
+
+def sendmsg_value(args: tuple) -> int | str:
+    """The SIMM16 for sendmsg(MSG[, OP[, STREAM]]), or the reason it is not valid (llvm-mc's wording)."""
+    if not 1 <= len(args) <= 3:
+        return "sendmsg(...) takes a message and optionally an operation and a stream"
+    msg = args[0]
+    if isinstance(msg, str):
+        if msg.upper() not in SENDMSG_IDS:
+            return (f"unknown message {msg!r} (accepted: {', '.join(SENDMSG_IDS)} or 0..15)")
+        msg = SENDMSG_IDS[msg.upper()]
+    if not isinstance(msg, int) or not 0 <= msg < 16:
+        return "message id must be 0..15"
+    named = isinstance(args[0], str)
+    ops = SENDMSG_GS_OPS if msg in (2, 3) else SENDMSG_SYS_OPS if msg == 15 else {}
+    op = args[1] if len(args) > 1 else None
+    if isinstance(op, str):
+        if op.upper() not in ops:
+            return f"invalid operation id {op!r}" + (f" (accepted: {', '.join(ops)})" if ops else "")
+        op = ops[op.upper()]
+    if named:
+        if not ops and op is not None:
+            return "message does not support operations"
+        if ops and op is None:
+            return "missing message operation"
+        if msg == 2 and op == 0:
+            return "invalid operation id GS_OP_NOP for MSG_GS (accepted: GS_OP_CUT, GS_OP_EMIT, GS_OP_EMIT_CUT)"
+        if ops and op not in ops.values():
+            return f"invalid operation id {op}"
+    op = op or 0
+    if not isinstance(op, int) or not 0 <= op < 8:
+        return "operation id must be 0..7"
+    stream = args[2] if len(args) > 2 else 0
+    if len(args) > 2:
+        if not isinstance(stream, int) or not 0 <= stream < 4:
+            return "invalid message stream id (0..3)"
+        if named and (msg not in (2, 3) or op == 0):
+            return "message operation does not support streams"
+    return msg | op << SENDMSG_OP_SHIFT | stream << SENDMSG_STREAM_SHIFT
+
+
+def sendmsg_text(value: int) -> str:
+    """sendmsg(...) as llvm-objdump prints the SIMM16 of s_sendmsg."""
+    names = {v: k for k, v in SENDMSG_IDS.items()}
+    msg, op, stream = value & 0xF, value >> SENDMSG_OP_SHIFT & 0x7, value >> SENDMSG_STREAM_SHIFT & 0x3
+    if msg not in names or value & ~0x37F:
+        return str(value)
+    if msg in (2, 3):
+        opname = {v: k for k, v in SENDMSG_GS_OPS.items()}.get(op)
+        if opname is None or (msg == 2 and op == 0):
+            return str(value)
+        return f"sendmsg({names[msg]}, {opname}" + (f", {stream})" if op else ")")
+    if msg == 15:
+        opname = {v: k for k, v in SENDMSG_SYS_OPS.items()}.get(op)
+        return f"sendmsg({names[msg]}, {opname})" if opname and not stream else str(value)
+    return f"sendmsg({names[msg]})" if not op and not stream else str(value)
+
+
 # s_set_gpr_idx_on/_mode take their 4-bit mode as gpr_idx(...): one name per set bit, in this order.
 GPR_IDX_MNEMONICS = frozenset({"s_set_gpr_idx_on", "s_set_gpr_idx_mode"})
 GPR_IDX_BITS = ("SRC0", "SRC1", "SRC2", "DST")

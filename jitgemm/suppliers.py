@@ -138,14 +138,27 @@ def LlvmSupplier() -> GeneratorSupplier:  # noqa: N802
 
 class PrebuiltSupplier(Supplier):
     """Code objects in a folder, each kernel described by its embedded contract (`jitgemm.contract` in the
-    metadata) or a sidecar `<file>.yaml` / `<file>.<kernel>.yaml`. A contract that contradicts its code
-    object's metadata is refused when the folder is read, with the reason (`errors`)."""
+    metadata) or a sidecar `<file>.yaml` / `<file>.<kernel>.yaml`. Assembly files (`*.s`) count as the code
+    objects they assemble to (issue 13), built in memory when the folder is read. A contract that
+    contradicts its code object's metadata, or a `.s` that does not assemble, is refused when the folder is
+    read, with the reason (`errors`)."""
 
     def __init__(self, folder: str | Path, name: str = "prebuilt") -> None:
         self.folder = Path(folder)
         self.name = name
         self.errors: list[str] = []
         self._entries: list[tuple[Contract, Path, str]] | None = None
+        self._assembled: dict[Path, bytes] = {}
+
+    def _bytes(self, path: Path) -> bytes:
+        """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker."""
+        if path.suffix != ".s":
+            return path.read_bytes()
+        if path not in self._assembled:
+            from jitgemm.codegen.codeobj.relocatable import assemble_source
+
+            self._assembled[path] = assemble_source(path.read_text(), file=str(path))[0]
+        return self._assembled[path]
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj
@@ -153,11 +166,15 @@ class PrebuiltSupplier(Supplier):
         if self._entries is not None:
             return self._entries
         entries = []
-        for path in sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")):
+        from jitgemm.isa.errors import IsaError
+
+        for path in sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + \
+                sorted(self.folder.glob("*.s")):
             try:
-                obj = codeobj.read(path.read_bytes())
-            except (OSError, codeobj.CodeObjectError) as exc:
-                self.errors.append(f"{path}: {exc}")
+                obj = codeobj.read(self._bytes(path))
+            except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
+                # an assembly error already names file:line:col (its first line; the rest shows the source)
+                self.errors.append(str(exc).split("\n")[0] if getattr(exc, "line", None) else f"{path}: {exc}")
                 continue
             for kernel in obj.kernels:
                 data = kernel.contract
@@ -186,7 +203,7 @@ class PrebuiltSupplier(Supplier):
         out = []
         for contract, path, kernel in self._scan():
             def load(path=path, kernel=kernel):
-                return path.read_bytes(), kernel
+                return self._bytes(path), kernel
 
             out.append(Candidate(self.name, f"{path.name}:{kernel}", contract, load))
         return out

@@ -1,5 +1,5 @@
-"""`jitgemm asm`: --show-encoding prints what llvm-mc -show-encoding prints, -o writes the bytes llvm-mc
-puts in .text, and mistakes exit 2 with one line naming file:line:col."""
+"""`jitgemm asm`: --show-encoding prints what llvm-mc -show-encoding prints, --raw -o writes the bytes llvm-mc
+puts in .text, and mistakes exit 2 with llvm-mc's layout: file:line:col: error: ..., the line and a caret."""
 
 from __future__ import annotations
 
@@ -41,7 +41,7 @@ def test_output_file_equals_llvm_mc_text(tmp_path, capsys):
     src = tmp_path / "k.s"
     src.write_text(SOURCE)
     out = tmp_path / "k.bin"
-    assert main(["asm", str(src), "--spec", str(SUBSET), "-o", str(out)]) == 0
+    assert main(["asm", str(src), "--spec", str(SUBSET), "--raw", "-o", str(out)]) == 0
     obj = tmp_path / "k.o"
     subprocess.run([mc, "-arch=amdgcn", "-mcpu=gfx942", "-filetype=obj", str(src), "-o", str(obj)], check=True)
     assert out.read_bytes() == text_section(obj)[0]
@@ -52,6 +52,8 @@ def test_errors_exit_2_with_position(tmp_path, capsys):
     src.write_text("s_nop 0\n  v_add_f32 v1, v2, a3\n")
     assert main(["asm", str(src), "--spec", str(SUBSET)]) == 2
     err = capsys.readouterr().err.strip()
-    assert err.count("\n") == 0 and f"{src}:2:21:" in err and "a3" in err
+    first, line, caret = err.split("\n")
+    assert first.startswith(f"{src}:2:21: error:") and "a3" in first
+    assert line == "  v_add_f32 v1, v2, a3" and caret == " " * 20 + "^"
     assert main(["asm", str(tmp_path / "missing.s")]) == 2
     assert "cannot read" in capsys.readouterr().err

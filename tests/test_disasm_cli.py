@@ -45,7 +45,7 @@ def test_raw_round_trip_with_asm(tmp_path, capsys):
     src = tmp_path / "k.s"
     src.write_text("v_mov_b32 v1, 0x3fc00000\ns_waitcnt vmcnt(0)\n.long 0xffffffff\ns_endpgm\n")
     binary = tmp_path / "k.bin"
-    assert main(["asm", str(src), "--spec", str(SUBSET), "-o", str(binary)]) == 0
+    assert main(["asm", str(src), "--spec", str(SUBSET), "--raw", "-o", str(binary)]) == 0
     assert main(["disasm", "--raw", str(binary), "--spec", str(SUBSET), "--no-show-raw-insn"]) == 0
     out = capsys.readouterr()
     listing = [line.strip() for line in out.out.splitlines() if line.startswith("\t")]
@@ -53,7 +53,7 @@ def test_raw_round_trip_with_asm(tmp_path, capsys):
     assert ".long 0xffffffff" in listing and "not decodable" in out.err
     again = tmp_path / "again.s"
     again.write_text("\n".join(listing) + "\n")
-    assert main(["asm", str(again), "--spec", str(SUBSET), "-o", str(tmp_path / "again.bin")]) == 0
+    assert main(["asm", str(again), "--spec", str(SUBSET), "--raw", "-o", str(tmp_path / "again.bin")]) == 0
     assert (tmp_path / "again.bin").read_bytes() == binary.read_bytes()
 
 

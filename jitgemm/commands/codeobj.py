@@ -13,7 +13,7 @@ import argparse
 import sys
 from typing import Any
 
-from jitgemm.cli import read_input
+from jitgemm.cli import CliError, read_input
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
@@ -156,11 +156,7 @@ features: {{alpha: {str("alpha" in roles).lower()}, beta: {str("beta" in roles).
 def _contract_init(args: argparse.Namespace) -> int:
     from jitgemm.codegen.codeobj import CodeObjectError, read
 
-    try:
-        with open(args.file, "rb") as f:
-            data = f.read()
-    except OSError as exc:
-        raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
+    data = read_input(args.file)
     try:
         co = read(data)
         if args.kernel is None and len(co.kernels) != 1:

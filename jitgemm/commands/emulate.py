@@ -36,6 +36,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--lds", type=int, default=0, metavar="BYTES", help="dynamic LDS bytes (sharedMemBytes)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N", help="scheduler step limit")
     p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: gfx942's)")
+    p.add_argument("--json", action="store_true", help="print the result (run statistics, buffer checksums, "
+                   "unsupported instructions) or the error as JSON")
     p.set_defaults(func=_emulate)
 
 
@@ -112,6 +114,18 @@ def parse_arg(text: str, index: int):
 
 
 def _emulate(args: argparse.Namespace) -> int:
+    if not getattr(args, "json", False):
+        return _run(args)
+    from jitgemm.cli import _user_errors
+    from jitgemm.commands.json_output import failure
+
+    try:
+        return _run(args)
+    except _user_errors() as exc:
+        return failure("emulate", exc, file=args.file)
+
+
+def _run(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.codegen.codeobj import read
     from jitgemm.emu import check, engine
@@ -121,6 +135,13 @@ def _emulate(args: argparse.Namespace) -> int:
     spec = isa.load_spec(args.spec) if args.spec else None
     if args.check:
         missing = check(co, args.kernel, spec=spec)
+        if args.json:
+            from jitgemm.commands.json_output import emit
+
+            emit({"command": "emulate --check", "ok": not any(missing.values()), "file": args.file,
+                  "kernels": {name: [{"pc": op.pc, "text": op.text, "problem": op.problem} for op in ops]
+                              for name, ops in missing.items()}})
+            return 1 if any(missing.values()) else 0
         bad = 0
         for name, ops in missing.items():
             if not ops:
@@ -145,6 +166,19 @@ def _emulate(args: argparse.Namespace) -> int:
         stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds, spec=spec,
                                **kwargs)
     wall = time.perf_counter() - t0
+    if args.json:
+        import numpy as np
+
+        from jitgemm.commands.json_output import emit
+
+        emit({"command": "emulate", "ok": True, "file": args.file, "kernel": stats.kernel, "waves": stats.waves,
+              "steps": stats.steps, "wave_instructions": stats.wave_instructions,
+              "lane_instructions": stats.lane_instructions, "seconds": stats.seconds, "wall_seconds": wall,
+              "buffers": [{"arg": i, "dtype": str(v.dtype), "shape": list(v.shape),
+                           "sum": float(v.astype(np.float64).sum()),
+                           "abs_max": float(np.abs(v.astype(np.float64)).max())}
+                          for i, v in enumerate(values) if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0]})
+        return 0
     print(f"kernel {stats.kernel}: {stats.waves} waves, {stats.steps} steps, {stats.wave_instructions} "
           f"wave-instructions, {stats.lane_instructions} lane-instructions in {stats.seconds:.3f} s "
           f"({stats.lane_instructions_per_second / 1e6:.1f} M lane-instr/s; {wall:.3f} s with setup)")

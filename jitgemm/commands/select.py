@@ -74,10 +74,12 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
 
     sup = PrebuiltSupplier(_folder(args.dir, "qualify"))
     entries = sup._scan()
-    for err in sup.errors:
+    as_json = getattr(args, "json", False)
+    for err in sup.errors if not as_json else ():
         print(f"refused: {err}")
     if not entries and not sup.errors:
-        raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) found")
+        raise CliError(f"{args.dir}: no code objects (*.co, *.hsaco) or assembly files (*.s) found")
+    verdicts = []
     quarantine = Quarantine()
     failed = 0
     from jitgemm.codegen.gemm_ir import GemmProblem
@@ -88,11 +90,21 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
         for cand in candidates:
             result = qualify_candidate(cand, cases=args.cases, seed=args.seed, quarantine=quarantine)
             advance(1)
-            if result.failure:
+            verdicts.append({"label": cand.label, "kernel": cand.contract.kernel,
+                             "verdict": "quarantined" if result.failure else "ok", "cases": result.cases,
+                             "failure": result.failure})
+            if as_json:
+                failed += bool(result.failure)
+            elif result.failure:
                 failed += 1
                 print(f"QUARANTINED {cand.label}: {result.failure}")
             else:
                 print(f"ok          {cand.label}: {result.cases} random legal problems match numpy")
+    if as_json:
+        from jitgemm.commands.json_output import emit
+
+        emit({"command": "qualify", "ok": not failed and not sup.errors, "dir": str(args.dir),
+              "refused": [{"severity": "error", "message": e} for e in sup.errors], "kernels": verdicts})
     return 1 if failed else 0
 
 
@@ -117,9 +129,11 @@ def register(sub) -> None:
     p.set_defaults(func=_cmd_select)
 
     q = sub.add_parser("qualify", help="run every kernel in DIR in the emulator on legal random problems")
-    q.add_argument("dir", help="folder of code objects (*.co, *.hsaco) with embedded jitgemm contracts")
+    q.add_argument("dir", help="folder of code objects (*.co, *.hsaco) with embedded jitgemm contracts, or "
+                   "assembly files (*.s) with their contracts")
     q.add_argument("--cases", type=positive_int, default=3,
                    help="random legal problems per kernel, each checked against numpy (default 3, at least 1)")
     q.add_argument("--seed", type=int, default=0, help="seed of the problems and inputs (default 0)")
     q.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    q.add_argument("--json", action="store_true", help="print per-kernel verdicts and refusals as JSON")
     q.set_defaults(func=_cmd_qualify)

@@ -59,7 +59,20 @@ def _show(args: argparse.Namespace) -> int:
     if inst is None:
         close = spec.closest_instruction_names(args.name)
         hint = f"; closest: {', '.join(close)}" if close else ""
-        raise CliError(f"{args.name!r} is not an instruction of {spec.architecture.name} ({loc.path}){hint}")
+        message = f"{args.name!r} is not an instruction of {spec.architecture.name} ({loc.path}){hint}"
+        if args.json:
+            from jitgemm.commands.json_output import emit
+
+            emit({"command": "spec show", "ok": False, "diagnostics": [
+                {"severity": "error", "message": message, "accepted": list(close)}]})
+            return 2
+        raise CliError(message)
+    if args.json:
+        from jitgemm.commands.json_output import emit
+
+        emit({"command": "spec show", "ok": True, "spec": str(loc.path), "architecture": spec.architecture.name,
+              **instruction_facts(spec, inst)})
+        return 0
     print(inst.name + (f"  (aliases: {', '.join(inst.aliases)})" if inst.aliases else ""))
     flags = [k for k, v in inst.flags.items() if v]
     if inst.functional_group:
@@ -84,6 +97,29 @@ def _show(args: argparse.Namespace) -> int:
             print(f"    {op.order:>2}  {op.field_name or '-':<10} {bits:<14} {op.operand_type or '-':<34} "
                   f"{op.data_format or '-':<18} {op.size:>4}  {direction or '-'}{extra}")
     return 0
+
+
+def instruction_facts(spec, inst) -> dict:
+    """An instruction as the spec describes it, JSON-ready: names, flags, and per encoding its opcode,
+    condition and operands (field, bit ranges, operand type, data format, size, direction)."""
+    from jitgemm.isa import expr
+
+    encodings = []
+    for ie in inst.encodings:
+        enc = spec.encodings[ie.encoding_name]
+        cond = enc.condition(ie.condition_name)
+        encodings.append({
+            "encoding": ie.encoding_name, "bits": enc.bit_count, "opcode": ie.opcode,
+            "condition": ie.condition_name, "condition_text": expr.to_text(cond.expression) if cond else None,
+            "operands": [{"order": op.order, "field": op.field_name or None,
+                          "bit_layout": enc.fields[op.field_name].layout_text if op.field_name in enc.fields else None,
+                          "operand_type": op.operand_type or None, "data_format": op.data_format or None,
+                          "size": op.size, "input": bool(op.input), "output": bool(op.output),
+                          "implicit": bool(op.implicit)} for op in ie.operands]})
+    return {"name": inst.name, "aliases": list(inst.aliases), "functional_group": inst.functional_group,
+            "functional_subgroups": list(inst.functional_subgroups or ()),
+            "flags": [k for k, v in inst.flags.items() if v], "description": inst.description,
+            "encodings": encodings}
 
 
 def _fetch(args: argparse.Namespace) -> int:
@@ -112,6 +148,7 @@ def register(sub) -> None:
 
     show = ssub.add_parser("show", help="an instruction's encodings, opcodes, operands, flags, description")
     show.add_argument("name", help="instruction name or alias, any case (e.g. v_mfma_f32_32x32x8_bf16)")
+    show.add_argument("--json", action="store_true", help="print the instruction's facts as JSON")
     _add_source_args(show)
     show.set_defaults(func=_show)
 
