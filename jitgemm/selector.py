@@ -22,6 +22,7 @@ from jitgemm.isa.files import atomic_write
 from jitgemm.isa.spec_cache import cache_root
 
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
+from .tuning_db import Row, TuningDB
 
 
 class SelectionError(ValueError):
@@ -34,7 +35,8 @@ class Verdict:
     legal: bool
     reason: str
     score: float | None = None      # predicted or measured TFLOP/s; higher is better
-    basis: str = ""                 # "tuning" or "model"
+    basis: str = ""                 # "tuning" (measured), "sweep" (the database's static model) or "model"
+    row: Row | None = None          # the tuning-database row that decided the score
 
 
 def _json_load(path: Path) -> dict:
@@ -47,31 +49,6 @@ def _json_load(path: Path) -> dict:
 
 def _json_store(path: Path, data: dict) -> None:
     atomic_write(path, json.dumps(data, indent=1, sort_keys=True).encode())
-
-
-class TuningDB:
-    """Measured seconds per (target, problem class, kernel key), in `~/.cache/jitgemm/tuning/<target>.json`."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or cache_root() / "tuning"
-
-    def _path(self, target: str) -> Path:
-        return self.folder / f"{isa.targets.base_target(target)}.json"
-
-    @staticmethod
-    def problem_key(problem: GemmProblem) -> str:
-        return format_problem(problem)
-
-    def lookup(self, target: str, problem: GemmProblem, kernel_key: str) -> float | None:
-        entry = _json_load(self._path(target)).get(self.problem_key(problem), {})
-        value = entry.get(kernel_key) if isinstance(entry, dict) else None
-        return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-    def record(self, target: str, problem: GemmProblem, kernel_key: str, seconds: float) -> None:
-        path = self._path(target)
-        data = _json_load(path)
-        data.setdefault(self.problem_key(problem), {})[kernel_key] = float(seconds)
-        _json_store(path, data)
 
 
 class Quarantine:
@@ -122,6 +99,9 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     return flops / max(compute, memory) / 1e12
 
 
+_BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
+
+
 class Selector:
     def __init__(self, suppliers: list[Supplier] | None = None, target: str = "gfx942",
                  tuning: TuningDB | None = None, quarantine: Quarantine | None = None) -> None:
@@ -157,17 +137,24 @@ class Selector:
                 if not ok:
                     verdicts.append(Verdict(cand, False, why))
                     continue
-                measured = self.tuning.lookup(self.target, problem, cand.key)
-                if measured is not None:
-                    flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
-                    verdicts.append(Verdict(cand, True, "", flops / measured / 1e12, "tuning"))
-                else:
-                    verdicts.append(Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model"))
+                verdicts.append(self._ranked(cand, problem))
         legal = [v for v in verdicts if v.legal]
-        # measured beats modelled; then score; then a stable identity
-        legal.sort(key=lambda v: (v.basis != "tuning", -(v.score or 0.0), v.candidate.supplier,
+        # the database first (measured, then the sweep's model), then the built-in cost model; then score; then
+        # a stable identity
+        legal.sort(key=lambda v: (_BASIS_ORDER.get(v.basis, 9), -(v.score or 0.0), v.candidate.supplier,
                                   v.candidate.label, v.candidate.key))
         return legal + [v for v in verdicts if not v.legal]
+
+    def _ranked(self, cand: Candidate, problem: GemmProblem) -> Verdict:
+        """Ranking hook: the tuning database's deciding row when it has one for this kernel and problem
+        (`TuningDB.deciding_row`), else the built-in cost model."""
+        row = self.tuning.deciding_row(self.target, problem, cand.key, cand.contract.data)
+        if row is not None and row.metric == "seconds":
+            flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
+            return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
+        if row is not None:
+            return Verdict(cand, True, "", row.value, "sweep", row)
+        return Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model")
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)
@@ -187,7 +174,8 @@ class Selector:
             rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
                          "kept" if v.legal else "rejected",
                          f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
-                         v.reason or ("selected" if v.legal and rank == 1 else "")))
+                         v.reason or ("selected" if v.legal and rank == 1 else "")
+                         + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         out = [f"problem: {format_problem(problem)}  target: {self.target}"]
         for r in rows:
@@ -200,10 +188,13 @@ _default: Selector | None = None
 
 def default_selector() -> Selector:
     """The process-wide selector `matmul` uses: the direct generator, the LLVM generator when llvmlite is
-    installed, and any supplier registered on it (prebuilt folders, Triton)."""
+    installed, the tuning database's variants, and any supplier registered on it (prebuilt folders, Triton)."""
     global _default
     if _default is None:
-        _default = Selector([DirectAsmSupplier(), LlvmSupplier()])
+        from .tuned_supplier import TunedSupplier
+
+        db = TuningDB()
+        _default = Selector([DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(db)], tuning=db)
     return _default
 
 
