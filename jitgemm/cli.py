@@ -18,6 +18,7 @@ COMMAND_MODULES = (
     "jitgemm.commands.select",
     "jitgemm.commands.asm", "jitgemm.commands.disasm",
     "jitgemm.commands.emulate",
+    "jitgemm.commands.sweep",
 )
 
 
