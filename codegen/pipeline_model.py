@@ -26,6 +26,7 @@ from dataclasses import dataclass, field
 from jitgemm.isa.decoder import Decoded, decode
 from jitgemm.isa.instruction import Counters
 from jitgemm.isa.model import Spec
+from jitgemm.isa.operand_syntax import split_suffix
 from jitgemm.isa.targets import TargetProfile
 
 from .asm_emit import counter_lookup
@@ -111,7 +112,7 @@ def classify(decoded: Decoded, spec: Spec) -> str:
         return "salu"
     if any(isinstance(op, Counters) for op in inst.operands):
         return "wait"
-    info = spec.find_instruction(inst.name)
+    info = spec_instruction(inst.name, spec)
     if info is None:
         return "salu"
     if "MFMA" in info.functional_subgroups:
@@ -128,6 +129,11 @@ def classify(decoded: Decoded, spec: Spec) -> str:
     if info.functional_group == "VALU":
         return "valu"
     return "salu"
+
+
+def spec_instruction(mnemonic: str, spec: Spec):
+    """The spec's instruction for an LLVM mnemonic (encoding suffixes such as `_e32` removed)."""
+    return spec.find_instruction(mnemonic) or spec.find_instruction(split_suffix(mnemonic)[0])
 
 
 def main_loop(code: bytes, spec: Spec) -> list[Decoded]:
@@ -162,7 +168,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
         name = d.instruction.name if d.instruction else ""
         passes = 0
         if cls == "mfma":
-            info = spec.find_instruction(name)
+            info = spec_instruction(name, spec)
             passes = r.mfma_passes.get(info.name if info else name, 0)
             if not passes:
                 raise PipelineModelError(f"{name}: no peak rate for its dtype in the profile's peak_matrix_tflops")
@@ -205,3 +211,42 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
 def model_kernel(code: bytes, spec: Spec, profile: TargetProfile) -> LoopModel:
     """The static model of a kernel's main loop (its `.text` bytes)."""
     return model_loop(main_loop(code, spec), spec, profile)
+
+
+# --- the outside check: llvm-mca ----------------------------------------------------------------------------
+@dataclass
+class McaReport:
+    """What `llvm-mca -mcpu=<target>` says about a loop body: cycles per iteration and, per instruction, the
+    resource it used with its cycles (e.g. {"HWXDL": 8.0})."""
+
+    cycles_per_iteration: float
+    resources: list[dict[str, float]]
+    skipped: int                      # instructions llvm-mca's assembler refused (left out)
+
+
+def llvm_mca(lines: list[str], tool: str, mcpu: str = "gfx942", iterations: int = 100) -> McaReport:
+    """Run llvm-mca on loop-body text (what `LoopModel.instructions` holds); PipelineModelError when it fails."""
+    import re
+    import subprocess
+
+    cmd = [tool, "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", f"-iterations={iterations}", "-instruction-info=false"]
+    text = "\n".join(lines) + "\n"
+    proc = subprocess.run(cmd, input=text, capture_output=True, text=True)
+    skipped = 0
+    if proc.returncode:   # e.g. a constant-bus use LLVM's assembler refuses: leave the line out, say how many
+        skipped = len(re.findall(r"^<stdin>:\d+:\d+: error", proc.stderr, re.M))
+        proc = subprocess.run(cmd + ["-skip-unsupported-instructions=parse-failure"], input=text, capture_output=True,
+                              text=True)
+    total = re.search(r"Total Cycles:\s+(\d+)", proc.stdout)
+    if proc.returncode or not total:
+        raise PipelineModelError(f"llvm-mca failed: {proc.stderr.strip()[:300]}")
+    names = dict(re.findall(r"^\[(\d+)\]\s+-\s+(\w+)$", proc.stdout, re.M))
+    order = [names[str(i)] for i in range(len(names))]
+    per_inst = []
+    table = proc.stdout.split("Resource pressure by instruction:", 1)[1].splitlines()[2:]
+    for row in table:
+        cells = row.split(None, len(order))
+        if len(cells) <= len(order):
+            break
+        per_inst.append({order[i]: float(c) for i, c in enumerate(cells[:len(order)]) if c != "-"})
+    return McaReport(int(total.group(1)) / iterations, per_inst, skipped)

@@ -243,9 +243,15 @@ def _acceptor(problem: GemmProblem, spec, profile, generator: str) -> Callable[[
         from jitgemm.codegen.gemm_asm import GemmLowering
 
         return lambda cfg: GemmLowering(problem.kernel_class(), cfg, spec, profile)
-    from jitgemm.codegen.gemm_config import plan_staging, resources
+    from jitgemm.codegen.gemm_config import resources
+    from jitgemm.codegen.llvm.ir_builder import plan_staging
 
-    return lambda cfg: plan_staging(problem, cfg, resources(problem, cfg, spec).mfma)
+    def accept_llvm(cfg: GemmConfig):
+        if cfg.lds_buffers != 1:     # codegen/llvm/compile.py: the LLVM generator stages through one buffer
+            raise IRError("lds_buffers=2: the LLVM generator stages through one LDS buffer")
+        return plan_staging(problem, cfg, resources(problem, cfg, spec).mfma)
+
+    return accept_llvm
 
 
 def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators: Sequence[str] = ("asm",),
