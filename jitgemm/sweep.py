@@ -199,10 +199,14 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
     from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, validate_config, widest_vectors
     from jitgemm.codegen.mfma_catalog import mfmas_for
 
+    key = (problem, target, generator, tuple(tiles), tuple(waves))
+    if key in _SPACES:
+        return list(_SPACES[key])
     spec, profile = isa.load_spec(target), isa.target_profile(target)
     accept = _acceptor(problem, spec, profile, generator)
     out: list[GemmConfig] = []
     seen: set[GemmConfig] = set()
+    pads: dict[GemmConfig, int | None] = {}      # the best padding does not depend on prefetch
     for mfma in mfmas_for(spec, problem.a, problem.b):
         depths = [mfma.k * f for f in (1, 2, 4, 8) if mfma.k * f * problem.a.bytes <= 256]
         for tm, tn, (wm, wn), depth, prefetch, buffers in itertools.product(tiles, tiles, waves, depths, (1, 2),
@@ -218,12 +222,13 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
             if wide.vec_a > 1 or wide.vec_b > 1:
                 vectors.append(replace(wide, vec_a=max(1, wide.vec_a // 2), vec_b=max(1, wide.vec_b // 2)))
             for cfg in vectors:
-                pads = {0}
-                try:
-                    pads.add(best_lds_pad(problem, cfg, spec, profile))
-                except IRError:
-                    pass
-                for pad in sorted(pads):
+                pad_key = replace(cfg, prefetch=1)
+                if pad_key not in pads:
+                    try:
+                        pads[pad_key] = best_lds_pad(problem, cfg, spec, profile)
+                    except IRError:
+                        pads[pad_key] = None
+                for pad in sorted({0, pads[pad_key] or 0}):
                     cand = replace(cfg, lds_pad=pad)
                     if cand in seen:
                         continue
@@ -234,7 +239,11 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
                         continue
                     seen.add(cand)
                     out.append(cand)
+    _SPACES[key] = tuple(out)
     return out
+
+
+_SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
 
 
 def _acceptor(problem: GemmProblem, spec, profile, generator: str) -> Callable[[GemmConfig], object]:
@@ -533,6 +542,8 @@ def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942"
     plist = [problems] if isinstance(problems, GemmProblem) else list(problems)
     if not plist:
         raise SweepError("no problem to sweep")
+    if workers < 1:
+        raise SweepError(f"workers={workers}; it must be at least 1")
     tasks = variants(plist, arch, generators, search, limit, seed, tiles, waves)
     if not tasks:
         raise SweepError(f"no config of the grid fits {arch} for {_short(plist[0])}")

@@ -21,6 +21,16 @@ def _sizes(text: str, name: str) -> list[int]:
     return values
 
 
+def _waves(text: str) -> list[tuple[int, int]]:
+    try:
+        out = [tuple(int(x) for x in w.lower().split("x")) for w in text.split(",") if w.strip()]
+    except ValueError:
+        out = []
+    if not out or any(len(w) != 2 or min(w) < 1 for w in out):
+        raise CliError(f"--waves {text!r}: expected WMxWN pairs such as 1x1,2x2,4x1")
+    return out  # type: ignore[return-value]
+
+
 def _problems(args: argparse.Namespace) -> list:
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.codegen.gemm_text import parse_dtype_list
@@ -42,13 +52,15 @@ def _db(args: argparse.Namespace):
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from jitgemm.sweep import SweepError, results_json, sweep
+    from jitgemm.sweep import TILES, WAVES, SweepError, results_json, sweep
 
     problems = _problems(args)
+    tiles = _sizes(args.tiles, "tiles") if args.tiles else TILES
+    waves = _waves(args.waves) if args.waves else WAVES
     try:
         report = sweep(problems, arch=args.arch, generators=args.generator or ("asm",), search=args.search,
                        limit=args.limit, seed=args.seed, workers=args.workers, ray=args.ray, db=_db(args),
-                       emulate=not args.no_emulate, progress=not args.quiet)
+                       emulate=not args.no_emulate, progress=not args.quiet, tiles=tiles, waves=waves)
     except SweepError as exc:
         raise CliError(str(exc)) from None
     console = Console(width=200) if sys.stdout.isatty() else Console(width=200, force_terminal=False)
@@ -132,6 +144,8 @@ def register(sub) -> None:
     _problem_args(p)
     p.add_argument("--generator", action="append", choices=("asm", "llvm"), help="repeatable (default: asm)")
     p.add_argument("--search", choices=("grid", "random"), default="grid")
+    p.add_argument("--tiles", help="macro-tile extents to try for M and N (default 32,64,128,256)")
+    p.add_argument("--waves", help="waves_m x waves_n pairs to try (default 1x1,2x1,1x2,2x2,4x1,1x4,4x2,2x4)")
     p.add_argument("--limit", type=int, help="at most this many variants (grid: spread evenly; random: sampled)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--workers", type=int, default=1, help="local worker processes (or Ray CPUs with --ray local)")
