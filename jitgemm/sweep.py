@@ -12,8 +12,9 @@ evaluation function, results in the variant order, identical apart from the meas
 Predicted TFLOP/s: one wave's main-loop iteration takes C clocks of which X keep its SIMD's matrix pipe busy;
 with w waves resident per SIMD, a SIMD completes w iterations per max(C, w*X) clocks. The problem's waves are
 spread over all SIMDs (compute_units x 4) in rounds; compute time = rounds x iterations per wave x
-max(C, w*X) / clock. Memory time: the bytes every workgroup's tiles read plus D, at the HBM bandwidth. The
-prediction is flops / max(compute, memory). Rates from the target profile.
+max(C, w*X) / clock. Memory time: HBM bytes at the HBM bandwidth — A, B and D once when A and B fit the
+last-level cache (`last_level_cache_bytes`, MI300X: 256 MB Infinity Cache), else every workgroup's tiles of A
+and B plus D. The prediction is flops / max(compute, memory). Rates from the target profile.
 """
 
 from __future__ import annotations
@@ -106,9 +107,10 @@ class SweepReport:
 
     @property
     def best(self) -> Result | None:
-        """The emulator-verified variant with the highest predicted TFLOP/s (ties: the earlier variant)."""
+        """The emulator-verified variant with the highest predicted TFLOP/s; ties go to the smallest kernel
+        name, the identity the selector breaks its ties on too."""
         ok = self.ok
-        return max(ok, key=lambda r: (r.predicted_tflops, -r.index)) if ok else None
+        return min(ok, key=lambda r: (-r.predicted_tflops, r.kernel, r.index)) if ok else None
 
     @property
     def variants_per_second(self) -> float:
@@ -319,7 +321,12 @@ def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma
     rounds = math.ceil(waves_total / (simds * w))
     per_iteration = max(passes, w * mfma_passes) * clocks_per_pass / clock
     compute = rounds * iterations * per_iteration
-    moved = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k + p.m * p.n * p.batch * p.d.bytes
+    operands = (p.m * p.a.bytes + p.n * p.b.bytes) * p.k * p.batch
+    result = p.m * p.n * p.batch * p.d.bytes
+    if operands <= int(profile.get("last_level_cache_bytes", 0) or 0):
+        moved = operands + result          # A and B stay in the last-level cache: read from HBM once
+    else:
+        moved = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k + result
     memory = moved / (float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9)
     return 2.0 * p.m * p.n * p.k * p.batch / max(compute, memory) / 1e12
 
