@@ -12,9 +12,10 @@ evaluation function, results in the variant order, identical apart from the meas
 Predicted TFLOP/s: one wave's main-loop iteration takes C clocks of which X keep its SIMD's matrix pipe busy;
 with w waves resident per SIMD, a SIMD completes w iterations per max(C, w*X) clocks. The problem's waves are
 spread over all SIMDs (compute_units x 4) in rounds; compute time = rounds x iterations per wave x
-max(C, w*X) / clock. Memory time: HBM bytes at the HBM bandwidth — A, B and D once when A and B fit the
-last-level cache (`last_level_cache_bytes`, MI300X: 256 MB Infinity Cache), else every workgroup's tiles of A
-and B plus D. The prediction is flops / max(compute, memory). Rates from the target profile.
+max(C, w*X) / clock. Memory time: when A and B fit the last-level cache (`last_level_cache_bytes`, MI300X:
+256 MB Infinity Cache), the slower of A, B and D once at the HBM bandwidth and every workgroup's tiles of A
+and B plus D at the cache's bandwidth (`last_level_cache_gbs`); otherwise the tiles' bytes at the HBM
+bandwidth. The prediction is flops / max(compute, memory). Rates from the target profile.
 """
 
 from __future__ import annotations
@@ -323,11 +324,14 @@ def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma
     compute = rounds * iterations * per_iteration
     operands = (p.m * p.a.bytes + p.n * p.b.bytes) * p.k * p.batch
     result = p.m * p.n * p.batch * p.d.bytes
+    tile_reads = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k
+    hbm = float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9
     if operands <= int(profile.get("last_level_cache_bytes", 0) or 0):
-        moved = operands + result          # A and B stay in the last-level cache: read from HBM once
+        # A and B stay in the last-level cache: read from HBM once, every tile's reads served by the cache
+        llc = float(profile.get("last_level_cache_gbs") or hbm / 1e9) * 1e9
+        memory = max((operands + result) / hbm, (tile_reads + result) / llc)
     else:
-        moved = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k + result
-    memory = moved / (float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9)
+        memory = (tile_reads + result) / hbm
     return 2.0 * p.m * p.n * p.k * p.batch / max(compute, memory) / 1e12
 
 
