@@ -207,3 +207,19 @@ def test_tune_times_with_hip_events_and_the_selector_follows(monkeypatch, tmp_pa
     assert best.basis == "tuning" and best.candidate.load()[1] == names[-1]
     assert best.row.source == "hardware" and "jitgemm tune" in best.row.origin
     assert "hipEventElapsedTime" in best.row.tools
+
+
+def test_qualify_on_ray_matches_local(tmp_path, capsys):
+    """`jitgemm qualify DIR --ray local` (2 workers) prints what the local run prints, kernel by kernel."""
+    require_module("ray")
+    import jitgemm
+
+    for tile in ((32, 32, 1, 1), (64, 64, 2, 2)):
+        cfg = variants([GemmProblem.make(128, 128, 64, "fp16", layout="NT")], limit=1, tiles=tile[:1],
+                       waves=(tile[2:],))[0].config
+        k = jitgemm.compile(GemmProblem.make(128, 128, 64, "fp16", layout="NT"), cfg, use_disk_cache=False)
+        (tmp_path / f"{k.name}.co").write_bytes(k.code_object)
+    assert main(["qualify", str(tmp_path), "--cases", "2"]) == 0
+    local = capsys.readouterr().out
+    assert main(["qualify", str(tmp_path), "--cases", "2", "--ray", "local", "--workers", "2"]) == 0
+    assert capsys.readouterr().out == local and local.count("ok ") == 2
