@@ -22,8 +22,14 @@ class Timing:
     error: str | None = None
 
 
-def time_candidate(candidate: Candidate, problem: GemmProblem, iterations: int = 20, seed: int = 0) -> float:
-    """Mean seconds per launch of one candidate on random operands of `problem` (hip events)."""
+def time_candidate(candidate: Candidate, problem: GemmProblem, iterations: int = 20,
+                   seed: int = 0) -> tuple[float, str, str]:
+    """(mean seconds per launch, kernel name, code sha256) of one candidate on random operands of `problem`
+    (hip events)."""
+    import hashlib
+
+    from jitgemm.codegen import codeobj
+
     from .api import prepare
     from .hip_runtime import run_hip
     from .packing import ordered_args
@@ -40,7 +46,8 @@ def time_candidate(candidate: Candidate, problem: GemmProblem, iterations: int =
     p = call.problem
     seconds = run_hip(blob, name, grid=contract.grid(p.m, p.n, p.k, p.batch), block=contract.workgroup,
                       args=ordered_args(contract, call.values), lds_bytes=contract.lds_bytes, timed=iterations)
-    return float(seconds or 0.0)
+    sha = hashlib.sha256(codeobj.read(blob).kernel(name).code).hexdigest()
+    return float(seconds or 0.0), name, sha
 
 
 def tune(selector, problem: GemmProblem, top: int = 8, iterations: int = 20) -> list[Timing]:
@@ -61,11 +68,12 @@ def tune(selector, problem: GemmProblem, top: int = 8, iterations: int = 20) -> 
     for verdict in legal:
         cand = verdict.candidate
         try:
-            seconds = time_candidate(cand, problem, iterations)
+            seconds, name, sha = time_candidate(cand, problem, iterations)
         except (HipError, TuneError) as exc:
             out.append(Timing(cand, 0.0, str(exc)))
             continue
-        selector.tuning.record(selector.target, problem, cand.key, seconds, contract=cand.contract.data,
+        selector.tuning.record(selector.target, problem, cand.key, seconds, kernel=name, code_sha256=sha,
+                               contract=cand.contract.data,
                                tools={"jitgemm": __version__, "timer": "hipEventElapsedTime",
                                       "iterations": iterations}, origin=f"jitgemm tune {cand.supplier}:{cand.label}")
         out.append(Timing(cand, seconds))

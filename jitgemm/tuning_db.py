@@ -196,10 +196,12 @@ class TuningDB:
         return len(records)
 
     def record(self, target: str, problem: GemmProblem, kernel_key: str, seconds: float, *, kernel: str = "",
-               source: str = "hardware", contract: dict | None = None, tools: dict | None = None,
-               origin: str = "") -> None:
-        """A measured run time of one kernel (`kernel_key`: the selector candidate's key)."""
+               code_sha256: str = "", source: str = "hardware", contract: dict | None = None,
+               tools: dict | None = None, origin: str = "") -> None:
+        """A measured run time of one kernel (`kernel_key`: the selector candidate's key; `kernel` and
+        `code_sha256`: what actually ran, when the contract was planned before the binary existed)."""
         name, generator, sha = contract_identity(contract or {})
+        sha = code_sha256 or sha
         self.add([{"target": target, "problem": problem_key(problem), "kernel": kernel or name or kernel_key,
                    "generator": generator, "code_sha256": sha, "contract_key": kernel_key, "metric": "seconds",
                    "value": seconds, "source": source, "tools": tools or {}, "origin": origin,
@@ -230,22 +232,24 @@ class TuningDB:
 
     def deciding_row(self, target: str, problem: GemmProblem, kernel_key: str, contract: dict) -> Row | None:
         """The row that ranks a selector candidate: the best hardware-measured `seconds`, else the best
-        model-predicted `tflops` of an emulator-verified variant. A row matches a candidate by its key, or by
-        the contract's kernel name when the row's code sha256 is unknown (imported tables) or equal."""
+        model-predicted `tflops` of an emulator-verified variant. A row recorded for a selector candidate
+        (`jitgemm tune`) matches by the candidate's key only; any other row (a sweep's, an imported table's)
+        by the contract's kernel name when the row's code sha256 is unknown (imported tables) or equal."""
         name, _, sha = contract_identity(contract)
 
         def matches(r: Row) -> bool:
-            if r.contract_key and r.contract_key == kernel_key:
-                return True
+            if r.contract_key:
+                return r.contract_key == kernel_key
             return bool(name) and r.kernel == name and (not r.code_sha256 or not sha or r.code_sha256 == sha)
 
         rows = [r for r in self.rows(target, problem) if matches(r)]
         measured = [r for r in rows if r.metric == "seconds" and r.source == "hardware" and r.value > 0]
         if measured:
             return min(measured, key=lambda r: (r.value, r.id))
+        verified = {(r.kernel, r.code_sha256) for r in rows if r.metric == "emulator_ok" and r.value >= 1}
         failed = {(r.kernel, r.code_sha256) for r in rows if r.metric == "emulator_ok" and r.value < 1}
         modelled = [r for r in rows if r.metric == "tflops" and r.source == "model" and r.value > 0
-                    and (r.kernel, r.code_sha256) not in failed]
+                    and (r.kernel, r.code_sha256) in verified - failed]
         if modelled:
             return max(modelled, key=lambda r: (r.value, -r.id))
         return None

@@ -203,8 +203,13 @@ def test_tune_times_with_hip_events_and_the_selector_follows(monkeypatch, tmp_pa
     names_called = [c[0] for c in fake.calls]
     assert names_called.count("hipEventRecord") == 2 * len(legal)
     assert names_called.count("hipModuleLaunchKernel") == 5 * len(legal)   # warm-up + 4 timed
-    best = sel.evaluate(problem)[0]
-    assert best.basis == "tuning" and best.candidate.load()[1] == names[-1]
+    verdicts = [v for v in sel.evaluate(problem) if v.legal]
+    for v in verdicts:     # every candidate is ranked by its own measurement, none by another's
+        name = v.candidate.load()[1]
+        assert v.basis == "tuning" and v.row.kernel == name
+        assert v.row.value == pytest.approx(speeds[name] * 1e-3)
+    best = verdicts[0]
+    assert best.candidate.load()[1] == names[-1]
     assert best.row.source == "hardware" and "jitgemm tune" in best.row.origin
     assert "hipEventElapsedTime" in best.row.tools
 
