@@ -145,6 +145,12 @@ def test_cli_sweep_and_errors(tmp_path, capsys):
     assert "--backend hip:" in capsys.readouterr().err          # no GPU here: said, not a traceback
     assert main(["tuning", "import", str(tmp_path / "none.csv"), "--db", str(db)]) == 2
     assert "none.csv: cannot read" in capsys.readouterr().err
+    rows = len(TuningDB(db).rows())
+    assert main(["tuning", "export", str(tmp_path / "all.csv"), "--db", str(db)]) == 0
+    assert main(["tuning", "import", str(tmp_path / "all.csv"), "--db", str(tmp_path / "copy.db")]) == 0
+    assert main(["tuning", "show", "--db", str(tmp_path / "copy.db"), "--last", "2"]) == 0
+    out = capsys.readouterr().out
+    assert f"{rows} rows written" in out and f"{rows} rows imported" in out and f"copy.db: {rows} rows" in out
 
 
 class TimedHip(FakeHip):
