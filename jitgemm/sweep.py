@@ -555,6 +555,13 @@ def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942"
         raise SweepError("no problem to sweep")
     if workers < 1:
         raise SweepError(f"workers={workers}; it must be at least 1")
+    from jitgemm import isa
+    from jitgemm.codegen.pipeline_model import PipelineModelError, rates
+
+    try:
+        rates(isa.load_spec(arch), isa.target_profile(arch))
+    except PipelineModelError as exc:
+        raise SweepError(f"{arch}: {exc}") from None
     tasks = variants(plist, arch, generators, search, limit, seed, tiles, waves)
     if not tasks:
         raise SweepError(f"no config of the grid fits {arch} for {_short(plist[0])}")

@@ -133,7 +133,9 @@ def test_cli_sweep_and_errors(tmp_path, capsys):
     code = main(["sweep", "--m", "256", "--n", "256", "--k", "128", "--limit", "3", "--db", str(db), "--plot",
                  str(png), "--quiet", "--no-emulate", "--tiles", "32,64", "--waves", "1x1,2x2"])
     out = capsys.readouterr().out
-    assert code == 1 and "3 variants" in out and png.exists()    # no emulator check: no verified best
+    assert code == 0 and "3 variants" in out and png.exists() and "no variant is verified" in out
+    assert main(["sweep", "--m", "64", "--n", "64", "--k", "64", "--arch", "gfx950", "--db", str(db)]) == 2
+    assert "gfx950: specs/targets/gfx950.yaml: pipeline.clocks_per_pass is missing" in capsys.readouterr().err
     assert {r.metric for r in TuningDB(db).rows()} == {"tflops", "cycles_per_mfma", "occupancy", "compile_seconds"}
     assert main(["sweep", "--m", "256", "--n", "x", "--k", "128", "--db", str(db)]) == 2
     assert "--n 'x': expected an integer" in capsys.readouterr().err

@@ -69,6 +69,8 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if best is not None:
         console.print(f"best: #{best.index} {best.generator} {best.kernel} {best.predicted_tflops:.0f} TFLOP/s "
                       f"predicted, {best.cycles_per_mfma:.1f} clocks/MFMA, emulator ok")
+    elif args.no_emulate:
+        console.print("no emulator check (--no-emulate): no variant is verified, none is called best")
     console.print(f"{len(report.results)} variants in {report.seconds:.1f} s ({report.variants_per_second:.2f} "
                   f"variants/s, {report.workers} {report.engine} worker(s)); results in {_db(args).path}")
     if args.plot:
@@ -77,7 +79,7 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if args.json:
         with open(args.json, "w") as f:
             f.write(results_json(report))
-    return 0 if best is not None else 1
+    return 0 if best is not None or args.no_emulate else 1
 
 
 def _cmd_tune(args: argparse.Namespace) -> int:
