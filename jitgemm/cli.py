@@ -19,6 +19,7 @@ COMMAND_MODULES = (
     "jitgemm.commands.select",
     "jitgemm.commands.asm", "jitgemm.commands.disasm",
     "jitgemm.commands.emulate",
+    "jitgemm.commands.sweep",
 )
 
 

@@ -82,8 +82,10 @@ def _module(hip, blob: bytes):
 
 
 def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
-            lds_bytes: int = 0) -> None:
-    """Launch `kernel` and wait for it; numpy arrays in `args` are copied to the device and back."""
+            lds_bytes: int = 0, timed: int = 0) -> float | None:
+    """Launch `kernel` and wait for it; numpy arrays in `args` are copied to the device and back. `timed` > 0:
+    after that first (warm-up) launch, launch it `timed` more times between two hip events and return the
+    mean seconds per launch (hipEventElapsedTime), as hipBLASLt's and aiter's tuners time candidates."""
     from jitgemm.codegen import codeobj
 
     try:
@@ -113,10 +115,15 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
                 pointer_of=lambda value, index: int(device_ptrs[id(value)]) if id(value) in device_ptrs else int(value))
             # one opaque argument holding the whole segment: hip-python lays `extra` out as given
             blob = (ctypes.c_ubyte * len(segment)).from_buffer_copy(bytes(segment))
-            _ok(hip, hip.hipModuleLaunchKernel(function, *launch.grid, *launch.block, sharedMemBytes=launch.lds_bytes,
-                                               stream=None, kernelParams=None, extra=(blob,)),
-                "hipModuleLaunchKernel")
+
+            def run_once():
+                _ok(hip, hip.hipModuleLaunchKernel(function, *launch.grid, *launch.block,
+                                                   sharedMemBytes=launch.lds_bytes, stream=None, kernelParams=None,
+                                                   extra=(blob,)), "hipModuleLaunchKernel")
+
+            run_once()
             _ok(hip, hip.hipDeviceSynchronize(), "hipDeviceSynchronize")
+            seconds = _timed_launches(hip, run_once, timed) if timed > 0 else None
             for host, ptr in copies:
                 out = np.empty_like(np.ascontiguousarray(host))
                 _ok(hip, hip.hipMemcpy(out, ptr, out.nbytes, hip.hipMemcpyKind.hipMemcpyDeviceToHost),
@@ -127,3 +134,21 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
                 hip.hipFree(ptr)
     except RuntimeError as exc:
         raise HipError(f"the ROCm runtime is not available ({runtime_text(exc)})") from None
+    return seconds
+
+
+def _timed_launches(hip, run_once, count: int) -> float:
+    """Mean seconds of `count` launches on the null stream, between two recorded hip events."""
+    start = _ok(hip, hip.hipEventCreate(), "hipEventCreate")
+    stop = _ok(hip, hip.hipEventCreate(), "hipEventCreate")
+    try:
+        _ok(hip, hip.hipEventRecord(start, None), "hipEventRecord")
+        for _ in range(count):
+            run_once()
+        _ok(hip, hip.hipEventRecord(stop, None), "hipEventRecord")
+        _ok(hip, hip.hipEventSynchronize(stop), "hipEventSynchronize")
+        ms = _ok(hip, hip.hipEventElapsedTime(start, stop), "hipEventElapsedTime")
+    finally:
+        hip.hipEventDestroy(start)
+        hip.hipEventDestroy(stop)
+    return float(ms) * 1e-3 / count

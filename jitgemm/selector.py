@@ -24,6 +24,7 @@ from jitgemm.isa.spec_cache import cache_root
 
 from .contract import Contract
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
+from .tuning_db import Row, TuningDB
 
 
 class SelectionError(ValueError):
@@ -36,7 +37,8 @@ class Verdict:
     legal: bool
     reason: str
     score: float | None = None      # predicted or measured TFLOP/s; higher is better
-    basis: str = ""                 # "tuning" or "model"
+    basis: str = ""                 # "tuning" (measured), "sweep" (the database's static model) or "model"
+    row: Row | None = None          # the tuning-database row that decided the score
 
 
 def _json_load(path: Path) -> dict:
@@ -51,31 +53,6 @@ def _json_load(path: Path) -> dict:
 
 def _json_store(path: Path, data: dict) -> None:
     write_sealed(path, json.dumps(data, indent=1, sort_keys=True).encode())
-
-
-class TuningDB:
-    """Measured seconds per (target, problem class, kernel key), in `~/.cache/jitgemm/tuning/<target>.json`."""
-
-    def __init__(self, folder: Path | None = None) -> None:
-        self.folder = folder or cache_root() / "tuning"
-
-    def _path(self, target: str) -> Path:
-        return self.folder / f"{isa.targets.base_target(target)}.json"
-
-    @staticmethod
-    def problem_key(problem: GemmProblem) -> str:
-        return format_problem(problem)
-
-    def lookup(self, target: str, problem: GemmProblem, kernel_key: str) -> float | None:
-        entry = _json_load(self._path(target)).get(self.problem_key(problem), {})
-        value = entry.get(kernel_key) if isinstance(entry, dict) else None
-        return float(value) if isinstance(value, (int, float)) and value > 0 else None
-
-    def record(self, target: str, problem: GemmProblem, kernel_key: str, seconds: float) -> None:
-        path = self._path(target)
-        data = _json_load(path)
-        data.setdefault(self.problem_key(problem), {})[kernel_key] = float(seconds)
-        _json_store(path, data)
 
 
 class Quarantine:
@@ -131,12 +108,17 @@ def spills(candidate: Candidate) -> bool:
     return int(candidate.contract.data.get("tile", {}).get("scratch", 0) or 0) > 0
 
 
+# where a legal candidate's score came from, best evidence first: a measured row of the tuning database, a
+# sweep's modelled row, the built-in cost model
+_BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
+
+
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; measured (tuning database) before modelled; then the score; then a stable
-    identity, so the choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then a stable identity, so the
+    choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), verdict.basis != "tuning", -(verdict.score or 0.0), c.supplier, c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), c.supplier, c.label, c.key)
 
 
 class Selector:
@@ -200,14 +182,20 @@ class Selector:
                 if not ok:
                     verdicts.append(Verdict(cand, False, why))
                     continue
-                measured = self.tuning.lookup(self.target, problem, cand.key)
-                if measured is not None:
-                    flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
-                    verdicts.append(Verdict(cand, True, "", flops / measured / 1e12, "tuning"))
-                else:
-                    verdicts.append(Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model"))
+                verdicts.append(self._ranked(cand, problem))
         legal = sorted((v for v in verdicts if v.legal), key=rank_key)
         return legal + [v for v in verdicts if not v.legal]
+
+    def _ranked(self, cand: Candidate, problem: GemmProblem) -> Verdict:
+        """Ranking hook: the tuning database's deciding row when it has one for this kernel and problem
+        (`TuningDB.deciding_row`), else the built-in cost model."""
+        row = self.tuning.deciding_row(self.target, problem, cand.key, cand.contract.data)
+        if row is not None and row.metric == "seconds":
+            flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
+            return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
+        if row is not None:
+            return Verdict(cand, True, "", row.value, "sweep", row)
+        return Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model")
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)
@@ -227,7 +215,8 @@ class Selector:
             rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
                          "kept" if v.legal else "rejected",
                          f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
-                         v.reason or ("selected" if v.legal and rank == 1 else "")))
+                         v.reason or ("selected" if v.legal and rank == 1 else "")
+                         + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
         out = [f"problem: {format_problem(problem)}  target: {self.target}"]
         for r in rows:
@@ -242,11 +231,14 @@ _registry_lock = threading.Lock()
 
 def default_suppliers() -> list[Supplier]:
     """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
-    (when llvmlite is installed) and whatever `register_supplier` added (prebuilt folders, Triton)."""
+    (when llvmlite is installed), the tuning database's variants, and whatever `register_supplier` added
+    (prebuilt folders, Triton)."""
     global _suppliers
     with _registry_lock:
         if _suppliers is None:
-            _suppliers = [DirectAsmSupplier(), LlvmSupplier()]
+            from .tuned_supplier import TunedSupplier
+
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB())]
         return _suppliers
 
 

@@ -20,8 +20,12 @@ def _folder(text: str, option: str) -> Path:
 def _selector(args: argparse.Namespace):
     from jitgemm.selector import Selector, default_suppliers
     from jitgemm.suppliers import PrebuiltSupplier, TritonSupplier
+    from jitgemm.tuned_supplier import TunedSupplier
+    from jitgemm.tuning_db import TuningDB
 
-    suppliers = list(default_suppliers())      # what matmul's selectors offer, plus this command's options
+    db = TuningDB(args.db) if args.db else TuningDB()
+    # what matmul's selectors offer (the tuned variants read from this command's database), plus its options
+    suppliers = [s for s in default_suppliers() if not isinstance(s, TunedSupplier)] + [TunedSupplier(db)]
     prebuilt = []
     for folder in args.prebuilt or ():
         sup = PrebuiltSupplier(_folder(folder, "--prebuilt"), name=f"prebuilt:{folder}")
@@ -31,7 +35,7 @@ def _selector(args: argparse.Namespace):
         if not TritonSupplier.available():
             raise CliError("--triton: Triton is not installed (pip install triton)")
         suppliers.append(TritonSupplier())
-    return Selector(suppliers, target=args.arch), prebuilt
+    return Selector(suppliers, target=args.arch, tuning=db), prebuilt
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
@@ -85,27 +89,52 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     dummy = GemmProblem.make(1, 1, 1, "fp32")
-    candidates = list(sup.candidates(dummy, args.arch))
-    with progress.task(f"qualifying {len(candidates)} kernel(s) in the emulator", total=len(candidates)) as advance:
-        for cand in candidates:
-            result = qualify_candidate(cand, cases=args.cases, seed=args.seed, quarantine=quarantine)
-            advance(1)
-            verdicts.append({"label": cand.label, "kernel": cand.contract.kernel,
-                             "verdict": "quarantined" if result.failure else "ok", "cases": result.cases,
-                             "failure": result.failure})
-            if as_json:
-                failed += bool(result.failure)
-            elif result.failure:
-                failed += 1
-                print(f"QUARANTINED {cand.label}: {result.failure}")
-            else:
-                print(f"ok          {cand.label}: {result.cases} random legal problems match numpy")
+    cands = list(sup.candidates(dummy, args.arch))
+    if args.ray:
+        from jitgemm.sweep import SweepError, ray_map
+
+        jobs = [(args.dir, i, args.arch, args.cases, args.seed) for i in range(len(cands))]
+        try:
+            outcomes = dict(ray_map(_qualify_task, jobs, args.ray, args.workers))
+        except SweepError as exc:
+            raise CliError(str(exc)) from None
+    else:
+        outcomes = {}
+        with progress.task(f"qualifying {len(cands)} kernel(s) in the emulator", total=len(cands)) as advance:
+            for i, cand in enumerate(cands):
+                result = qualify_candidate(cand, cases=args.cases, seed=args.seed)
+                outcomes[i] = (result.failure, result.cases)
+                advance(1)
+    for i, cand in enumerate(cands):
+        failure, cases = outcomes[i]
+        verdicts.append({"label": cand.label, "kernel": cand.contract.kernel,
+                         "verdict": "quarantined" if failure else "ok", "cases": cases, "failure": failure})
+        if failure:
+            quarantine.add(cand.key, failure)
+            failed += 1
+            if not as_json:
+                print(f"QUARANTINED {cand.label}: {failure}")
+        elif not as_json:
+            print(f"ok          {cand.label}: {cases} random legal problems match numpy")
     if as_json:
         from jitgemm.commands.json_output import emit
 
         emit({"command": "qualify", "ok": not failed and not sup.errors, "dir": str(args.dir),
               "refused": [{"severity": "error", "message": e} for e in sup.errors], "kernels": verdicts})
     return 1 if failed else 0
+
+
+def _qualify_task(job: tuple) -> tuple[str | None, int]:
+    """One kernel of a prebuilt folder qualified in a Ray worker (the folder is read there: code objects
+    travel as paths, not bytes)."""
+    from jitgemm.codegen.gemm_ir import GemmProblem
+    from jitgemm.qualify import qualify_candidate
+    from jitgemm.suppliers import PrebuiltSupplier
+
+    folder, index, arch, cases, seed = job
+    cand = PrebuiltSupplier(folder).candidates(GemmProblem.make(1, 1, 1, "fp32"), arch)[index]
+    result = qualify_candidate(cand, cases=cases, seed=seed)
+    return result.failure, result.cases
 
 
 def register(sub) -> None:
@@ -126,6 +155,7 @@ def register(sub) -> None:
     p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts")
     p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels")
     p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
+    p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
     p.set_defaults(func=_cmd_select)
 
     q = sub.add_parser("qualify", help="run every kernel in DIR in the emulator on legal random problems")
@@ -136,4 +166,6 @@ def register(sub) -> None:
     q.add_argument("--seed", type=int, default=0, help="seed of the problems and inputs (default 0)")
     q.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     q.add_argument("--json", action="store_true", help="print per-kernel verdicts and refusals as JSON")
+    q.add_argument("--ray", metavar="ADDRESS", help="qualify on a Ray cluster ('local' starts one here)")
+    q.add_argument("--workers", type=positive_int, default=2, help="Ray CPUs with --ray local (default 2)")
     q.set_defaults(func=_cmd_qualify)

@@ -1,0 +1,176 @@
+"""`jitgemm sweep` (research kernel variants), `jitgemm tune` (time the selector's candidates on a GPU) and
+`jitgemm tuning` (the tuning database: show, import, export). Every command that reads or writes the
+database takes `--db PATH` (default `$JITGEMM_TUNING_DB`, else `~/.cache/jitgemm/tuning.db`)."""
+
+from __future__ import annotations
+
+import argparse
+import itertools
+import sys
+
+from jitgemm.cli import CliError
+
+
+def _sizes(text: str, name: str) -> list[int]:
+    try:
+        values = [int(x) for x in str(text).split(",") if x.strip()]
+    except ValueError:
+        raise CliError(f"--{name} {text!r}: expected an integer or a comma-separated list such as 1024,4096") from None
+    if not values or any(v < 1 for v in values):
+        raise CliError(f"--{name} {text!r}: sizes must be positive integers")
+    return values
+
+
+def _waves(text: str) -> list[tuple[int, int]]:
+    try:
+        out = [tuple(int(x) for x in w.lower().split("x")) for w in text.split(",") if w.strip()]
+    except ValueError:
+        out = []
+    if not out or any(len(w) != 2 or min(w) < 1 for w in out):
+        raise CliError(f"--waves {text!r}: expected WMxWN pairs such as 1x1,2x2,4x1")
+    return out  # type: ignore[return-value]
+
+
+def _problems(args: argparse.Namespace) -> list:
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.codegen.gemm_text import parse_dtype_list
+
+    try:
+        da, db = parse_dtype_list(args.dtype)
+        return [GemmProblem.make(m, n, k, da, db, args.out_dtype, layout=args.layout, batch=args.batch)
+                for m, n, k in itertools.product(_sizes(args.m, "m"), _sizes(args.n, "n"), _sizes(args.k, "k"))]
+    except (IRError, ValueError) as exc:
+        raise CliError(str(exc)) from None
+
+
+def _db(args: argparse.Namespace):
+    from jitgemm.tuning_db import TuningDB
+
+    return TuningDB(args.db) if args.db else TuningDB()
+
+
+def _cmd_sweep(args: argparse.Namespace) -> int:
+    from rich.console import Console
+
+    from jitgemm.sweep import TILES, WAVES, SweepError, results_json, sweep
+
+    problems = _problems(args)
+    tiles = _sizes(args.tiles, "tiles") if args.tiles else TILES
+    waves = _waves(args.waves) if args.waves else WAVES
+    try:
+        report = sweep(problems, arch=args.arch, generators=args.generator or ("asm",), search=args.search,
+                       limit=args.limit, seed=args.seed, workers=args.workers, ray=args.ray, db=_db(args),
+                       emulate=not args.no_emulate, progress=not args.quiet, tiles=tiles, waves=waves)
+    except SweepError as exc:
+        raise CliError(str(exc)) from None
+    console = Console(width=200) if sys.stdout.isatty() else Console(width=200, force_terminal=False)
+    console.print(report.table(args.top))
+    best = report.best
+    if best is not None:
+        console.print(f"best: #{best.index} {best.generator} {best.kernel} {best.predicted_tflops:.0f} TFLOP/s "
+                      f"predicted, {best.cycles_per_mfma:.1f} clocks/MFMA, emulator ok")
+    elif args.no_emulate:
+        console.print("no emulator check (--no-emulate): no variant is verified, none is called best")
+    console.print(f"{len(report.results)} variants in {report.seconds:.1f} s ({report.variants_per_second:.2f} "
+                  f"variants/s, {report.workers} {report.engine} worker(s)); results in {_db(args).path}")
+    if args.plot:
+        report.plot(args.plot)
+        console.print(f"plot: {args.plot}")
+    if args.json:
+        with open(args.json, "w") as f:
+            f.write(results_json(report))
+    return 0 if best is not None or args.no_emulate else 1
+
+
+def _cmd_tune(args: argparse.Namespace) -> int:
+    from jitgemm.selector import Selector
+    from jitgemm.suppliers import DirectAsmSupplier, LlvmSupplier
+    from jitgemm.tuned_supplier import TunedSupplier
+    from jitgemm.tuning import TuneError, tune
+
+    if args.backend != "hip":
+        raise CliError(f"--backend {args.backend}: only 'hip' times kernels (the emulator has no clock)")
+    db = _db(args)
+    selector = Selector([DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(db)], target=args.arch, tuning=db)
+    failed = 0
+    for problem in _problems(args):
+        try:
+            timings = tune(selector, problem, top=args.top, iterations=args.iterations)
+        except TuneError as exc:
+            raise CliError(str(exc)) from None
+        for t in timings:
+            status = f"{t.seconds * 1e6:10.2f} us" if t.error is None else f"failed: {t.error}"
+            failed += t.error is not None
+            print(f"{t.candidate.supplier}:{t.candidate.label:<40} {status}")
+    return 1 if failed else 0
+
+
+def _cmd_tuning(args: argparse.Namespace) -> int:
+    from jitgemm.tuning_db import TuningDBError
+
+    db = _db(args)
+    try:
+        if args.action == "import":
+            if not args.file:
+                raise CliError("tuning import FILE: which CSV file?")
+            print(f"{db.import_csv(args.file, target=args.target, layout=args.layout)} rows imported into {db.path}")
+        elif args.action == "export":
+            if not args.file:
+                raise CliError("tuning export FILE: where to write the CSV?")
+            print(f"{db.export_csv(args.file)} rows written to {args.file}")
+        else:
+            rows = db.rows(target=args.target)
+            print(f"{db.path}: {len(rows)} rows")
+            for r in rows[-args.last:]:
+                print(f"  {r.id:6d} {r.target} {r.kernel[:48]:<48} {r.metric:<16} {r.value:<12.6g} {r.source:<9} "
+                      f"{r.origin}")
+    except TuningDBError as exc:
+        raise CliError(str(exc)) from None
+    return 0
+
+
+def _problem_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--m", required=True, help="M (or a comma-separated list)")
+    p.add_argument("--n", required=True, help="N (or a comma-separated list)")
+    p.add_argument("--k", required=True, help="K (or a comma-separated list)")
+    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B")
+    p.add_argument("--out-dtype")
+    p.add_argument("--layout", default="NT", help="NN, NT, TN or TT")
+    p.add_argument("--arch", default="gfx942")
+    p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
+
+
+def register(sub) -> None:
+    p = sub.add_parser("sweep", help="compile, model and check many kernel variants; results into the tuning db")
+    _problem_args(p)
+    p.add_argument("--generator", action="append", choices=("asm", "llvm"), help="repeatable (default: asm)")
+    p.add_argument("--search", choices=("grid", "random"), default="grid")
+    p.add_argument("--tiles", help="macro-tile extents to try for M and N (default 32,64,128,256)")
+    p.add_argument("--waves", help="waves_m x waves_n pairs to try (default 1x1,2x1,1x2,2x2,4x1,1x4,4x2,2x4)")
+    p.add_argument("--limit", type=int, help="at most this many variants (grid: spread evenly; random: sampled)")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--workers", type=int, default=1, help="local worker processes (or Ray CPUs with --ray local)")
+    p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster ('local' starts one here)")
+    p.add_argument("--no-emulate", action="store_true", help="skip the emulator check")
+    p.add_argument("--top", type=int, default=20, help="rows of the table")
+    p.add_argument("--plot", metavar="FILE.png", help="predicted TFLOP/s by tile and the occupancy/cycles Pareto")
+    p.add_argument("--json", metavar="FILE", help="every variant's results as JSON")
+    p.add_argument("--quiet", action="store_true", help="no progress bar")
+    p.set_defaults(func=_cmd_sweep)
+
+    t = sub.add_parser("tune", help="time the selector's best candidates on the GPU (hip events) into the tuning db")
+    _problem_args(t)
+    t.add_argument("--backend", default="hip", help="hip (the only backend with a clock)")
+    t.add_argument("--top", type=int, default=8, help="how many of the best-ranked legal candidates")
+    t.add_argument("--iterations", type=int, default=20, help="timed launches per candidate (after one warm-up)")
+    t.set_defaults(func=_cmd_tune)
+
+    d = sub.add_parser("tuning", help="the tuning database: show, import CSV (ours or aiter's), export CSV")
+    d.add_argument("action", choices=("show", "import", "export"))
+    d.add_argument("file", nargs="?")
+    d.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
+    d.add_argument("--target", help="import: the GPU a foreign table was measured on; show: filter")
+    d.add_argument("--layout", default="NT", help="import of a foreign table: how its A and B are stored")
+    d.add_argument("--last", type=int, default=20, help="show: the newest N rows")
+    d.set_defaults(func=_cmd_tuning)

@@ -1,0 +1,579 @@
+"""`jitgemm.sweep`: research kernel variants at scale — a grid or random search over configs (tile, waves, MFMA,
+K depth, prefetch, LDS buffers and padding, vector widths) x generators x problems, each variant compiled,
+measured statically and checked in the emulator, the results written to the tuning database.
+
+Per variant: compile time; resources from the code object's metadata (VGPR/AGPR/SGPR, LDS, scratch, spills)
+and occupancy (waves per SIMD, from registers, LDS and the workgroup's waves); the main loop's passes per
+iteration and clocks per MFMA from the static pipeline model (`codegen.pipeline_model`); whether the kernel
+matches numpy in the emulator on a small problem (one tile, two K tiles); and predicted TFLOP/s for the
+full problem (below). Variants run in local worker processes (`workers`) or as Ray tasks (`ray`): the same
+evaluation function, results in the variant order, identical apart from the measured compile time.
+
+Predicted TFLOP/s: one wave's main-loop iteration takes C clocks of which X keep its SIMD's matrix pipe busy;
+with w waves resident per SIMD, a SIMD completes w iterations per max(C, w*X) clocks. The problem's waves are
+spread over all SIMDs (compute_units x 4) in rounds; compute time = rounds x iterations per wave x
+max(C, w*X) / clock. Memory time: when A and B fit the last-level cache (`last_level_cache_bytes`, MI300X:
+256 MB Infinity Cache), the slower of A, B and D once at the HBM bandwidth and every workgroup's tiles of A
+and B plus D at the cache's bandwidth (`last_level_cache_gbs`); otherwise the tiles' bytes at the HBM
+bandwidth. The prediction is flops / max(compute, memory). Rates from the target profile.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import itertools
+import json
+import math
+import random
+import time
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import asdict, dataclass, field, replace
+
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+
+GENERATORS = ("asm", "llvm")
+TILES = (32, 64, 128, 256)
+WAVES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
+
+
+class SweepError(IRError):
+    """A sweep that cannot start (bad problem, generator, search or worker option); the message says which."""
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One point of the search: a problem, a generator option ("asm" or "llvm") and a config."""
+
+    index: int
+    problem: GemmProblem
+    generator: str
+    config: GemmConfig
+
+
+@dataclass
+class Result:
+    """What a sweep learned about one variant (`error` set when it did not compile or failed the check)."""
+
+    index: int
+    problem: str
+    generator: str
+    config: dict
+    kernel: str = ""
+    code_sha256: str = ""
+    compile_seconds: float = 0.0
+    vgprs: int = 0
+    agprs: int = 0
+    sgprs: int = 0
+    lds_bytes: int = 0
+    scratch_bytes: int = 0
+    spills: int = 0
+    waves_per_simd: int = 0
+    loop_instructions: int = 0
+    loop_mfmas: int = 0
+    passes_per_iteration: float = 0.0
+    cycles_per_mfma: float = 0.0
+    mfma_utilisation: float = 0.0
+    bound: str = ""
+    emulator_ok: bool = False
+    emulator_problem: str = ""
+    predicted_tflops: float = 0.0
+    error: str = ""
+    contract: dict = field(default_factory=dict, repr=False)
+    loop_text: list = field(default_factory=list, repr=False)
+
+    @property
+    def tile(self) -> str:
+        c = self.config
+        return f"{c['tile_m']}x{c['tile_n']}x{c['depth_k']}"
+
+    def comparable(self) -> dict:
+        """Everything but the measured compile time (what two runs of the same sweep must agree on)."""
+        data = asdict(self)
+        data.pop("compile_seconds")
+        return data
+
+
+@dataclass
+class SweepReport:
+    problem: GemmProblem
+    target: str
+    results: list[Result]
+    seconds: float
+    workers: int
+    engine: str
+
+    @property
+    def ok(self) -> list[Result]:
+        return [r for r in self.results if not r.error and r.emulator_ok]
+
+    @property
+    def best(self) -> Result | None:
+        """The emulator-verified variant with the highest predicted TFLOP/s; ties go to the smallest kernel
+        name, the identity the selector breaks its ties on too."""
+        ok = self.ok
+        return min(ok, key=lambda r: (-r.predicted_tflops, r.kernel, r.index)) if ok else None
+
+    @property
+    def variants_per_second(self) -> float:
+        return len(self.results) / self.seconds if self.seconds else 0.0
+
+    def table(self, top: int = 20):
+        """A rich table of the best `top` variants (and the failures' count in the caption)."""
+        from rich.table import Table
+
+        t = Table(title=f"{len(self.results)} variants of {_short(self.problem)} on {self.target} "
+                        f"({self.seconds:.1f} s, {self.workers} {self.engine} worker(s))")
+        for col in ("#", "gen", "tile", "waves", "mfma", "pf", "lds buf", "pad", "vec", "VGPR", "AGPR", "SGPR",
+                    "LDS", "waves/SIMD", "clk/MFMA", "bound", "emu", "TFLOP/s"):
+            t.add_column(col, justify="right" if col not in ("gen", "mfma", "bound") else "left")
+        ranked = sorted((r for r in self.results if not r.error), key=lambda r: -r.predicted_tflops)
+        for r in ranked[:top]:
+            c = r.config
+            t.add_row(str(r.index), r.generator, r.tile, f"{c['waves_m']}x{c['waves_n']}",
+                      c["mfma"].lower().replace("v_mfma_", ""), str(c["prefetch"]), str(c["lds_buffers"]),
+                      str(c["lds_pad"]), f"{c['vec_a']}x{c['vec_b']}", str(r.vgprs), str(r.agprs), str(r.sgprs),
+                      str(r.lds_bytes), str(r.waves_per_simd), f"{r.cycles_per_mfma:.1f}", r.bound,
+                      "ok" if r.emulator_ok else "FAIL", f"{r.predicted_tflops:.0f}")
+        failed = [r for r in self.results if r.error]
+        if failed:
+            t.caption = f"{len(failed)} variant(s) failed; first: #{failed[0].index}: {failed[0].error[:100]}"
+        return t
+
+    def plot(self, path: str | None = None):
+        """Two panels: predicted TFLOP/s by macro tile, and occupancy against clocks per MFMA (the Pareto front
+        marked). Saved to `path` (PNG) when given; returns the matplotlib figure."""
+        import matplotlib
+
+        if path:
+            matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+
+        rows = [r for r in self.results if not r.error]
+        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+        tiles = sorted({f"{r.config['tile_m']}x{r.config['tile_n']}" for r in rows},
+                       key=lambda s: tuple(int(x) for x in s.split("x")))
+        for gen, marker in (("asm", "o"), ("llvm", "s")):
+            pts = [(tiles.index(f"{r.config['tile_m']}x{r.config['tile_n']}"), r.predicted_tflops,
+                    r.emulator_ok) for r in rows if r.generator == gen]
+            if pts:
+                left.scatter([p[0] for p in pts], [p[1] for p in pts], marker=marker, alpha=0.6, label=gen,
+                             c=["tab:blue" if p[2] else "tab:red" for p in pts])
+        left.set_xticks(range(len(tiles)), tiles, rotation=45)
+        left.set_xlabel("macro tile (M x N)")
+        left.set_ylabel("predicted TFLOP/s")
+        left.set_title(f"{_short(self.problem)} on {self.target}")
+        left.legend()
+        xs = [r.cycles_per_mfma for r in rows]
+        ys = [r.waves_per_simd for r in rows]
+        right.scatter(xs, ys, alpha=0.5, c=[r.predicted_tflops for r in rows], cmap="viridis")
+        front = pareto_front(rows)
+        right.plot([r.cycles_per_mfma for r in front], [r.waves_per_simd for r in front], "r-o", label="Pareto front")
+        right.set_xlabel("clocks per MFMA in the main loop (static model)")
+        right.set_ylabel("occupancy (waves per SIMD)")
+        right.set_title("occupancy vs cycles")
+        right.legend()
+        fig.tight_layout()
+        if path:
+            fig.savefig(path, dpi=100)
+            plt.close(fig)
+        return fig
+
+
+def pareto_front(rows: Sequence[Result]) -> list[Result]:
+    """Variants no other variant beats on both fewer clocks per MFMA and more waves per SIMD."""
+    front = []
+    for r in sorted(rows, key=lambda r: (r.cycles_per_mfma, -r.waves_per_simd)):
+        if not front or r.waves_per_simd > front[-1].waves_per_simd:
+            front.append(r)
+    return front
+
+
+def _short(problem: GemmProblem) -> str:
+    return f"{problem.a.name} {problem.m}x{problem.n}x{problem.k} {problem.layout}"
+
+
+# --- the search space ------------------------------------------------------------------------------------------
+def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = "asm",
+                 tiles: Sequence[int] = TILES, waves: Sequence[tuple[int, int]] = WAVES) -> list[GemmConfig]:
+    """Every config of the grid that the target and the generator accept for the problem, in a fixed order:
+    MFMA x macro tile x waves x K depth x prefetch x LDS buffers x LDS padding (none, or the fewest bank
+    conflicts) x vector widths (the widest the problem allows, and half of it)."""
+    from jitgemm import isa
+    from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, validate_config, widest_vectors
+    from jitgemm.codegen.mfma_catalog import mfmas_for
+
+    key = (problem, target, generator, tuple(tiles), tuple(waves))
+    if key in _SPACES:
+        return list(_SPACES[key])
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    accept = _acceptor(problem, spec, profile, generator)
+    out: list[GemmConfig] = []
+    seen: set[GemmConfig] = set()
+    pads: dict[GemmConfig, int | None] = {}      # the best padding does not depend on prefetch
+    for mfma in mfmas_for(spec, problem.a, problem.b):
+        depths = [mfma.k * f for f in (1, 2, 4, 8) if mfma.k * f * problem.a.bytes <= 256]
+        for tm, tn, (wm, wn), depth, prefetch, buffers in itertools.product(tiles, tiles, waves, depths, (1, 2),
+                                                                             (1, 2)):
+            if tm % (wm * mfma.m) or tn % (wn * mfma.n):
+                continue
+            base = GemmConfig(tm, tn, depth, wm, wn, mfma.name, prefetch=prefetch, lds_buffers=buffers)
+            try:
+                wide = fit_vectors(problem, widest_vectors(problem, base), spec, accept)
+            except IRError:
+                continue
+            vectors = [wide]
+            if wide.vec_a > 1 or wide.vec_b > 1:
+                vectors.append(replace(wide, vec_a=max(1, wide.vec_a // 2), vec_b=max(1, wide.vec_b // 2)))
+            for cfg in vectors:
+                pad_key = replace(cfg, prefetch=1)
+                if pad_key not in pads:
+                    try:
+                        pads[pad_key] = best_lds_pad(problem, cfg, spec, profile)
+                    except IRError:
+                        pads[pad_key] = None
+                for pad in sorted({0, pads[pad_key] or 0}):
+                    cand = replace(cfg, lds_pad=pad)
+                    if cand in seen:
+                        continue
+                    try:
+                        validate_config(problem, cand, spec, profile)
+                        accept(cand)
+                    except IRError:
+                        continue
+                    seen.add(cand)
+                    out.append(cand)
+    _SPACES[key] = tuple(out)
+    return out
+
+
+_SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
+
+
+def _acceptor(problem: GemmProblem, spec, profile, generator: str) -> Callable[[GemmConfig], object]:
+    """`accept(config)` raising IRError for a config the generator cannot lower (before compiling it)."""
+    if generator == "asm":
+        from jitgemm.codegen.gemm_asm import GemmLowering
+
+        return lambda cfg: GemmLowering(problem.kernel_class(), cfg, spec, profile)
+    from jitgemm.codegen.gemm_config import resources
+    from jitgemm.codegen.llvm.ir_builder import plan_staging
+
+    def accept_llvm(cfg: GemmConfig):
+        if cfg.lds_buffers != 1:     # codegen/llvm/compile.py: the LLVM generator stages through one buffer
+            raise IRError("lds_buffers=2: the LLVM generator stages through one LDS buffer")
+        return plan_staging(problem, cfg, resources(problem, cfg, spec).mfma)
+
+    return accept_llvm
+
+
+def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators: Sequence[str] = ("asm",),
+             search: str = "grid", limit: int | None = None, seed: int = 0, tiles: Sequence[int] = TILES,
+             waves: Sequence[tuple[int, int]] = WAVES) -> list[Variant]:
+    """The variants of a sweep: the grid of every problem x generator (`config_space`), cut to `limit` —
+    the first ones (`search="grid"`, spread evenly over the grid) or a seeded random sample (`"random"`)."""
+    if search not in ("grid", "random"):
+        raise SweepError(f"search={search!r}; accepted: grid, random")
+    for g in generators:
+        if g not in GENERATORS:
+            raise SweepError(f"generator={g!r}; accepted: {', '.join(GENERATORS)}")
+    if limit is not None and limit < 1:
+        raise SweepError(f"limit={limit}; it must be at least 1")
+    points = [(p, g, c) for p in problems for g in generators for c in config_space(p, target, g, tiles, waves)]
+    if limit is not None and limit < len(points):
+        if search == "random":
+            points = random.Random(seed).sample(points, limit)
+        else:
+            step = len(points) / limit
+            points = [points[int(i * step)] for i in range(limit)]
+    return [Variant(i, p, g, c) for i, (p, g, c) in enumerate(points)]
+
+
+# --- one variant -----------------------------------------------------------------------------------------------
+def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile) -> int:
+    """Waves per SIMD the registers, LDS and workgroup shape allow. AGPRs follow the ArchVGPRs at a 4-register
+    aligned offset (AMDGPUUsage, `compute_pgm_rsrc3.ACCUM_OFFSET`); the unified file holds `vgprs` registers
+    per lane in `vgpr_granule` blocks; a CU's LDS is shared by its workgroups; a workgroup's waves spread over
+    the CU's SIMDs."""
+    granule = int(profile.get("vgpr_granule", 8) or 8)
+    total = (-(-vgprs // 4) * 4 + agprs) if agprs else vgprs
+    total = max(granule, -(-total // granule) * granule)
+    max_waves = int(profile.get("max_waves_per_simd", 8) or 8)
+    by_regs = min(max_waves, int(profile.get("vgprs", 512)) // total)
+    simds = int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
+    waves_per_wg = max(1, workgroup // int(profile.wavefront_size))
+    per_simd_per_wg = -(-waves_per_wg // simds)
+    wgs = by_regs // per_simd_per_wg
+    if lds_bytes:
+        wgs = min(wgs, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds_bytes)
+    return max(0, wgs * per_simd_per_wg if wgs else 0)
+
+
+def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma_passes: float, waves_per_simd: int,
+                   profile, clocks_per_pass: int, mfmas_per_iteration: int, mfmas_per_tile: int) -> float:
+    """Predicted TFLOP/s of the full problem (see the module docstring)."""
+    p, c = problem, config
+    clock = float(profile.get("clock_mhz")) * 1e6
+    simds = int(profile.get("compute_units")) * int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
+    tiles = math.ceil(p.m / c.tile_m) * math.ceil(p.n / c.tile_n) * p.batch
+    waves_total = tiles * c.waves_m * c.waves_n
+    k_tiles_per_iteration = max(1, mfmas_per_iteration // max(1, mfmas_per_tile))
+    iterations = math.ceil(math.ceil(p.k / c.depth_k) / k_tiles_per_iteration)
+    w = max(1, min(waves_per_simd, math.ceil(waves_total / simds)))
+    rounds = math.ceil(waves_total / (simds * w))
+    per_iteration = max(passes, w * mfma_passes) * clocks_per_pass / clock
+    compute = rounds * iterations * per_iteration
+    operands = (p.m * p.a.bytes + p.n * p.b.bytes) * p.k * p.batch
+    result = p.m * p.n * p.batch * p.d.bytes
+    tile_reads = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k
+    hbm = float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9
+    if operands <= int(profile.get("last_level_cache_bytes", 0) or 0):
+        # A and B stay in the last-level cache: read from HBM once, every tile's reads served by the cache
+        llc = float(profile.get("last_level_cache_gbs") or hbm / 1e9) * 1e9
+        memory = max((operands + result) / hbm, (tile_reads + result) / llc)
+    else:
+        memory = (tile_reads + result) / hbm
+    return 2.0 * p.m * p.n * p.k * p.batch / max(compute, memory) / 1e12
+
+
+def check_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
+    """The small problem a variant is checked on in the emulator: one macro tile of M x N and two K tiles
+    (so the main loop runs and its prefetch and LDS buffers turn over), same dtypes, layout and epilogue."""
+    p = problem
+    return GemmProblem.make(min(p.m, config.tile_m), min(p.n, config.tile_n), min(p.k, 2 * config.depth_k),
+                            p.a.name, p.b.name, p.d.name, c=p.c.name if p.c else None, layout=p.layout,
+                            alpha=p.alpha, beta=p.beta, bias=p.bias, activation=p.activation)
+
+
+def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> Result:
+    """Compile, measure and check one variant; never raises for the variant's own failures (they are the
+    result's `error`)."""
+    from jitgemm import isa
+    from jitgemm.codegen import codeobj
+    from jitgemm.codegen.gemm_config import resources
+    from jitgemm.codegen.gemm_text import format_problem
+    from jitgemm.codegen.pipeline_model import PipelineModelError, model_kernel
+
+    from .compiler import compile as jit_compile
+
+    cfg = variant.config
+    res = Result(variant.index, format_problem(variant.problem), variant.generator, _config_dict(cfg))
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    try:
+        start = time.perf_counter()
+        kernel = jit_compile(variant.problem, cfg, arch=target, generator=variant.generator, use_disk_cache=False)
+        res.compile_seconds = time.perf_counter() - start
+    except (IRError, isa.IsaError) as exc:
+        res.error = f"compile: {exc}"
+        return res
+    k = codeobj.read(kernel.code_object).kernel(kernel.name)
+    meta = k.metadata
+    res.kernel, res.code_sha256, res.contract = kernel.name, hashlib.sha256(k.code).hexdigest(), kernel.contract
+    res.agprs = int(meta.get(".agpr_count", 0))
+    res.vgprs = int(meta.get(".vgpr_count", 0)) - res.agprs if res.agprs else int(meta.get(".vgpr_count", 0))
+    res.sgprs = int(meta.get(".sgpr_count", 0))
+    res.lds_bytes = int(meta.get(".group_segment_fixed_size", 0)) + int(kernel.contract["launch"].get("lds_bytes", 0))
+    res.scratch_bytes = int(meta.get(".private_segment_fixed_size", 0))
+    res.spills = int(meta.get(".vgpr_spill_count", 0)) + int(meta.get(".sgpr_spill_count", 0))
+    res.waves_per_simd = occupancy(res.vgprs, res.agprs, res.lds_bytes, cfg.workgroup_size, profile)
+    try:
+        loop = model_kernel(k.code, spec, profile)
+    except PipelineModelError as exc:
+        res.error = f"static model: {exc}"
+        return res
+    res.loop_instructions, res.loop_mfmas = len(loop.instructions), loop.mfmas
+    res.passes_per_iteration, res.cycles_per_mfma = loop.passes_per_iteration, loop.cycles_per_mfma
+    res.mfma_utilisation, res.bound, res.loop_text = loop.mfma_utilisation, loop.bound, loop.instructions
+    mfma = resources(variant.problem, cfg, spec).mfma
+    wave_m, wave_n = cfg.wave_tile
+    per_tile = (wave_m // mfma.m) * (wave_n // mfma.n) * (cfg.depth_k // mfma.k)
+    res.predicted_tflops = predict_tflops(variant.problem, cfg, loop.passes_per_iteration, loop.mfma_passes,
+                                          max(1, res.waves_per_simd), profile, loop.clocks_per_pass, loop.mfmas,
+                                          per_tile)
+    if res.waves_per_simd == 0:
+        res.error = "occupancy: the kernel's registers or LDS do not fit one workgroup on a compute unit"
+    if emulate:
+        small = check_problem(variant.problem, cfg)
+        res.emulator_problem = format_problem(small)
+        failure = emulator_check(kernel, small)
+        res.emulator_ok = failure is None
+        if failure:
+            res.error = res.error or f"emulator: {failure}"
+    return res
+
+
+def emulator_check(kernel, problem: GemmProblem, seed: int = 0) -> str | None:
+    """Run a compiled kernel on `problem` in the emulator against the float64 numpy reference (tolerance per
+    output dtype, `reference.OUT_RTOL`); None when it matches, else what went wrong."""
+    from .api import MatmulError, launch, prepare
+    from .contract import Contract
+    from .emu import EmulatorError
+    from .reference import Mismatch, check, operands, reference
+
+    a, b, c, bias = operands(problem, seed)
+    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                   activation=problem.activation)
+    try:
+        d = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
+        check(problem, d, reference(problem, a, b, c, bias))
+    except (Mismatch, EmulatorError, MatmulError) as exc:
+        return str(exc)[:300]
+    return None
+
+
+def _config_dict(config: GemmConfig) -> dict:
+    data = asdict(config)
+    data.pop("extras", None)
+    return data
+
+
+def _evaluate_task(args: tuple) -> Result:
+    variant, target, emulate = args
+    return evaluate(variant, target, emulate)
+
+
+# --- running a sweep -------------------------------------------------------------------------------------------
+def run_variants(tasks: list[Variant], target: str = "gfx942", workers: int = 1, ray: str | None = None,
+                 emulate: bool = True, progress: bool = True) -> tuple[list[Result], str]:
+    """Evaluate variants in this process (workers=1), in `workers` local processes, or as Ray tasks on the
+    cluster at `ray` ("local" starts one here with `workers` CPUs). Results come back in the variant order."""
+    if workers < 1:
+        raise SweepError(f"workers={workers}; it must be at least 1")
+    jobs = [(v, target, emulate) for v in tasks]
+    results: list[Result | None] = [None] * len(jobs)
+    with _progress(len(jobs), progress) as advance:
+        if ray:
+            for i, r in ray_map(_evaluate_task, jobs, ray, workers):
+                results[i] = r
+                advance()
+            engine = "ray"
+        elif workers == 1:
+            for i, job in enumerate(jobs):
+                results[i] = _evaluate_task(job)
+                advance()
+            engine = "local"
+        else:
+            import concurrent.futures as cf
+            import multiprocessing
+
+            with cf.ProcessPoolExecutor(workers, mp_context=multiprocessing.get_context("fork")) as pool:
+                futures = {pool.submit(_evaluate_task, job): i for i, job in enumerate(jobs)}
+                for fut in cf.as_completed(futures):
+                    results[futures[fut]] = fut.result()
+                    advance()
+            engine = "process"
+    return [r for r in results if r is not None], engine
+
+
+def ray_map(fn: Callable, jobs: list, address: str, workers: int):
+    """(index, fn(job)) for every job, run as Ray tasks; `address` "local" starts a local Ray with `workers`
+    CPUs (Ray is the optional extra `ray`: pip install 'jitgemm[ray]')."""
+    try:
+        import ray
+    except ImportError:
+        raise SweepError("--ray needs Ray (pip install 'jitgemm[ray]')") from None
+    started = False
+    if not ray.is_initialized():
+        if address == "local":
+            ray.init(num_cpus=workers, include_dashboard=False, log_to_driver=False, configure_logging=False)
+        else:
+            ray.init(address=address, log_to_driver=False, configure_logging=False)
+        started = True
+    try:
+        remote = ray.remote(num_cpus=1)(fn)
+        refs = {remote.remote(job): i for i, job in enumerate(jobs)}
+        pending = list(refs)
+        while pending:
+            done, pending = ray.wait(pending, num_returns=1)
+            for ref in done:
+                yield refs[ref], ray.get(ref)
+    finally:
+        if started and address == "local":
+            ray.shutdown()
+
+
+class _progress:
+    """A rich progress bar (or nothing) as a context manager yielding `advance()`."""
+
+    def __init__(self, total: int, show: bool) -> None:
+        self.total, self.show, self.bar = total, show, None
+
+    def __enter__(self) -> Callable[[], None]:
+        if not self.show:
+            return lambda: None
+        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+
+        self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
+        self.bar.start()
+        task = self.bar.add_task("sweep", total=self.total)
+        return lambda: self.bar.advance(task)
+
+    def __exit__(self, *exc) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+
+
+def record(db, report: SweepReport) -> int:
+    """Write a sweep's results to the tuning database: per variant `tflops`, `cycles_per_mfma` and
+    `occupancy` (source model), `emulator_ok` (emulator) and `compile_seconds` (host); the config and the
+    contract travel with the `tflops` row. Returns the number of rows."""
+    from jitgemm import __version__
+
+    from .tuning_db import contract_identity
+
+    stamp = time.time()
+    rows = []
+    for r in report.results:
+        if not r.kernel:
+            continue
+        _, generator, _ = contract_identity(r.contract)
+        common = {"target": report.target, "problem": r.problem, "kernel": r.kernel, "generator": generator,
+                  "code_sha256": r.code_sha256, "time": stamp, "origin": f"sweep variant {r.index}",
+                  "tools": {"jitgemm": __version__, "model": "codegen.pipeline_model"}}
+        rows.append({**common, "metric": "tflops", "value": r.predicted_tflops, "source": "model",
+                     "config": r.config, "contract": r.contract})
+        rows.append({**common, "metric": "cycles_per_mfma", "value": r.cycles_per_mfma, "source": "model"})
+        rows.append({**common, "metric": "occupancy", "value": r.waves_per_simd, "source": "model"})
+        rows.append({**common, "metric": "compile_seconds", "value": r.compile_seconds, "source": "host"})
+        if r.emulator_problem:
+            rows.append({**common, "metric": "emulator_ok", "value": 1.0 if r.emulator_ok else 0.0,
+                         "source": "emulator", "origin": f"sweep variant {r.index}: {r.emulator_problem}"})
+    return db.add(rows) if rows else 0
+
+
+def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942",
+          generators: Sequence[str] = ("asm",), search: str = "grid", limit: int | None = None, seed: int = 0,
+          workers: int = 1, ray: str | None = None, db=None, emulate: bool = True, progress: bool = False,
+          tiles: Sequence[int] = TILES, waves: Sequence[tuple[int, int]] = WAVES) -> SweepReport:
+    """Search kernel variants for one problem or several (see the module docstring); results go to the tuning
+    database `db` (a `TuningDB`, a path, or None for the default database; False: not recorded). For
+    several problems the report holds every variant; `best` is over all of them. `tiles` and `waves` narrow
+    the grid (macro-tile extents, waves_m x waves_n pairs)."""
+    from .tuning_db import TuningDB
+
+    plist = [problems] if isinstance(problems, GemmProblem) else list(problems)
+    if not plist:
+        raise SweepError("no problem to sweep")
+    if workers < 1:
+        raise SweepError(f"workers={workers}; it must be at least 1")
+    from jitgemm import isa
+    from jitgemm.codegen.pipeline_model import PipelineModelError, rates
+
+    try:
+        rates(isa.load_spec(arch), isa.target_profile(arch))
+    except PipelineModelError as exc:
+        raise SweepError(f"{arch}: {exc}") from None
+    tasks = variants(plist, arch, generators, search, limit, seed, tiles, waves)
+    if not tasks:
+        raise SweepError(f"no config of the grid fits {arch} for {_short(plist[0])}")
+    start = time.perf_counter()
+    results, engine = run_variants(tasks, arch, workers, ray, emulate, progress)
+    report = SweepReport(plist[0], arch, results, time.perf_counter() - start, workers, engine)
+    if db is not False:
+        record(db if isinstance(db, TuningDB) else TuningDB(db), report)
+    return report
+
+
+def results_json(report: SweepReport) -> str:
+    """The report's results as JSON (what `jitgemm sweep --json` writes)."""
+    return json.dumps([r.comparable() | {"compile_seconds": r.compile_seconds} for r in report.results], indent=1,
+                      default=str)

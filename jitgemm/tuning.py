@@ -1,0 +1,80 @@
+"""`jitgemm tune`: time the selector's best-ranked legal candidates for a problem on the GPU with hip events and
+record each measurement in the tuning database (source `hardware`), so the selector ranks by it from then
+on. The launch is `api.launch`'s (same contract check, grid and argument packing); only the timing differs."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+
+from .suppliers import Candidate
+
+
+class TuneError(IRError):
+    """Tuning cannot run here (no GPU, no legal candidate); the message says why."""
+
+
+@dataclass
+class Timing:
+    candidate: Candidate
+    seconds: float
+    error: str | None = None
+
+
+def time_candidate(candidate: Candidate, problem: GemmProblem, iterations: int = 20,
+                   seed: int = 0) -> tuple[float, str, str]:
+    """(mean seconds per launch, kernel name, code sha256) of one candidate on random operands of `problem`
+    (hip events)."""
+    import hashlib
+
+    from jitgemm.codegen import codeobj
+
+    from .api import prepare
+    from .hip_runtime import run_hip
+    from .packing import ordered_args
+    from .reference import operands
+
+    a, b, c, bias = operands(problem, seed)
+    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                   activation=problem.activation)
+    contract = candidate.contract
+    ok, why = contract.admits(call.problem, call.align)
+    if not ok:
+        raise TuneError(f"{candidate.label}: cannot take this problem: {why}")
+    blob, name = candidate.load()
+    p = call.problem
+    seconds = run_hip(blob, name, grid=contract.grid(p.m, p.n, p.k, p.batch), block=contract.workgroup,
+                      args=ordered_args(contract, call.values), lds_bytes=contract.lds_bytes, timed=iterations)
+    sha = hashlib.sha256(codeobj.read(blob).kernel(name).code).hexdigest()
+    return float(seconds or 0.0), name, sha
+
+
+def tune(selector, problem: GemmProblem, top: int = 8, iterations: int = 20) -> list[Timing]:
+    """Time the `top` best-ranked legal candidates and record each in `selector.tuning`."""
+    from jitgemm import __version__
+
+    from .hip_runtime import HipError, hip_available
+
+    available, why = hip_available()
+    if not available:
+        raise TuneError(f"--backend hip: {why}")
+    if iterations < 1 or top < 1:
+        raise TuneError(f"top={top}, iterations={iterations}: both must be at least 1")
+    legal = [v for v in selector.evaluate(problem) if v.legal][:top]
+    if not legal:
+        raise TuneError("no legal candidate for this problem (see jitgemm select --explain)")
+    out = []
+    for verdict in legal:
+        cand = verdict.candidate
+        try:
+            seconds, name, sha = time_candidate(cand, problem, iterations)
+        except (HipError, TuneError) as exc:
+            out.append(Timing(cand, 0.0, str(exc)))
+            continue
+        selector.tuning.record(selector.target, problem, cand.key, seconds, kernel=name, code_sha256=sha,
+                               contract=cand.contract.data,
+                               tools={"jitgemm": __version__, "timer": "hipEventElapsedTime",
+                                      "iterations": iterations}, origin=f"jitgemm tune {cand.supplier}:{cand.label}")
+        out.append(Timing(cand, seconds))
+    return out

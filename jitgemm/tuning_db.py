@@ -1,0 +1,359 @@
+"""The tuning database: what the project has learned about kernels, one row per measurement or prediction.
+
+SQLite (stdlib `sqlite3`) in WAL mode, so a sweep's worker processes, a `jitgemm tune` and a notebook can write
+the same file at once (SQLite serialises writers; `busy_timeout` makes a writer wait instead of failing).
+Default file: `$JITGEMM_TUNING_DB`, else `<cache>/tuning.db` (`~/.cache/jitgemm/tuning.db`; `JITGEMM_CACHE_DIR`
+moves the cache). A row says: target, problem key (the exact problem, `format_problem`), kernel identity
+(kernel name from the contract's identity, generator + version, the code sha256), metric, value, source
+(`hardware`, `model`, `emulator`, `host`), tool versions, time, and where it came from (`origin`: a sweep, a
+CSV file and line, ...). A variant's config and contract travel with it (JSON) so the selector can offer a
+tuned kernel again (`TunedSupplier`).
+
+Metrics: `seconds` (measured run time, lower is better; what `jitgemm tune` and imported tables record),
+`tflops` (predicted or measured throughput), `cycles_per_mfma`, `emulator_ok` (1 or 0), `compile_seconds`,
+`occupancy` (waves per SIMD).
+
+The store it replaces — `<cache>/tuning/<target>.json` (problem -> kernel key -> seconds) — is migrated the
+first time a database is opened beside it; the JSON file is renamed `*.json.migrated`.
+"""
+
+from __future__ import annotations
+
+import csv
+import json
+import os
+import sqlite3
+import time
+from collections.abc import Iterable
+from dataclasses import dataclass
+from pathlib import Path
+
+from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.gemm_text import format_problem
+from jitgemm.isa.errors import IsaError
+from jitgemm.isa.spec_cache import cache_root
+from jitgemm.isa.targets import base_target
+
+SOURCES = ("hardware", "model", "emulator", "host")
+METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
+           "compile_seconds": "lower", "occupancy": "higher"}
+# Columns of `export_csv` / `import_csv` (the project's own format), in order.
+CSV_COLUMNS = ("target", "problem", "kernel", "generator", "code_sha256", "contract_key", "metric", "value",
+               "source", "tools", "time", "origin", "config", "contract")
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS results (
+    id INTEGER PRIMARY KEY AUTOINCREMENT,
+    target TEXT NOT NULL,
+    problem TEXT NOT NULL,
+    kernel TEXT NOT NULL,
+    generator TEXT NOT NULL DEFAULT '',
+    code_sha256 TEXT NOT NULL DEFAULT '',
+    contract_key TEXT NOT NULL DEFAULT '',
+    metric TEXT NOT NULL,
+    value REAL NOT NULL,
+    source TEXT NOT NULL CHECK (source IN ('hardware', 'model', 'emulator', 'host')),
+    tools TEXT NOT NULL DEFAULT '{}',
+    time REAL NOT NULL,
+    origin TEXT NOT NULL DEFAULT '',
+    config TEXT NOT NULL DEFAULT '',
+    contract TEXT NOT NULL DEFAULT ''
+);
+CREATE INDEX IF NOT EXISTS results_lookup ON results (target, problem, metric, kernel);
+CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
+"""
+SCHEMA_VERSION = "1"
+
+
+class TuningDBError(IsaError):
+    """A database or CSV file that cannot be read or written; the message names the file (and line)."""
+
+
+@dataclass(frozen=True)
+class Row:
+    """One row of the database (see the module docstring)."""
+
+    id: int
+    target: str
+    problem: str
+    kernel: str
+    generator: str
+    code_sha256: str
+    contract_key: str
+    metric: str
+    value: float
+    source: str
+    tools: str
+    time: float
+    origin: str
+    config: str
+    contract: str
+
+    def describe(self) -> str:
+        """What `explain` prints for the row that decided."""
+        where = f", {self.origin}" if self.origin else ""
+        stamp = time.strftime("%Y-%m-%d %H:%M", time.gmtime(self.time))
+        return f"db row {self.id}: {self.metric}={self.value:.6g} ({self.source}{where}, {stamp} UTC)"
+
+
+def default_path() -> Path:
+    """`$JITGEMM_TUNING_DB`, else `<cache>/tuning.db`."""
+    env = os.environ.get("JITGEMM_TUNING_DB")
+    return Path(env) if env else cache_root() / "tuning.db"
+
+
+def problem_key(problem: GemmProblem) -> str:
+    """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue)."""
+    return format_problem(problem)
+
+
+def contract_identity(contract: dict) -> tuple[str, str, str]:
+    """(kernel name, generator with version, code sha256) from a contract's `identity` section."""
+    ident = contract.get("identity", {}) if isinstance(contract, dict) else {}
+    generator = str(ident.get("generator", ""))
+    if ident.get("generator_version"):
+        generator += f"@{ident['generator_version']}"
+    return str(ident.get("kernel", "")), generator, str(ident.get("code_sha256", "") or "")
+
+
+class TuningDB:
+    """The SQLite tuning database. `path`: a `.db` file, or a folder (then `<folder>/tuning.db`, and the
+    folder's old `<target>.json` files are migrated into it)."""
+
+    def __init__(self, path: str | os.PathLike | None = None) -> None:
+        p = Path(path) if path is not None else default_path()
+        legacy = None
+        if p.is_dir() or (path is not None and p.suffix == ""):
+            legacy, p = p, p / "tuning.db"
+        elif path is None:
+            legacy = cache_root() / "tuning"
+        self.path = p
+        self._legacy = legacy
+        self._conn: sqlite3.Connection | None = None
+        self._pid = -1
+
+    # --- connection ----------------------------------------------------------------------------------------
+    def _connect(self) -> sqlite3.Connection:
+        if self._conn is not None and self._pid == os.getpid():
+            return self._conn
+        try:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
+            conn.execute("PRAGMA busy_timeout = 60000")
+            conn.execute("PRAGMA journal_mode = WAL")
+            conn.executescript(_SCHEMA)
+            conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
+        except (sqlite3.Error, OSError) as exc:
+            raise TuningDBError(f"{self.path}: cannot open the tuning database ({exc})") from None
+        self._conn, self._pid = conn, os.getpid()
+        if self._legacy is not None and self._legacy.is_dir():
+            self.migrate_json(self._legacy)
+        return conn
+
+    def close(self) -> None:
+        if self._conn is not None and self._pid == os.getpid():
+            self._conn.close()
+        self._conn = None
+
+    def __getstate__(self) -> dict:        # a database travels to worker processes as its path
+        return {"path": self.path, "_legacy": None, "_conn": None, "_pid": -1}
+
+    # --- writing -------------------------------------------------------------------------------------------
+    def add(self, rows: Iterable[dict]) -> int:
+        """Insert rows (dicts with the `CSV_COLUMNS` keys; target, problem, kernel, metric, value and source
+        required) in one transaction; returns how many."""
+        now = time.time()
+        records = []
+        for i, r in enumerate(rows):
+            required = ("target", "problem", "kernel", "metric", "value", "source")
+            missing = [k for k in required if r.get(k) in (None, "")]
+            if missing:
+                raise TuningDBError(f"row {i}: missing {', '.join(missing)}")
+            if r["source"] not in SOURCES:
+                raise TuningDBError(f"row {i}: source={r['source']!r}; accepted: {', '.join(SOURCES)}")
+            try:
+                value = float(r["value"])
+            except (TypeError, ValueError):
+                raise TuningDBError(f"row {i}: value={r['value']!r} is not a number") from None
+            tools = r.get("tools") or {}
+            records.append((base_target(str(r["target"])), str(r["problem"]), str(r["kernel"]),
+                            str(r.get("generator") or ""), str(r.get("code_sha256") or ""),
+                            str(r.get("contract_key") or ""), str(r["metric"]), value, str(r["source"]),
+                            tools if isinstance(tools, str) else json.dumps(tools, sort_keys=True),
+                            float(r.get("time") or now), str(r.get("origin") or ""),
+                            _json_text(r.get("config")), _json_text(r.get("contract"))))
+        conn = self._connect()
+        try:
+            conn.execute("BEGIN IMMEDIATE")
+            conn.executemany("INSERT INTO results (target, problem, kernel, generator, code_sha256, contract_key, "
+                             "metric, value, source, tools, time, origin, config, contract) "
+                             "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)", records)
+            conn.execute("COMMIT")
+        except sqlite3.Error as exc:
+            if conn.in_transaction:
+                conn.execute("ROLLBACK")
+            raise TuningDBError(f"{self.path}: cannot write ({exc})") from None
+        return len(records)
+
+    def record(self, target: str, problem: GemmProblem, kernel_key: str, seconds: float, *, kernel: str = "",
+               code_sha256: str = "", source: str = "hardware", contract: dict | None = None,
+               tools: dict | None = None, origin: str = "") -> None:
+        """A measured run time of one kernel (`kernel_key`: the selector candidate's key; `kernel` and
+        `code_sha256`: what actually ran, when the contract was planned before the binary existed)."""
+        name, generator, sha = contract_identity(contract or {})
+        sha = code_sha256 or sha
+        self.add([{"target": target, "problem": problem_key(problem), "kernel": kernel or name or kernel_key,
+                   "generator": generator, "code_sha256": sha, "contract_key": kernel_key, "metric": "seconds",
+                   "value": seconds, "source": source, "tools": tools or {}, "origin": origin,
+                   "contract": contract or ""}])
+
+    # --- reading -------------------------------------------------------------------------------------------
+    def rows(self, target: str | None = None, problem: GemmProblem | str | None = None, metric: str | None = None,
+             source: str | None = None, kernel: str | None = None) -> list[Row]:
+        """Rows matching every given field, oldest first."""
+        where, args = [], []
+        for column, value in (("target", base_target(target) if target else None),
+                              ("problem", problem_key(problem) if isinstance(problem, GemmProblem) else problem),
+                              ("metric", metric), ("source", source), ("kernel", kernel)):
+            if value is not None:
+                where.append(f"{column} = ?")
+                args.append(value)
+        sql = "SELECT * FROM results" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        try:
+            return [Row(*r) for r in self._connect().execute(sql, args)]
+        except sqlite3.Error as exc:
+            raise TuningDBError(f"{self.path}: cannot read ({exc})") from None
+
+    def lookup(self, target: str, problem: GemmProblem, kernel_key: str) -> float | None:
+        """The fastest measured seconds of a kernel (by candidate key) for exactly this problem."""
+        best = [r.value for r in self.rows(target, problem, "seconds", "hardware") if r.contract_key == kernel_key
+                and r.value > 0]
+        return min(best) if best else None
+
+    def deciding_row(self, target: str, problem: GemmProblem, kernel_key: str, contract: dict) -> Row | None:
+        """The row that ranks a selector candidate: the best hardware-measured `seconds`, else the best
+        model-predicted `tflops` of an emulator-verified variant. A row recorded for a selector candidate
+        (`jitgemm tune`) matches by the candidate's key only; any other row (a sweep's, an imported table's)
+        by the contract's kernel name when the row's code sha256 is unknown (imported tables) or equal."""
+        name, _, sha = contract_identity(contract)
+
+        def matches(r: Row) -> bool:
+            if r.contract_key:
+                return r.contract_key == kernel_key
+            return bool(name) and r.kernel == name and (not r.code_sha256 or not sha or r.code_sha256 == sha)
+
+        rows = [r for r in self.rows(target, problem) if matches(r)]
+        measured = [r for r in rows if r.metric == "seconds" and r.source == "hardware" and r.value > 0]
+        if measured:
+            return min(measured, key=lambda r: (r.value, r.id))
+        verified = {(r.kernel, r.code_sha256) for r in rows if r.metric == "emulator_ok" and r.value >= 1}
+        failed = {(r.kernel, r.code_sha256) for r in rows if r.metric == "emulator_ok" and r.value < 1}
+        modelled = [r for r in rows if r.metric == "tflops" and r.source == "model" and r.value > 0
+                    and (r.kernel, r.code_sha256) in verified - failed]
+        if modelled:
+            return max(modelled, key=lambda r: (r.value, -r.id))
+        return None
+
+    def tuned(self, target: str, problem: GemmProblem) -> list[Row]:
+        """One row per tuned kernel of the problem that carries a config (what `TunedSupplier` offers): the
+        latest `tflops` row of each emulator-verified variant."""
+        rows = self.rows(target, problem)
+        verified = {(r.kernel, r.code_sha256) for r in rows if r.metric == "emulator_ok" and r.value >= 1}
+        out: dict[tuple[str, str], Row] = {}
+        for r in rows:
+            if r.metric == "tflops" and r.config and (r.kernel, r.code_sha256) in verified:
+                out[(r.kernel, r.code_sha256)] = r
+        return list(out.values())
+
+    # --- migration and CSV ---------------------------------------------------------------------------------
+    def migrate_json(self, folder: Path) -> int:
+        """Move the old JSON store (`<folder>/<target>.json`: problem -> kernel key -> seconds) into the
+        database; each migrated file is renamed `*.json.migrated`. Returns the number of rows added."""
+        added = 0
+        for path in sorted(Path(folder).glob("*.json")):
+            try:
+                data = json.loads(path.read_text())
+            except (OSError, ValueError) as exc:
+                raise TuningDBError(f"{path}: not a JSON tuning store ({exc})") from None
+            rows = []
+            for problem, kernels in (data.items() if isinstance(data, dict) else ()):
+                for key, seconds in (kernels.items() if isinstance(kernels, dict) else ()):
+                    if isinstance(seconds, (int, float)) and seconds > 0:
+                        rows.append({"target": path.stem, "problem": problem, "kernel": key, "contract_key": key,
+                                     "metric": "seconds", "value": seconds, "source": "hardware",
+                                     "origin": f"migrated from {path.name}", "time": path.stat().st_mtime})
+            if rows:
+                added += self.add(rows)
+            path.rename(path.with_name(path.name + ".migrated"))
+        return added
+
+    def export_csv(self, path: str | os.PathLike, **filters) -> int:
+        """Write rows (filtered as `rows()`) as CSV with the `CSV_COLUMNS` header; returns the count."""
+        rows = self.rows(**filters)
+        try:
+            with open(path, "w", newline="") as f:
+                w = csv.writer(f)
+                w.writerow(CSV_COLUMNS)
+                for r in rows:
+                    w.writerow([getattr(r, c) for c in CSV_COLUMNS])
+        except OSError as exc:
+            raise TuningDBError(f"{path}: cannot write ({exc})") from None
+        return len(rows)
+
+    def import_csv(self, path: str | os.PathLike, target: str | None = None, layout: str = "NT") -> int:
+        """Rows from a CSV file: the project's own export, or another team's tuning table with M, N, K, a run
+        time in microseconds (`us`) and a `kernelName` (aiter's `*_tuned_gemm.csv`; `target` is then
+        required, `layout` says how their A and B are stored). Returns the number of rows added; a bad line
+        is an error naming the file and line."""
+        try:
+            with open(path, newline="") as f:
+                reader = csv.DictReader(f)
+                header = tuple(reader.fieldnames or ())
+                lines = list(reader)
+        except (OSError, UnicodeDecodeError, csv.Error) as exc:
+            raise TuningDBError(f"{path}: cannot read ({exc})") from None
+        if set(CSV_COLUMNS) <= set(header):
+            rows = [dict(r) for r in lines]
+            for r in rows:
+                r["time"] = float(r["time"] or 0) or None
+        elif {"M", "N", "K", "us", "kernelName"} <= set(header):
+            if not target:
+                raise TuningDBError(f"{path}: a foreign tuning table needs --target (which GPU measured it)")
+            rows = [_foreign_row(path, i + 2, r, target, layout) for i, r in enumerate(lines)]
+        else:
+            raise TuningDBError(f"{path}: unknown CSV header {','.join(header)[:120]}; accepted: this project's "
+                                f"export ({','.join(CSV_COLUMNS)}) or a table with M,N,K,us,kernelName")
+        return self.add(rows)
+
+
+_TORCH_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32", "torch.int8": "int8",
+                 "torch.float8_e4m3fnuz": "fp8", "torch.float8_e4m3fn": "fp8", "torch.int32": "int32"}
+
+
+def _foreign_row(path, line: int, r: dict, target: str, layout: str) -> dict:
+    """A row of aiter's tuning tables: `M,N,K,...,dtype,outdtype,...,us,kernelName` (microseconds)."""
+    where = f"{path}:{line}"
+    try:
+        m, n, k = int(r["M"]), int(r["N"]), int(r["K"])
+        us = float(r["us"])
+        a = _TORCH_DTYPES.get(str(r.get("dtype") or "torch.bfloat16"))
+        d = _TORCH_DTYPES.get(str(r.get("outdtype") or r.get("dtype") or "torch.bfloat16"))
+        if a is None or d is None:
+            raise ValueError(f"dtype {r.get('dtype')!r} / outdtype {r.get('outdtype')!r}; accepted: "
+                             + ", ".join(_TORCH_DTYPES))
+        problem = GemmProblem.make(m, n, k, a, d=d, layout=layout)
+    except (KeyError, ValueError, IRError) as exc:
+        raise TuningDBError(f"{where}: {exc}") from None
+    if us <= 0 or not r.get("kernelName"):
+        raise TuningDBError(f"{where}: us={r.get('us')!r} kernelName={r.get('kernelName')!r}; a positive time and a "
+                            f"kernel name are required")
+    return {"target": target, "problem": problem_key(problem), "kernel": r["kernelName"], "metric": "seconds",
+            "value": us * 1e-6, "source": "hardware", "origin": f"{Path(path).name}:{line}",
+            "tools": {"cu_num": r.get("cu_num", ""), "libtype": r.get("libtype", "")}}
+
+
+def _json_text(value) -> str:
+    if value in (None, ""):
+        return ""
+    return value if isinstance(value, str) else json.dumps(value, sort_keys=True, default=str)
+
