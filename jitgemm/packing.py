@@ -2,19 +2,16 @@
 
 A GEMM call knows its values by meaning (the A pointer, M, lda, alpha...); a kernel's contract says which
 argument has which role at which offset. `ordered_args` gives the explicit arguments in the kernel's
-metadata order (what `jitgemm.launch.pack_kernargs` and the runtimes take); `pack_segment` packs the
-explicit part of the kernarg segment from the contract alone, so a test can show both routes agree.
+metadata order (what `jitgemm.launch.pack_kernargs` and the runtimes take; tests/test_selector.py packs the
+segment from the contract alone to show both routes agree).
 """
 
 from __future__ import annotations
 
-import struct
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from typing import Any
 
 from .contract import Contract, ContractError
-
-_FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<f", ("f64", 8): "<d"}
 
 
 def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract) -> Any:
@@ -32,20 +29,3 @@ def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract
 def ordered_args(contract: Contract, values: Mapping[str, Any]) -> list[Any]:
     """Explicit argument values in offset order (the metadata's order for every compiler we know)."""
     return [_value(a, values, contract) for a in sorted(contract.args, key=lambda a: a["offset"])]
-
-
-def pack_segment(contract: Contract, values: Mapping[str, Any], pointer_of: Callable[[Any, int], int]) -> bytes:
-    """The explicit kernarg bytes laid out by the contract (hidden arguments are the runtime's)."""
-    buf = bytearray(contract.data["abi"]["kernarg_size"])
-    for index, arg in enumerate(sorted(contract.args, key=lambda a: a["offset"])):
-        value = _value(arg, values, contract)
-        off, size, kind = arg["offset"], arg["size"], arg.get("type", "i32")
-        if kind == "ptr":
-            raw = (0 if value is None else int(pointer_of(value, index))).to_bytes(size, "little")
-        elif (kind, size) in _FORMATS:
-            fmt = _FORMATS[(kind, size)]
-            raw = struct.pack(fmt, float(value) if kind.startswith("f") else int(value))
-        else:
-            raw = (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
-        buf[off:off + size] = raw
-    return bytes(buf)
