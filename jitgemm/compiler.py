@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import threading
 from collections.abc import Callable, Iterator, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
@@ -29,10 +29,16 @@ class Kernel:
     from_cache: str = "compiled"  # "compiled", "disk"
     _asm: list = field(default_factory=list, compare=False, repr=False)
     _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
+    made_for: GemmProblem | None = field(default=None, compare=False, repr=False)   # the problem compiled for
 
     @property
     def ir(self) -> str:
-        return format_ir(self.problem, self.config)
+        """The IR of the problem the kernel was asked for, with a first line saying that the kernel is
+        size-generic (the kernel class, `problem`, is what shaped the binary: `stages["ir"]`)."""
+        if self.made_for is None:
+            return format_ir(self.problem, self.config)
+        return ("# size-generic kernel: m, n, k, batch, leading dimensions, alpha and beta are runtime "
+                "arguments; made for the sizes below\n" + format_ir(self.made_for, self.config))
 
     @property
     def asm(self) -> str:
@@ -63,7 +69,7 @@ class Kernel:
                     producers[stage.name] = lambda s=stage.name, g=gen: stage_text(
                         g, s, self.problem, self.config, isa.load_spec(self.target), isa.target_profile(self.target),
                         self.name)
-        producers.setdefault("ir", lambda: self.ir)
+        producers.setdefault("ir", lambda: format_ir(self.problem, self.config))
         producers.setdefault("asm", lambda: self.asm)
         return _Stages(producers, self._stages)
 
@@ -117,6 +123,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
         kernel = _known_problem(problem, arch, gen)
         if kernel is not None:
+            kernel = replace(kernel, made_for=problem)
             with _lock:
                 _by_problem[(problem, None, arch, generator)] = kernel
             return kernel
@@ -129,6 +136,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     with _lock:
         hit = _memory.get(key_mem)
         if hit is not None:
+            hit = replace(hit, made_for=problem)       # the same binary, told which sizes it was asked for
             _by_problem[(problem, asked, arch, generator)] = hit
     if hit is not None:
         return hit
@@ -155,6 +163,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
             _by_problem.clear()
+        kernel = replace(kernel, made_for=problem)
         _by_problem[(problem, asked, arch, generator)] = kernel
     return kernel
 
