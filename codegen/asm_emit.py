@@ -10,9 +10,9 @@ barriers.
 What it knows about an instruction it asks the spec (`EmitFacts`), never the mnemonic's spelling: which
 operands it writes (the encoding's `<Operand>` output flags, in syntax order), its hazard class (functional
 group and subgroup: VALU/MFMA/VMEM; a VALU writing a 32-bit SGPR value is the readlane class) and the
-largest counts of `s_waitcnt` (the bit fields of OPR_WAITCNT). The constant bus and inline constants (the
-float-named predefined values of OPR_SRC) are the encoder's to check: one way for generated and hand-written
-code.
+largest counts of `s_waitcnt` (the bit fields of OPR_WAITCNT) and the inline integer constants (the
+integer-named predefined values of OPR_SRC). The constant bus is the encoder's to check: one way for generated
+and hand-written code.
 """
 
 from __future__ import annotations
@@ -93,6 +93,14 @@ class EmitFacts:
         if missing:
             raise ValueError(f"the spec's OPR_WAITCNT has no field {', '.join(missing)}: s_waitcnt cannot be built")
         self.max_count = {"vmcnt": (1 << fields["VM"]) - 1, "lgkmcnt": (1 << fields["LGKM"]) - 1}
+        src = spec.operand_types.get("OPR_SRC")
+        ints = set()
+        for value_name, _value, _doc in (src.raw_values if src is not None else ()):
+            try:
+                ints.add(int(value_name))
+            except ValueError:
+                continue
+        self.inline_ints = frozenset(ints)      # the integers a source operand encodes without a literal
         self._counters = functools.cache(self._counters_of)
         self._class = functools.cache(self._class_of)
         self._writes = functools.cache(self._writes_of)
@@ -266,7 +274,7 @@ class Emitter:
         cls = self.facts.hazard_class(name)
         self._cover_hazards(cls, read)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
-        inst = AsmInstruction(name, tuple(_operand(o) for o in operands), mods)
+        inst = AsmInstruction(name, tuple(_operand(o, self.facts.inline_ints) for o in operands), mods)
         self.code.append(inst)
         self._note(cls, written, read=read)
         for counter in self.facts.counters(name):
@@ -360,9 +368,9 @@ class Emitter:
         self.code.append(inst)
 
 
-def _operand(o):
+def _operand(o, inline_ints: frozenset[int]):
     if isinstance(o, bool):
         raise TypeError("boolean operand")
-    if isinstance(o, (int, float)):
-        return Imm(o, hex=isinstance(o, int) and (o > 64 or o < -16))
+    if isinstance(o, (int, float)):     # LLVM prints integers beyond the inline constants in hex
+        return Imm(o, hex=isinstance(o, int) and o not in inline_ints)
     return o

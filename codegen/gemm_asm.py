@@ -90,9 +90,9 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         return cache[value]
 
     def k(self, value: int):
-        """An integer operand for a VOP3 instruction: inline constants as they are, anything else in an SGPR
-        (gfx9 VOP3 encodings take no literal)."""
-        if -16 <= value <= 64:
+        """An integer operand for a VOP3 instruction: inline constants (the spec's) as they are, anything else in
+        an SGPR (gfx9 VOP3 encodings take no literal)."""
+        if value in self.e.facts.inline_ints:
             return value
         cache = self.__dict__.setdefault("_kregs", {})
         if value not in cache:

@@ -1,8 +1,6 @@
-"""Checking a tiling config against a problem, the target's limits and the spec's MFMAs, and choosing a
-sensible default. The resource model here is the direct generator's (codegen/gemm_asm.py): accumulators live
-in AGPRs; A/B fragments, global-load staging and addresses in VGPRs; A and B tiles in LDS with K contiguous
-(+ padding), one or two buffers. `resources()` is an upper bound of what the lowering allocates
-(tests/test_gemm_config.py checks it against the lowering for a sweep of configs).
+"""Choosing a config: the default for a problem (tile, waves, MFMA, vectors, LDS padding) within the target's
+register, AGPR and LDS budgets, and the scalar-load fallback that fits them; each candidate is checked by the
+plan (codegen/gemm_plan.py: `validate_config`), and a generator's own limits by its `accept`.
 
 LDS bank model (used to choose `lds_pad`): gfx942's LDS has 32 banks of 4 bytes and serves 128 bytes per
 clock; a wave's access is split into phases of 128 / width lanes (8 lanes for 16-byte accesses, 16 for

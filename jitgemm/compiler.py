@@ -29,16 +29,16 @@ class Kernel:
     from_cache: str = "compiled"  # "compiled", "disk"
     _asm: list = field(default_factory=list, compare=False, repr=False)
     _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
-    made_for: GemmProblem | None = field(default=None, compare=False, repr=False)   # the problem compile() was given
+    made_for: GemmProblem | None = field(default=None, compare=False, repr=False)   # the problem compiled for
 
     @property
     def ir(self) -> str:
-        """The kernel's IR with the sizes of the problem it was compiled for, and a line saying it is size-generic
-        (m, n, k, batch and leading dimensions are launch arguments; one kernel serves the whole class)."""
-        generic = "# size-generic: m, n, k, batch and leading dimensions are launch arguments"
+        """The IR of the problem the kernel was asked for, with a first line saying that the kernel is
+        size-generic (the kernel class, `problem`, is what shaped the binary: `stages["ir"]`)."""
         if self.made_for is None:
-            return f"{generic}\n{format_ir(self.problem, self.config)}"
-        return f"{generic}; made for the sizes below\n{format_ir(self.made_for, self.config)}"
+            return format_ir(self.problem, self.config)
+        return ("# size-generic kernel: m, n, k, batch, leading dimensions, alpha and beta are runtime "
+                "arguments; made for the sizes below\n" + format_ir(self.made_for, self.config))
 
     @property
     def asm(self) -> str:
@@ -69,7 +69,7 @@ class Kernel:
                     producers[stage.name] = lambda s=stage.name, g=gen: stage_text(
                         g, s, self.problem, self.config, isa.load_spec(self.target), isa.target_profile(self.target),
                         self.name)
-        producers.setdefault("ir", lambda: self.ir)
+        producers.setdefault("ir", lambda: format_ir(self.problem, self.config))
         producers.setdefault("asm", lambda: self.asm)
         return _Stages(producers, self._stages)
 
@@ -136,7 +136,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     with _lock:
         hit = _memory.get(key_mem)
         if hit is not None:
-            hit = replace(hit, made_for=problem)
+            hit = replace(hit, made_for=problem)       # the same binary, told which sizes it was asked for
             _by_problem[(problem, asked, arch, generator)] = hit
     if hit is not None:
         return hit
@@ -161,9 +161,9 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         kernel_cache.store_choice(_problem_key(problem, arch, gen, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
-        kernel = replace(kernel, made_for=problem)
         if len(_by_problem) > 4096:
             _by_problem.clear()
+        kernel = replace(kernel, made_for=problem)
         _by_problem[(problem, asked, arch, generator)] = kernel
     return kernel
 

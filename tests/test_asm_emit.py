@@ -122,3 +122,21 @@ def test_writes_and_classes_come_from_the_spec():
     assert facts.scalar_memory("s_load_dwordx8") and not facts.scalar_memory("ds_read_b64")
     with pytest.raises(ValueError, match="takes 3 operands, not 2"):
         emitter().emit("v_add_u32", v(1), v(2))
+
+
+def test_inline_integers_come_from_the_spec_and_llvm_agrees():
+    """OPR_SRC's integer-named values are the inline constants: llvm-mc-22 encodes them in 4 bytes and the
+    next integer on either side with a 32-bit literal (8 bytes)."""
+    import re
+    import subprocess
+
+    from tests.oracles import require_tool
+
+    ints = emit_facts(isa.load_spec("gfx942"), PROFILE).inline_ints
+    lo, hi = min(ints), max(ints)
+    assert ints == frozenset(range(lo, hi + 1)) and (lo, hi) == (-16, 64)
+    text = "".join(f"v_add_u32_e32 v0, {x}, v1\n" for x in (lo - 1, lo, hi, hi + 1))
+    run = subprocess.run([require_tool("llvm-mc-22"), "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-show-encoding"],
+                         input=text, capture_output=True, text=True, check=True)
+    sizes = [len(m.split(",")) for m in re.findall(r"encoding: \[([^\]]*)\]", run.stdout)]
+    assert sizes == [8, 4, 4, 8], run.stdout

@@ -15,6 +15,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from jitgemm.codegen.gemm_ir import DTYPE_PAIRS, LAYOUTS, GemmProblem
 from jitgemm.codegen.gemm_plan import validate_config
+from jitgemm.codegen.generator import generator
 
 from jitgemm import isa
 from jitgemm.reference import check, reference
@@ -24,6 +25,7 @@ from jitgemm.suppliers import Candidate, DirectAsmSupplier, LlvmSupplier
 PROFILE = isa.target_profile("gfx942")
 SPEC = isa.load_spec("gfx942")
 _PRIVATE = Path(tempfile.mkdtemp(prefix="jitgemm-every-problem-"))
+_COMPILED: dict = {}
 SELECTOR = Selector([DirectAsmSupplier(), LlvmSupplier()], target="gfx942", tuning=TuningDB(_PRIVATE / "tuning"),
                     quarantine=Quarantine(_PRIVATE / "quarantine.json"))
 
@@ -67,6 +69,13 @@ def test_selector_always_finds_a_legal_candidate_within_budget(case):
     for v in direct:        # its contract's figures are the plan's, and the plan fits the target
         plan = validate_config(problem, v.candidate.config, SPEC, PROFILE)
         assert plan.vgprs <= PROFILE.arch_vgprs and plan.agprs <= PROFILE.agprs
+    best = direct[0].candidate.config          # and the best of them really compiles within the budget
+    key = (problem.kernel_class(), best)
+    if key not in _COMPILED:
+        k = generator("asm").compile(problem, best, spec=SPEC)
+        _COMPILED[key] = (k.vgprs, k.agprs, k.lds_bytes)
+    vgprs, agprs, lds = _COMPILED[key]
+    assert vgprs <= PROFILE.arch_vgprs and agprs <= PROFILE.agprs and lds <= PROFILE.lds_bytes_per_workgroup
 
 
 @pytest.mark.parametrize("dtype", ["fp8", "int8"])

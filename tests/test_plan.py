@@ -161,3 +161,18 @@ def test_every_target_sees_the_same_suppliers(monkeypatch):
     selector_module.register_supplier(PrebuiltSupplier(REPO / "no-such-folder"))
     assert len(s950.suppliers) == 3 and s942.suppliers is s950.suppliers and not s942._chosen
     assert selector_module.default_selector("gfx942") is s942
+
+
+def test_kernel_ir_names_the_real_sizes_and_says_it_is_size_generic(cold):
+    """Issue 17: `k.ir` printed `gemm m=1 n=1 k=1` for a 4096^3 problem."""
+    from jitgemm.codegen.gemm_text import parse
+
+    import jitgemm
+
+    big = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
+    k = jitgemm.compile(big)
+    first, rest = k.ir.split("\n", 1)
+    assert first.startswith("# size-generic kernel") and "m=4096 n=4096 k=4096" in rest
+    assert parse(k.ir) == (big, k.config) and "m=1 n=1 k=1" in k.stages["ir"]
+    other = jitgemm.compile(GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT", lda=5000), k.config)
+    assert other.code_object is k.code_object and "lda=5000" in other.ir and "lda=5000" not in k.ir

@@ -6,6 +6,9 @@ code object's metadata."""
 from __future__ import annotations
 
 import copy
+import struct
+from collections.abc import Callable, Mapping
+from typing import Any
 
 import numpy as np
 import pytest
@@ -15,9 +18,29 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.contract import Contract
 from jitgemm.launch import LaunchDescription, pack_kernargs
-from jitgemm.packing import ordered_args, pack_segment
+from jitgemm.packing import _value, ordered_args
 from jitgemm.selector import Quarantine, SelectionError, Selector, TuningDB
 from jitgemm.suppliers import DirectAsmSupplier, PrebuiltSupplier
+
+_FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<f", ("f64", 8): "<d"}
+
+
+def pack_segment(contract: Contract, values: Mapping[str, Any], pointer_of: Callable[[Any, int], int]) -> bytes:
+    """The explicit kernarg bytes laid out by the contract alone (hidden arguments are the runtime's): the
+    second route that the metadata-driven packing of jitgemm.launch must agree with."""
+    buf = bytearray(contract.data["abi"]["kernarg_size"])
+    for index, arg in enumerate(sorted(contract.args, key=lambda a: a["offset"])):
+        value = _value(arg, values, contract)
+        off, size, kind = arg["offset"], arg["size"], arg.get("type", "i32")
+        if kind == "ptr":
+            raw = (0 if value is None else int(pointer_of(value, index))).to_bytes(size, "little")
+        elif (kind, size) in _FORMATS:
+            fmt = _FORMATS[(kind, size)]
+            raw = struct.pack(fmt, float(value) if kind.startswith("f") else int(value))
+        else:
+            raw = (int(value) & ((1 << (8 * size)) - 1)).to_bytes(size, "little")
+        buf[off:off + size] = raw
+    return bytes(buf)
 
 
 @pytest.fixture

@@ -20,7 +20,7 @@ scratch pair and the XNACK mask the way LLVM's getNumExtraSGPRs accounts them.
 from __future__ import annotations
 
 import struct
-from dataclasses import dataclass, field, fields, replace
+from dataclasses import dataclass, field, fields
 
 from .description import KernelDescription
 from .errors import CodeObjectError
@@ -193,9 +193,6 @@ class KernelDescriptor:
         """Every named field with its value, in layout order (for printing and comparison)."""
         return {f.name: getattr(self, f.name) for f in fields(self) if f.name not in ("unknown_bits",
                                                                                       "reserved_bytes")}
-
-    def with_entry_offset(self, offset: int) -> KernelDescriptor:
-        return replace(self, kernel_code_entry_byte_offset=offset)
 
     @property
     def accum_offset_registers(self) -> int:
