@@ -175,7 +175,6 @@ def run(args: argparse.Namespace) -> int:
         return _run_one(args, files[0])
     status = 0
     for file in files:
-        sys.stdout.write(f"\n{file}:\tfile format elf64-amdgpu\n")
         try:
             _run_one(args, file)
         except CliError as exc:
@@ -204,7 +203,7 @@ def _run_one(args: argparse.Namespace, file: str) -> int:
         result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw)
     except CliError as exc:
         raise CliError(f"{file}: {exc}") from None
-    if not args.raw and len(args.file) == 1:
+    if not args.raw:
         sys.stdout.write(f"\n{file}:\tfile format elf64-amdgpu\n")
     sys.stdout.write("\n".join(result.lines) + "\n")
     if result.unknown:
