@@ -21,6 +21,9 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# A user's Python has byte-compiled modules (pip compiles a wheel's at install; a checkout writes __pycache__ on
+# first import), and so do Triton's: do not let PYTHONDONTWRITEBYTECODE time our source compile instead.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 COLD = r"""
 import json, sys, time

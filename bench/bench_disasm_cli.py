@@ -19,6 +19,8 @@ import tempfile
 import time
 
 REPO = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+# As a user's Python: modules byte-compiled once (see bench_compile.py), not compiled from source every process.
+os.environ.pop("PYTHONDONTWRITEBYTECODE", None)
 
 
 def _children_cpu() -> float:

@@ -103,7 +103,7 @@ def test_sizes_must_be_positive(capsys, value):
 
 def test_run_that_cannot_fit_in_memory_says_what_it_needs():
     t0 = time.perf_counter()
-    out = _cli("run", "--m", "65536", "--n", "65536", "--k", "65536")
+    out = _cli("run", "--m", "1048576", "--n", "1048576", "--k", "65536")     # terabytes: no machine has them
     assert out.returncode == 2
     _one_line_error(out.stderr, "needs about", "GiB of memory", "available")
     assert time.perf_counter() - t0 < 60      # refused up front, not after allocating
@@ -138,9 +138,9 @@ def test_memory_estimate_counts_operands_copies_and_reference():
 
 def test_ctrl_c_is_one_line_and_exit_130(tmp_path):
     env = dict(os.environ, PYTHONPATH=str(REPO), JITGEMM_CACHE_DIR=str(tmp_path / "cache"))
-    proc = subprocess.Popen([sys.executable, "-m", "jitgemm", "run", "--m", "1024", "--n", "1024", "--k", "2048"],
+    proc = subprocess.Popen([sys.executable, "-m", "jitgemm", "run", "--m", "1024", "--n", "1024", "--k", "8192"],
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=REPO)
-    time.sleep(4.0)     # in the middle of the emulation
+    time.sleep(4.0)     # in the middle of the emulation (about 20 CPU seconds in all)
     assert proc.poll() is None, "finished before it could be interrupted"
     t0 = time.perf_counter()
     proc.send_signal(signal.SIGINT)
