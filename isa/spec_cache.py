@@ -16,6 +16,28 @@ from .files import atomic_write
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
+_BIG_INT = 1  # msgpack extension type: an int beyond 64 bits (128-bit encodings' masks and identifiers)
+
+
+def _widen(value):
+    """`value` with every int that msgpack cannot hold (beyond 64 bits) as an extension object."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+        return msgpack.ExtType(_BIG_INT, value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True))
+    if isinstance(value, dict):
+        return {k: _widen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_widen(v) for v in value]
+    return value
+
+
+def _ext_hook(code: int, data: bytes):
+    if code == _BIG_INT:
+        return int.from_bytes(data, "little", signed=True)
+    return msgpack.ExtType(code, data)
 
 
 def cache_root() -> Path:
@@ -39,7 +61,7 @@ def load_entry(sha256: str) -> dict | None:
     except OSError:
         return None
     try:
-        entry = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        entry = msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
     except Exception:  # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
     if not isinstance(entry, dict) or entry.get("magic") != MAGIC or entry.get("format") != DATA_FORMAT_VERSION:
@@ -53,8 +75,11 @@ def load_entry(sha256: str) -> dict | None:
 def store_entry(data: dict) -> Path | None:
     """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache."""
     path = entry_path(data["sha256"])
-    payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
-                             "data": data}, use_bin_type=True)
+    entry = {"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"], "data": data}
+    try:
+        payload = msgpack.packb(entry, use_bin_type=True)
+    except OverflowError:  # a 128-bit encoding (CDNA 4 ENC_VOP3PX2): pack its wide ints as extensions
+        payload = msgpack.packb(_widen(entry), use_bin_type=True)
     try:
         atomic_write(path, payload)
     except OSError:
