@@ -71,7 +71,7 @@ class Form:
     __slots__ = ("spec_inst", "ie", "enc", "name", "suffix", "mnemonic", "family", "size", "base_word",
                  "fixed", "cond", "cond_name", "slots", "nsrc", "mods", "codecs", "defaults", "order",
                  "rank", "decode_fields", "ds_two", "smem", "mubuf", "flat_saddr", "lds_vdata", "scratch",
-                 "sdwa_sd", "vop3p", "two_sources", "opsel_dst", "srcmods", "imm_hex", "cond_fields",
+                 "sdwa_sd", "vop3p", "scale_mfma", "two_sources", "opsel_dst", "srcmods", "imm_hex", "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus")
 
@@ -79,6 +79,12 @@ class Form:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
 
     # ---------------------------------------------------------------- encoding
+    def fixed_by_identifier(self, fname: str) -> bool:
+        """The field's bits all belong to the encoding's identifier (e.g. ABID of CDNA 4's scaled MFMA): no
+        syntax may set it."""
+        f = self.enc.fields.get(fname)
+        return f is not None and not field_mask(f) & ~self.enc.identifier_mask
+
     def _check_constant_bus(self, fields: dict, slots, ops) -> None:
         """gfx9 VALU instructions read at most `limit` distinct SGPR/special/literal values (the constant bus);
         LLVM refuses more, and the hardware result would be undefined."""
@@ -686,6 +692,9 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.scratch = "SVE" in fields and "SCRATCH" in enc.name.upper()
     form.sdwa_sd = "SD" in fields and "SDST" in fields
     form.vop3p = "NEG_HI" in fields
+    # CDNA 4 block-scaled MFMA (ENC_VOP3PX2): op_sel/op_sel_hi pick the scale bytes; LLVM's syntax for them
+    # differs from other VOP3P forms (see modifiers.py)
+    form.scale_mfma = "SCALE_SRC0" in fields and "SCALE_SRC1" in fields
     form.mix = form.vop3p and syn.is_vop3p_mix(form.name)
     form.imm_hex = "SDST" in fields and "SIMM16" in fields
 
@@ -819,7 +828,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
             defaults[fname] = value
     if "DST_SEL" in fields and form.name in syn.SDWA_NO_DST_SEL:
         defaults["DST_SEL"] = syn.SDWA_SEL["DWORD"]
-    if form.vop3p and "OP_SEL_HI" in fields and not form.mix:
+    if form.vop3p and "OP_SEL_HI" in fields and not form.mix and not form.scale_mfma:
         defaults["OP_SEL_HI"] = (1 << fields["OP_SEL_HI"].width) - 1
     if "format" in form.mods:
         defaults["DFMT"], defaults["NFMT"] = syn.BUF_FORMAT_DEFAULT

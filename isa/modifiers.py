@@ -74,6 +74,12 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
     codec = form.codecs[fname]
     n = form.nsrc
     bits = 0
+    if form.scale_mfma and name in ("op_sel", "op_sel_hi"):
+        # LLVM takes up to three entries and encodes the first two (one per scale source), no default of 1
+        if len(value) > 3:
+            raise Mismatch(f"{name}: takes up to 3 values for {form.mnemonic}, got {len(value)}")
+        fields[fname] = sum(b << i for i, b in enumerate(value[:2]))
+        return
     if name == "op_sel" and form.name in syn.OPSEL_PER_BIT and n <= len(value) <= codec.width:
         n = len(value)
     if name == "op_sel" and form.opsel_dst and len(value) == n + 1:
@@ -181,7 +187,10 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             n = form.nsrc
             if name == "op_sel" and form.name in syn.OPSEL_PER_BIT:
                 n = codecs[fname].width
-            if name == "op_sel" and form.opsel_dst:
+            if form.scale_mfma:  # LLVM prints [scale0, scale1, 0]; op_sel_hi always (its default is not all-ones)
+                if name == "op_sel_hi" or v & 3:
+                    out.append((name, (v & 1, v >> 1 & 1, 0)))
+            elif name == "op_sel" and form.opsel_dst:
                 if v:
                     w = codecs[fname].width
                     out.append((name, tuple(v >> i & 1 for i in range(n)) + (v >> (w - 1) & 1,)))
@@ -228,7 +237,7 @@ def modifier_kinds(form: Form, fields) -> dict[str, str]:
         if fname in fields:
             kinds[name] = "flag"
     for name, fname in syn.INT_FIELDS.items():
-        if fname in fields:
+        if fname in fields and not form.fixed_by_identifier(fname):
             kinds[name] = "int"
     if form.smem:
         kinds["offset"] = "smem_offset"
@@ -244,7 +253,7 @@ def modifier_kinds(form: Form, fields) -> dict[str, str]:
         kinds["op_sel"] = "list"
     if "OP_SEL_HI" in fields and "NEG_HI" in fields:
         kinds["op_sel_hi"] = "list"
-    if "NEG_HI" in fields and not form.mix:   # mix instructions write these as `-x` and `|x|`
+    if "NEG_HI" in fields and not form.mix and not form.scale_mfma:   # mix instructions: `-x` and `|x|`
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"

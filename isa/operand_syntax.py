@@ -173,8 +173,10 @@ NO_SUFFIX = frozenset({"v_nop", "v_clrexcp", "v_readfirstlane_b32", "v_accvgpr_m
 
 # VOP3 instructions whose op_sel LLVM writes with one element per OP_SEL bit (not one per source plus the
 # destination): the stochastic-rounding fp8 conversions, where LLVM counts the kept destination as a third
-# source and op_sel[2:3] pick the result byte.
-OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"})
+# source and op_sel[2:3] pick the result byte; on gfx950 also the two-source scaled fp4 packs from f16/bf16,
+# whose op_sel[2:3] pick the result byte the same way (llvm-mc-22 -mcpu=gfx950).
+OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef32_pk_fp4_f16",
+                           "v_cvt_scalef32_pk_fp4_bf16"})
 
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})

@@ -15,7 +15,8 @@ import pytest
 
 LLVM_VERSION = 22
 REPO = Path(__file__).resolve().parents[1]
-SHARED = REPO.parent / "shared"
+# ../shared beside the checkout; a worktree under <root>/wt/<name> finds <root>/shared
+SHARED = next((p / "shared" for p in (REPO.parent, REPO.parents[1]) if (p / "shared").is_dir()), REPO.parent / "shared")
 EXCERPT = SHARED / "isa-specs" / "excerpts" / "cdna3_excerpt.xml"
 
 
@@ -47,6 +48,16 @@ def require_module(name: str):
         return importlib.import_module(name)
     except ImportError as exc:
         _missing(f"Python module {name} not importable ({exc}); pip install {name}")
+
+
+CDNA4_EXCERPT = SHARED / "isa-specs" / "excerpts" / "cdna4_excerpt.xml"
+
+
+def require_cdna4_excerpt() -> Path:
+    """AMD's verbatim CDNA4 excerpt from ../shared (never copied into the repo)."""
+    if not CDNA4_EXCERPT.is_file():
+        _missing(f"AMD's CDNA4 excerpt not found at {CDNA4_EXCERPT}")
+    return CDNA4_EXCERPT
 
 
 def require_excerpt() -> Path:
