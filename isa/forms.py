@@ -39,7 +39,7 @@ class Slot:
 
     __slots__ = ("index", "fname", "codec", "table", "type_name", "nregs", "size", "elem_bits", "is_float",
                  "src", "literal", "acc", "acc_implied", "sdwa_s", "output", "kind", "hex", "signed_imm",
-                 "data_format", "container", "fast", "decoded", "mod_spots")
+                 "data_format", "container", "fast", "decoded", "mod_spots", "width_field")
 
     def __repr__(self) -> str:
         return f"<Slot {self.index} {self.fname} {self.type_name} x{self.nregs} {self.kind}>"
@@ -71,7 +71,8 @@ class Form:
     __slots__ = ("spec_inst", "ie", "enc", "name", "suffix", "mnemonic", "family", "size", "base_word",
                  "fixed", "cond", "cond_name", "slots", "nsrc", "mods", "codecs", "defaults", "order",
                  "rank", "decode_fields", "ds_two", "smem", "mubuf", "flat_saddr", "lds_vdata", "scratch",
-                 "sdwa_sd", "vop3p", "scale_mfma", "two_sources", "opsel_dst", "srcmods", "imm_hex", "cond_fields",
+                 "sdwa_sd", "vop3p", "scale_mfma", "width_slots", "two_sources", "opsel_dst", "srcmods", "imm_hex",
+                 "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus")
 
@@ -123,6 +124,9 @@ class Form:
             mod_names = ()
         if self.return_vdst is not None and self.return_flag not in mod_names:
             slots = tuple(s for s in slots if s is not self.return_vdst)
+        if self.width_slots:
+            slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
+                          if s.width_field is not None else s for s in slots)
         if len(ops) != len(slots):
             raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {self.enc.name}, got {len(ops)}",
                            rank=-1)
@@ -515,6 +519,8 @@ class Form:
             if n == 0:
                 return OFF
             return self._reg_from_fields(slot, fv, n)
+        if slot.width_field is not None:
+            return self._reg_from_fields(slot, fv, syn.f8f6f4_registers(fv[slot.width_field], slot.nregs))
         if kind == "flat_addr":
             if self.scratch:
                 if not fv.get("SVE", 0):
@@ -776,9 +782,15 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 form.return_flag = flag
                 break
     for slot in slots:
+        # f8f6f4 MFMA A/B: the register count follows the format CBSZ (A) / BLGP (B) selects
+        slot.width_field = syn.F8F6F4_WIDTH_FIELDS.get(slot.fname) \
+            if slot.data_format == syn.F8F6F4_OPERAND_FORMAT and slot.kind == "reg" else None
+        if slot.width_field not in fields:
+            slot.width_field = None
         slot.decoded = {} if (slot.kind == "reg" and slot.acc is None and not slot.acc_implied
-                              and slot.sdwa_s is None) else None
+                              and slot.sdwa_s is None and slot.width_field is None) else None
         slot.fast = _fast_values(slot)
+    form.width_slots = tuple(s for s in slots if s.width_field is not None)
     # A literal that stands in for a source field (the condition sets that field to SRC_LITERAL) is
     # optional: inline constants take the plain encoding. Otherwise the encoding always carries it.
     form.literal_optional = any(s.literal and s.table is not None and s.table.literal is not None

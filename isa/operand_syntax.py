@@ -495,3 +495,17 @@ def constant_bus_limit(architecture_name: str) -> int:
     (RDNA) on)."""
     return 2 if "RDNA" in architecture_name.upper() else 1
 
+
+
+# CDNA 4 f8f6f4 MFMAs (A/B typed FMT_NUM_PK8_B32): CBSZ (A) and BLGP (B) select the element format, and the
+# operand's register count follows: 0 fp8, 1 bf8 -> 8 dwords; 2 fp6, 3 bf6 -> 6; 4 fp4 -> 4 (CDNA 4 ISA guide,
+# matrix-core chapter; llvm-mc-22 -mcpu=gfx950 "wrong register tuple size for cbsz value 2" otherwise, and
+# llvm-objdump-22 prints a[0:3] for cbsz:4).
+F8F6F4_OPERAND_FORMAT = "FMT_NUM_PK8_B32"
+F8F6F4_WIDTH_FIELDS = {"SRC0": "CBSZ", "SRC1": "BLGP"}
+F8F6F4_REGISTERS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
+
+
+def f8f6f4_registers(code: int, default: int) -> int:
+    """Register count of an f8f6f4 MFMA A/B operand for a CBSZ/BLGP value (codes 5-7: the full width)."""
+    return F8F6F4_REGISTERS.get(code, default)

@@ -597,8 +597,8 @@ def _load_builder():
 
 def test_build_regenerates_the_committed_file(tmp_path):
     out = tmp_path / "subset.xml"
-    proc = subprocess.run([sys.executable, str(BUILD), "--arch", "gfx942", "--output", str(out)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, str(BUILD), "--arch", "gfx942", "--output", str(out)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == SUBSET.read_bytes(), "specs/amdgpu_isa_cdna3_subset.xml is stale: run build.py"
     assert SUBSET.stat().st_size < 6_500_000

@@ -34,7 +34,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one kernel argument, in order: null, TYPE:VALUE (scalar) or TYPE:SHAPE:FILL (buffer)")
     p.add_argument("--lds", type=int, default=0, metavar="BYTES", help="dynamic LDS bytes (sharedMemBytes)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N", help="scheduler step limit")
-    p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: gfx942's)")
+    p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: the --arch target's)")
+    p.add_argument("--arch", help="target id whose spec and rules to use (default: the code object's, from its "
+                                  "ELF e_flags)")
     p.set_defaults(func=_emulate)
 
 
@@ -103,7 +105,10 @@ def _emulate(args: argparse.Namespace) -> int:
     except OSError as exc:
         raise CliError(f"cannot read {args.file}: {exc.strerror}") from None
     co = read(data)
-    spec = isa.load_spec(args.spec) if args.spec else None
+    arch = args.arch or co.processor
+    spec = isa.load_spec(args.spec or arch) if (args.spec or arch) else None
+    if args.check and spec is not None:
+        print(f"{args.file}: target {arch or co.processor or '?'}, spec {spec.architecture.name} ({spec.source})")
     if args.check:
         missing = check(co, args.kernel, spec=spec)
         bad = 0

@@ -34,7 +34,7 @@ from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, registe
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
-LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
+LDS_LIMIT = 64 * 1024  # bytes of LDS a workgroup can allocate when a profile does not say (gfx942's)
 DEFAULT_MAX_STEPS = 10_000_000
 PRELOAD_ENTRY = 256
 
@@ -165,9 +165,22 @@ def program_for(kernel, spec) -> Program:
     return prog
 
 
-def _default_spec():
+def _default_spec(co=None):
+    """The spec of the code object's own target (its ELF e_flags / amdhsa.target), else gfx942's."""
     from jitgemm import isa
-    return isa.load_spec("gfx942")
+    from jitgemm.isa.targets import base_target
+
+    target = getattr(co, "processor", None) or getattr(co, "target", None)
+    if target:
+        target = base_target(str(target).rsplit("-", 1)[-1])
+    return isa.load_spec(target or "gfx942")
+
+
+def lds_limit(spec) -> int:
+    """Bytes of LDS one workgroup may allocate on the spec's target (its profile's lds_bytes_per_workgroup)."""
+    from jitgemm.isa.targets import target_of_spec, target_profile
+
+    return int(target_profile(target_of_spec(spec)).get("lds_bytes_per_workgroup", LDS_LIMIT))
 
 
 def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address: int) -> bytes:
@@ -190,7 +203,7 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
-    spec = spec if spec is not None else _default_spec()
+    spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
     return run_program(prog, k, launch, max_steps=max_steps)
 
@@ -209,10 +222,13 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         raise EmulatorError(f"kernel {k.name!r} uses scratch memory ({desc.private_segment_fixed_size} bytes per "
                             "work-item), which the emulator does not model")
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
-    if lds_size > LDS_LIMIT:
+    limit = lds_limit(prog.spec)
+    if lds_size > limit:
+        from jitgemm.isa.targets import target_of_spec
+
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
-                          f"{launch.lds_bytes} dynamic = {lds_size} exceed the {LDS_LIMIT} bytes of a gfx942 "
-                          "workgroup")
+                          f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
+                          f"{target_of_spec(prog.spec)} workgroup")
 
     # --- memory: buffers, kernarg segment, dispatch packet -------------------------------------------
     mem = GlobalMemory()
@@ -371,7 +387,7 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
 def check(code_object, kernel: str | None = None, *, spec=None) -> dict[str, list[Op]]:
     """The instructions of each kernel (or one) that the emulator cannot run, before running anything."""
     co = _load_code_object(code_object)
-    spec = spec if spec is not None else _default_spec()
+    spec = spec if spec is not None else _default_spec(co)
     kernels = [_pick_kernel(co, kernel)] if kernel is not None else list(co.kernels)
     return {k.name: program_for(k, spec).unsupported() for k in kernels}
 
