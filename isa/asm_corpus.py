@@ -255,6 +255,8 @@ def _modifier_values(form: Form, name: str, kind: str) -> list:
         return sorted({min(allowed), max(allowed)})
     if kind == "bound_ctrl":
         return [1]
+    if kind == "bitop3":
+        return [1, 10, 11, 63, 64, 0x9A, 0xFF]
     if kind == "format":
         return [0, 0x7F, ("BUF_DATA_FORMAT_32", "BUF_NUM_FORMAT_FLOAT"), ("BUF_NUM_FORMAT_SINT",),
                 ("BUF_DATA_FORMAT_16_16",)]

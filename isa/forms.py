@@ -827,6 +827,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         implicit = any(s.fname is None and not s.output for s in slots)
         if len(spots) + implicit > 1:
             form.bus = (syn.constant_bus_limit(spec.architecture.name), spots)
+    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
+        form.srcmods = {}
     for s in slots:
         spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
             else (None, None, None)
@@ -864,6 +866,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         for table in (syn.FLAG_FIELDS, syn.INT_FIELDS, syn.LIST_FIELDS, syn.SEL_FIELDS):
             if name in table and table[name] in fields:
                 needed.add(table[name])
+    if "bitop3" in form.mods:
+        needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)

@@ -154,7 +154,14 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
     fields["BOUND_CTRL"] = 1  # LLVM sets the bit for bound_ctrl:0 and bound_ctrl:1 alike
 
 
+def _m_bitop3(form: Form, name: str, value, fields: dict) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFF:
+        raise Mismatch(f"bitop3: needs a truth table 0..255 (0xff), got {value!r}")
+    fields.update(syn.bitop3_fields(value))
+
+
 MODIFIER_ENCODERS: dict[str, Callable] = {
+    "bitop3": _m_bitop3,
     "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
     "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
     "format": _m_format,
@@ -173,6 +180,10 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             v = codecs[fname].unpack_int(word)
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
+        elif kind == "bitop3":
+            v = syn.bitop3_value(fv)
+            if v:
+                out.append((name, Imm(v, hex=v > 10)))
         elif kind == "ds_offset":
             v = fv["OFFSET0"] | fv["OFFSET1"] << codecs["OFFSET0"].width
             if v:
@@ -257,7 +268,9 @@ def modifier_kinds(form: Form, fields) -> dict[str, str]:
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
-    if "OMOD" in fields:
+    if form.name in syn.BITOP3_MNEMONICS:
+        kinds["bitop3"] = "bitop3"
+    elif "OMOD" in fields:
         kinds["mul"] = "omod"
         kinds["div"] = "omod"
     has_dst = any(s.output for s in form.slots if s.kind == "reg")

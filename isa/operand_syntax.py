@@ -295,7 +295,7 @@ def counter_name(field: str) -> str:
 # Print order of modifiers, as llvm-objdump writes them.
 MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
-    "format", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "format", "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
     "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",
@@ -509,3 +509,20 @@ F8F6F4_REGISTERS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
 def f8f6f4_registers(code: int, default: int) -> int:
     """Register count of an f8f6f4 MFMA A/B operand for a CBSZ/BLGP value (codes 5-7: the full width)."""
     return F8F6F4_REGISTERS.get(code, default)
+
+
+# gfx950 v_bitop3_*: the 8-bit truth table `bitop3:N` lives in the source-modifier fields, which these
+# instructions do not use as modifiers: bits 2:0 in NEG, 5:3 in ABS, 7:6 in OMOD (llvm-mc-22 -mcpu=gfx950,
+# one bit at a time). LLVM prints it in decimal up to 10, in hex from 11 on.
+BITOP3_MNEMONICS = frozenset({"v_bitop3_b16", "v_bitop3_b32"})
+BITOP3_FIELDS = (("NEG", 0, 3), ("ABS", 3, 3), ("OMOD", 6, 2))   # (field, first truth-table bit, width)
+
+
+def bitop3_fields(value: int) -> dict[str, int]:
+    """Field values for a bitop3 truth table."""
+    return {fname: (value >> first) & ((1 << width) - 1) for fname, first, width in BITOP3_FIELDS}
+
+
+def bitop3_value(fields: dict[str, int]) -> int:
+    """The truth table the fields hold."""
+    return sum((fields.get(fname, 0) & ((1 << width) - 1)) << first for fname, first, width in BITOP3_FIELDS)

@@ -21,6 +21,7 @@ from jitgemm.isa.model import Spec
 
 from . import semantics_mem
 from .errors import EmulatorError, NoSemantics
+from . import semantics_gfx950 as gfx950
 from .mfma import MfmaShapeError, mfma, mfma_shape
 from .operands import Operands
 from .program import Decoded
@@ -52,7 +53,7 @@ class Op:
 def family(encoding: str) -> str:
     """The emulator's family of an encoding name (ENC_SOP2, VOP2_INST_LITERAL, VOP3P_MFMA, ...)."""
     e = encoding.upper()
-    if "MFMA" in e:
+    if "MFMA" in e or "VOP3PX2" in e:  # VOP3PX2: CDNA 4's block-scaled MFMA
         return "mfma"
     for key, fam in (("SOPP", "sopp"), ("SOPK", "salu"), ("SOPC", "salu"), ("SOP1", "salu"), ("SOP2", "salu"),
                      ("SMEM", "smem"), ("VOP3P", "vop3p"), ("VOPC", "valu"), ("VOP1", "valu"), ("VOP2", "valu"),
@@ -341,6 +342,8 @@ def _rhs_names(stmts: Statements) -> set[str]:
 
 def _valu(b: Builder, d: Decoded) -> RunFn:
     name = d.name
+    if name in gfx950.HANDLERS:
+        return gfx950.HANDLERS[name](b, d)
     if name in _SPECIAL_VALU:
         return _special_valu(b, d)
     stmts = _semantics(d)
@@ -675,6 +678,8 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
 
 
 def _mfma(b: Builder, d: Decoded) -> RunFn:
+    if gfx950._is_f8f6f4(d):
+        return gfx950.mfma_f8f6f4(b, d)
     pairs = d.operand_pairs()
     if len(pairs) != 4:
         raise NoSemantics("MFMA without its four operands")

@@ -54,7 +54,7 @@ def matrix_format(code: int) -> ElementFormat:
 
 def element_codes(words: np.ndarray, bits: int, count: int) -> np.ndarray:
     """Unsigned `bits`-bit codes of `count` elements packed in dwords: words[..., n] -> codes[..., count]."""
-    words = np.asarray(words, dtype=np.uint32)
+    words = np.ascontiguousarray(words, dtype=np.uint32)
     as_bytes = words.astype("<u4").view(np.uint8).reshape(*words.shape[:-1], words.shape[-1] * 4)
     bitstream = np.unpackbits(as_bytes, axis=-1, bitorder="little")
     need = bits * count
@@ -63,6 +63,20 @@ def element_codes(words: np.ndarray, bits: int, count: int) -> np.ndarray:
                          f"elements need {need}")
     chunks = bitstream[..., :need].reshape(*bitstream.shape[:-1], count, bits).astype(np.uint32)
     return (chunks << np.arange(bits, dtype=np.uint32)).sum(axis=-1, dtype=np.uint32)
+
+
+def pack_elements(codes: np.ndarray, bits: int, words: int) -> np.ndarray:
+    """Inverse of element_codes: codes[..., count] of `bits` bits packed into `words` dwords from bit 0."""
+    codes = np.asarray(codes, dtype=np.uint32)
+    bitstream = ((codes[..., None] >> np.arange(bits, dtype=np.uint32)) & 1).astype(np.uint8)
+    bitstream = bitstream.reshape(*codes.shape[:-1], codes.shape[-1] * bits)
+    pad = words * 32 - bitstream.shape[-1]
+    if pad < 0:
+        raise ValueError(f"{codes.shape[-1]} x {bits}-bit elements do not fit {words} dword(s)")
+    if pad:
+        bitstream = np.concatenate([bitstream, np.zeros((*bitstream.shape[:-1], pad), np.uint8)], axis=-1)
+    packed = np.packbits(bitstream, axis=-1, bitorder="little")
+    return np.ascontiguousarray(packed).view("<u4").astype(np.uint32)
 
 
 def decode_elements(words: np.ndarray, fmt: ElementFormat, count: int = 32) -> np.ndarray:

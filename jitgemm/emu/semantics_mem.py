@@ -23,9 +23,11 @@ from jitgemm.isa.instruction import Imm, Off, Reg
 from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
 from .operands import SHARED_APERTURE_HI
+from .semantics_gfx950 import lds_transpose, transpose_bits
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+
 
 
 def _mem_operand(b, d, kind: str):
@@ -571,6 +573,7 @@ def ds(b, d):
     if is_load and vdst is not None:
         regs = max(1, nbytes // 4)
         dst = b.ops.dst(vdst, max(32, 8 * nbytes))
+        tr_bits = transpose_bits(name)
 
         def run_read(ctx, w):
             st = ctx.st
@@ -580,6 +583,8 @@ def ds(b, d):
             offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
             out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            if tr_bits:  # gfx950 transposing read: lanes of each 16-lane row exchange elements
+                out = lds_transpose(out, tr_bits)
             value = out if regs > 1 else out[..., 0]
             if half is not None:
                 value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)

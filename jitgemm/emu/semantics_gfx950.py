@@ -1,0 +1,231 @@
+"""Emulator semantics of the CDNA 4 (gfx950) instructions that the generic statement table cannot express:
+the f8f6f4 and block-scaled MFMAs, v_bitop3 (its truth table is a modifier), the permlane swaps (two
+destinations across lanes).
+
+Lane layouts of the f8f6f4 MFMAs (CDNA 4 ISA guide, matrix-core chapter; exercised by the Triton-compiled
+gfx950 GEMMs of tests/test_emu_gfx950_kernels.py and the llvmlite-built kernels there):
+- A (M x K, K = 128 for 16x16, 64 for 32x32): lane l holds row i = l % M and 32 elements packed from bit 0 of
+  its first register (8 registers for fp8/bf8, 6 for fp6/bf6, 4 for fp4); which K they are is
+  `k_of_element`. B (K x N) the same with column n = l % N. C/D as the other MFMAs (mfma.py).
+- CBSZ selects A's format and BLGP B's (mx_formats.matrix_format); here they are not broadcast controls.
+- Scaled forms: lane l's SCALE_SRC0 register holds the E8M0 scale of K block l // M (32 elements) of row
+  l % M of A, in the byte op_sel[0] (low bit) and op_sel_hi[0] (high bit) select; B likewise with
+  op_sel[1]/op_sel_hi[1] and SCALE_SRC1. An E8M0 byte 0 is 2^-127 and 0xFF NaN (mx_formats.e8m0_values).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import TYPE_CHECKING
+
+import numpy as np
+
+from .mfma import WAVE, _d_layout
+from .mx_formats import decode_elements, e8m0_values, element_codes, matrix_format, pack_elements, scale_byte
+
+if TYPE_CHECKING:
+    from .dispatch import Builder, RunFn
+    from .program import Decoded
+
+_SHAPES = {"16X16X128": (16, 128), "32X32X64": (32, 64)}
+
+
+class NoGfx950Semantics(Exception):
+    pass
+
+
+def k_of_element(bits: int, m: int, k: int) -> np.ndarray:
+    """K index of element j (0..31) of lane l of an f8f6f4 A (or B) operand: (64, 32) int array.
+
+    8-bit formats: the lane's first 16 elements are k = g*16 + j, the next 16 are k = K/2 + g*16 + (j-16),
+    g = l // M (two halves of K, 16 consecutive per lane group in each); 4-bit: 32 consecutive, k = g*32 + j.
+    Which K a lane holds is invisible to an unscaled GEMM (A and B are permuted alike) but decides which
+    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it."""
+    lane = np.arange(WAVE)[:, None]
+    j = np.arange(32)[None, :]
+    g = lane // m
+    if bits == 8:
+        return np.where(j < 16, g * 16 + j, k // 2 + g * 16 + (j - 16))
+    return np.broadcast_to(g * 32 + j, (WAVE, 32))
+
+
+def f8f6f4_mfma(a_words: np.ndarray, b_words: np.ndarray, c: np.ndarray, m: int, k: int, cbsz: int, blgp: int,
+                a_scale: np.ndarray | None = None, b_scale: np.ndarray | None = None) -> np.ndarray:
+    """D (G, 64, regs) float32 of an f8f6f4 MFMA from A/B registers (G, 64, n) uint32 and C (G, 64, regs) f32.
+
+    `a_scale`/`b_scale`: (G, 64) float64, lane l's value scaling the 32-element K block l // M of row
+    (column) l % M (None: unscaled). Reusable by issue 15's MX GEMM reference: float64 over exactly decoded
+    elements, one rounding to f32 at the end."""
+    g = a_words.shape[0]
+    lane = np.arange(WAVE)
+    mats = []
+    for words, code, scale in ((a_words, cbsz, a_scale), (b_words, blgp, b_scale)):
+        fmt = matrix_format(code)
+        vals = decode_elements(words, fmt, 32)                       # (G, 64, 32)
+        full = np.zeros((g, m, k))
+        full[:, (lane % m)[:, None], k_of_element(fmt.bits, m, k)] = vals
+        if scale is not None:  # lane (block * M + row) holds the scale of that row's K block
+            per_block = scale.reshape(g, k // 32, m).transpose(0, 2, 1)    # (G, M, K/32)
+            full = full * np.repeat(per_block, 32, axis=2)
+        mats.append(full)
+    with np.errstate(invalid="ignore", over="ignore"):
+        prod = np.matmul(mats[0], mats[1].transpose(0, 2, 1))        # (G, M, N): A rows x B columns
+        _block, row, col = _d_layout(m, m, 1)
+        out = prod[:, row, col] + c.astype(np.float64)
+    return out.astype(np.float32)
+
+
+def _is_f8f6f4(d: Decoded) -> bool:
+    return "F8F6F4" in d.name
+
+
+def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
+    from .dispatch import NoSemantics
+
+    shape = next((v for key, v in _SHAPES.items() if f"_{key}_" in d.name), None)
+    pairs = d.operand_pairs()
+    scaled = "SCALE" in d.name
+    if shape is None or len(pairs) != (6 if scaled else 4):
+        raise NoSemantics(f"{d.name}: not an f8f6f4 MFMA shape the emulator knows ({', '.join(_SHAPES)})")
+    m, k = shape
+    (od, opd), (oa, opa), (ob, opb), (oc, opc) = pairs[:4]
+    cbsz, blgp = (int(d.modifier(x, 0) or 0) for x in ("cbsz", "blgp"))
+    try:
+        a_regs, b_regs = matrix_format(cbsz).registers(32), matrix_format(blgp).registers(32)
+    except ValueError as exc:
+        raise NoSemantics(str(exc)) from None
+    c_regs = od.size // 32
+    dst = b.ops.dst(opd, od.size)
+    a_src, b_src, c_src = b.ops.src(opa, 32 * a_regs), b.ops.src(opb, 32 * b_regs), b.ops.src(opc, oc.size)
+    sel = (0, 0)
+    scale_srcs = ()
+    if scaled:
+        op_sel = tuple(d.modifier("op_sel") or (0, 0, 0)) + (0, 0)
+        op_sel_hi = tuple(d.modifier("op_sel_hi") or (0, 0, 0)) + (0, 0)
+        sel = (int(op_sel[0]) | int(op_sel_hi[0]) << 1, int(op_sel[1]) | int(op_sel_hi[1]) << 1)
+        scale_srcs = (b.ops.src(pairs[4][1], 32), b.ops.src(pairs[5][1], 32))
+
+    def regs(src, st, w, count):
+        bits = np.asarray(src.read(st, w))
+        if src.uniform:
+            bits = np.broadcast_to(bits.astype(np.uint32).reshape(-1, 1, 1), (bits.shape[0], 64, count))
+        return np.asarray(bits, np.uint32).reshape(bits.shape[0], 64, count)
+
+    def lane_scale(src, st, w, which):
+        bits = np.asarray(src.read(st, w)).astype(np.uint32)
+        if src.uniform:
+            bits = np.broadcast_to(bits.reshape(-1, 1), (bits.shape[0], 64))
+        return e8m0_values(scale_byte(bits, sel[which]))
+
+    def run(ctx, w):
+        st = ctx.st
+        c = regs(c_src, st, w, c_regs).view(np.float32)
+        sa = lane_scale(scale_srcs[0], st, w, 0) if scaled else None
+        sb = lane_scale(scale_srcs[1], st, w, 1) if scaled else None
+        out = f8f6f4_mfma(regs(a_src, st, w, a_regs), regs(b_src, st, w, b_regs), c, m, k, cbsz, blgp, sa, sb)
+        dst.write(st, w, out.view(np.uint32))
+    return run
+
+
+def bitop3(a, b, c, table: int):
+    """Each result bit is bit (a<<2 | b<<1 | c) of the 8-bit truth table (LLVM AMDGPU, V_BITOP3: the
+    instruction selector's encoding of f(a, b, c) as a truth table, a the most significant index bit)."""
+    a, b, c = (np.asarray(x, np.uint32) for x in (a, b, c))
+    out = np.zeros(np.broadcast(a, b, c).shape, np.uint32)
+    for i in range(8):
+        if table >> i & 1:
+            out |= (a if i & 4 else ~a) & (b if i & 2 else ~b) & (c if i & 1 else ~c)
+    return out
+
+
+def v_bitop3(b: Builder, d: Decoded) -> RunFn:
+    from .dispatch import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 4:
+        raise NoSemantics("v_bitop3 without its four operands")
+    table = d.modifier("bitop3", 0)
+    table = int(getattr(table, "value", table) or 0)
+    width = 16 if d.name.endswith("_B16") else 32
+    op_sel = tuple(d.modifier("op_sel") or ()) + (0, 0, 0, 0)
+    dst = b.ops.dst(pairs[0][1], 32)
+    srcs = [b.ops.src(p[1], 32) for p in pairs[1:]]
+    mask = np.uint32((1 << width) - 1)
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        vals = []
+        for i, s in enumerate(srcs):
+            v = np.asarray(s.read(st, w)).astype(np.uint32)
+            if s.uniform:
+                v = np.broadcast_to(v.reshape(-1, 1), lanes.shape)
+            if width == 16 and op_sel[i]:
+                v = v >> np.uint32(16)
+            vals.append(v)
+        res = bitop3(*vals, table) & mask
+        if width == 16:
+            old = np.asarray(dst.read_old(st, w)).astype(np.uint32)
+            res = (old & np.uint32(0x0000FFFF)) | (res << np.uint32(16)) if op_sel[3] else \
+                (old & np.uint32(0xFFFF0000)) | res
+        dst.write(st, w, res, lanes)
+    return run
+
+
+def permlane_swap(b: Builder, d: Decoded) -> RunFn:
+    """v_permlane32_swap: VDST lanes 32-63 and SRC0 lanes 0-31 trade places; v_permlane16_swap: the odd
+    16-lane rows of VDST trade with the even rows of SRC0 (LLVM AMDGPUUsage / IntrinsicsAMDGPU.td,
+    llvm.amdgcn.permlane16.swap / permlane32.swap: "swap ... rows of the two operands")."""
+    from .dispatch import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 2:
+        raise NoSemantics("permlane swap without its two operands")
+    a_dst, b_dst = b.ops.dst(pairs[0][1], 32), b.ops.dst(pairs[1][1], 32)
+    lane = np.arange(WAVE)
+    if "PERMLANE32" in d.name:
+        a_lanes, b_lanes = lane[32:], lane[:32]
+    else:
+        row = lane // 16
+        a_lanes, b_lanes = lane[row % 2 == 1], lane[row % 2 == 0]
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        va = np.asarray(a_dst.read_old(st, w)).astype(np.uint32).copy()
+        vb = np.asarray(b_dst.read_old(st, w)).astype(np.uint32).copy()
+        na, nb = va.copy(), vb.copy()
+        na[:, a_lanes] = vb[:, b_lanes]
+        nb[:, b_lanes] = va[:, a_lanes]
+        a_dst.write(st, w, na, lanes)
+        b_dst.write(st, w, nb, lanes)
+    return run
+
+
+def transpose_bits(name: str) -> int | None:
+    """Element width of a transposing LDS read (DS_READ_B64_TR_B16 -> 16, DS_READ_B96_TR_B6 -> 6), else None."""
+    m = re.search(r"_TR_B(\d+)$", name)
+    return int(m.group(1)) if m and name.startswith("DS_READ_") else None
+
+
+def lds_transpose(words: np.ndarray, bits: int) -> np.ndarray:
+    """The registers a transposing LDS read returns, from what each lane's plain read would return
+    (words (G, 64, regs) uint32). Within each 16-lane row the 16 lanes' data form an E x 16 tile of
+    `bits`-bit elements (E elements per lane, 16/E lanes per tile row) and lane i receives column i
+    (CDNA 4 ISA guide, "LDS transpose loads"; LLVM llvm.amdgcn.ds.read.tr{4,6,8,16}.b{64,96}; exercised by
+    Triton's gfx950 bf16 / fp8 GEMMs, tests/test_emu_gfx950_kernels.py):
+    out[lane i][j] = in[lane 16*(i // 16) + j * (16 // E) + (i % 16) // E][(i % 16) % E]."""
+    g, lanes, regs = words.shape
+    count = regs * 32 // bits
+    codes = element_codes(words, bits, count)                        # (G, 64, E)
+    i = np.arange(WAVE)[:, None]
+    j = np.arange(count)[None, :]
+    row, col = i // 16, i % 16
+    src_lane = 16 * row + j * (16 // count) + col // count
+    src_elem = np.broadcast_to(col % count, src_lane.shape)
+    moved = codes[:, src_lane, src_elem]
+    return pack_elements(moved, bits, regs)
+
+
+HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
+            "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap}
