@@ -19,9 +19,9 @@ import numpy as np
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
+from . import semantics_gfx950 as gfx950
 from . import semantics_mem
 from .errors import EmulatorError, NoSemantics
-from . import semantics_gfx950 as gfx950
 from .mfma import MfmaShapeError, mfma, mfma_shape
 from .operands import Operands
 from .program import Decoded

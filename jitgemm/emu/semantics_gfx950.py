@@ -72,7 +72,7 @@ def f8f6f4_mfma(a_words: np.ndarray, b_words: np.ndarray, c: np.ndarray, m: int,
         prod = np.matmul(mats[0], mats[1].transpose(0, 2, 1))        # (G, M, N): A rows x B columns
         _block, row, col = _d_layout(m, m, 1)
         out = prod[:, row, col] + c.astype(np.float64)
-    return out.astype(np.float32)
+        return out.astype(np.float32)  # beyond the f32 range: +-inf, as the hardware's f32 accumulator
 
 
 def _is_f8f6f4(d: Decoded) -> bool:

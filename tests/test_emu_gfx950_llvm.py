@@ -1,0 +1,132 @@
+"""LLVM IR built for gfx950 (llvmlite's binding, LLVM 22's AMDGPU backend), run in the emulator, equal numpy.
+
+A second producer beside Triton (tests/test_emu_gfx950_kernels.py): the IR calls the intrinsics directly, so the
+scale byte selection (`OpSelA`/`OpSelB` -> op_sel/op_sel_hi), the format codes (cbsz/blgp) with a 4-register
+fp4 B operand, and a register scale byte 0 (2^-127, not "no scale") reach the emulator as LLVM encodes them.
+The numpy reference states the CDNA 4 matrix-core layout itself: lane l holds row (column) l % 16, K block
+l // 16; fp8 lanes hold K in two halves of 16 (k = 16g + j, 64 + 16g + j - 16), fp4 lanes 32 consecutive.
+Tolerance: float64 reference rounded once to f32 (products and 128-term sums of fp8 x fp4 times powers of two
+are exact in float64), so the results must be equal after that rounding.
+"""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+
+from tests.oracles import require_module
+
+require_module("llvmlite")
+
+IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32>, <4 x i32>, <4 x float>,
+    i32, i32, i32, i32, i32, i32)
+declare {i32, i32} @llvm.amdgcn.permlane32.swap(i32, i32, i1, i1)
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+define amdgpu_kernel void @scaled(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c,
+                                  ptr addrspace(1) %s, ptr addrspace(1) %d) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <8 x i32>, ptr addrspace(1) %a, i32 %l
+  %va = load <8 x i32>, ptr addrspace(1) %pa
+  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
+  %vb = load <4 x i32>, ptr addrspace(1) %pb
+  %pc = getelementptr <4 x float>, ptr addrspace(1) %c, i32 %l
+  %vc = load <4 x float>, ptr addrspace(1) %pc
+  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
+  %vs = load <2 x i32>, ptr addrspace(1) %ps
+  %sa = extractelement <2 x i32> %vs, i32 0
+  %sb = extractelement <2 x i32> %vs, i32 1
+  ; A fp8 e4m3 (cbsz 0), B fp4 e2m1 (blgp 4); A's scale is byte 2 of %sa, B's byte 1 of %sb
+  %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32> %va, <4 x i32> %vb,
+      <4 x float> %vc, i32 0, i32 4, i32 2, i32 %sa, i32 1, i32 %sb)
+  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
+  store <4 x float> %r, ptr addrspace(1) %pd
+  ret void
+}
+
+define amdgpu_kernel void @swap(ptr addrspace(1) %x, ptr addrspace(1) %y) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
+  %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
+  %vx = load i32, ptr addrspace(1) %px
+  %vy = load i32, ptr addrspace(1) %py
+  %r = call {i32, i32} @llvm.amdgcn.permlane32.swap(i32 %vx, i32 %vy, i1 false, i1 false)
+  %r0 = extractvalue {i32, i32} %r, 0
+  %r1 = extractvalue {i32, i32} %r, 1
+  store i32 %r0, ptr addrspace(1) %px
+  store i32 %r1, ptr addrspace(1) %py
+  ret void
+}
+"""
+
+
+@pytest.fixture(scope="module")
+def code_object():
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    asm = run_backend(IR, cpu="gfx950", output="assembly").data
+    assert "v_mfma_scale_f32_16x16x128_f8f6f4" in asm and "v_permlane32_swap_b32" in asm
+    return link(run_backend(IR, cpu="gfx950").data)
+
+
+def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
+    out = np.zeros((codes.shape[0], codes.shape[1] * bits // 32), np.uint32)
+    for j in range(codes.shape[1]):
+        bit = j * bits
+        out[:, bit // 32] |= codes[:, j].astype(np.uint32) << np.uint32(bit % 32)
+    return out
+
+
+@pytest.mark.parametrize("scale_bytes", ["random", "extremes"])
+def test_scaled_mfma_intrinsic(code_object, scale_bytes):
+    from jitgemm.emu import emulate
+
+    rng = np.random.default_rng(7)
+    a_vals = rng.standard_normal((64, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b_vals = rng.standard_normal((64, 32)).astype(ml_dtypes.float4_e2m1fn)
+    a_regs = _pack(a_vals.view(np.uint8), 8)                         # (64 lanes, 8)
+    b_regs = _pack(b_vals.view(np.uint8) & 0xF, 4)                   # (64 lanes, 4)
+    scales = rng.integers(0, 1 << 32, (64, 2), dtype=np.uint64).astype(np.uint32)
+    sa_byte = rng.integers(118, 136, 64).astype(np.uint8)
+    sb_byte = rng.integers(118, 136, 64).astype(np.uint8)
+    if scale_bytes == "extremes":
+        sa_byte[3], sb_byte[7] = 0, 0            # E8M0 0 in a register: 2^-127 (LLVM folds only constant 0s)
+    scales[:, 0] = (scales[:, 0] & ~np.uint32(0xFF << 16)) | (sa_byte.astype(np.uint32) << 16)
+    scales[:, 1] = (scales[:, 1] & ~np.uint32(0xFF << 8)) | (sb_byte.astype(np.uint32) << 8)
+    c = rng.standard_normal((64, 4)).astype(np.float32)
+    d = np.full((64, 4), np.nan, np.float32)
+    emulate(code_object, "scaled", grid=1, block=64, args=[a_regs, b_regs, c, scales, d])
+
+    lane = np.arange(64)
+    A, B = np.zeros((16, 128)), np.zeros((128, 16))
+    for l in lane:
+        g, j = l // 16, np.arange(32)
+        ka = np.where(j < 16, 16 * g + j, 64 + 16 * g + j - 16)      # fp8: two halves of K
+        kb = 32 * g + j                                              # fp4: 32 consecutive
+        A[l % 16, ka] = a_vals[l].astype(np.float64)
+        B[kb, l % 16] = b_vals[l].astype(np.float64)
+    # the scale in lane (16 * block + row) is that row's (column's) scale for K block `block` (32 elements)
+    row_k = np.arange(16)[:, None], np.arange(128)[None, :]
+    A *= np.ldexp(1.0, sa_byte[16 * (row_k[1] // 32) + row_k[0]].astype(np.int64) - 127)
+    B *= np.ldexp(1.0, sb_byte[16 * (row_k[1] // 32) + row_k[0]].astype(np.int64) - 127).T
+    ref = A @ B
+    # C/D: lane l holds column l % 16, rows 4 * (l // 16) + r
+    want = np.array([[ref[4 * (l // 16) + r, l % 16] + c[l, r] for r in range(4)] for l in lane])
+    np.testing.assert_array_equal(d, want.astype(np.float32))
+
+
+def test_permlane32_swap_intrinsic(code_object):
+    from jitgemm.emu import emulate
+
+    rng = np.random.default_rng(8)
+    x = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    y = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    x2, y2 = x.copy(), y.copy()
+    emulate(code_object, "swap", grid=1, block=64, args=[x2, y2])
+    # llvm.amdgcn.permlane32.swap: the first operand's lanes 32-63 trade with the second's lanes 0-31
+    np.testing.assert_array_equal(x2, np.concatenate([x[:32], y[:32]]))
+    np.testing.assert_array_equal(y2, np.concatenate([x[32:], y[32:]]))
