@@ -103,19 +103,19 @@ def test_scaled_mfma_intrinsic(code_object, scale_bytes):
 
     lane = np.arange(64)
     A, B = np.zeros((16, 128)), np.zeros((128, 16))
-    for l in lane:
-        g, j = l // 16, np.arange(32)
+    for ln in lane:
+        g, j = ln // 16, np.arange(32)
         ka = np.where(j < 16, 16 * g + j, 64 + 16 * g + j - 16)      # fp8: two halves of K
         kb = 32 * g + j                                              # fp4: 32 consecutive
-        A[l % 16, ka] = a_vals[l].astype(np.float64)
-        B[kb, l % 16] = b_vals[l].astype(np.float64)
+        A[ln % 16, ka] = a_vals[ln].astype(np.float64)
+        B[kb, ln % 16] = b_vals[ln].astype(np.float64)
     # the scale in lane (16 * block + row) is that row's (column's) scale for K block `block` (32 elements)
     row_k = np.arange(16)[:, None], np.arange(128)[None, :]
     A *= np.ldexp(1.0, sa_byte[16 * (row_k[1] // 32) + row_k[0]].astype(np.int64) - 127)
     B *= np.ldexp(1.0, sb_byte[16 * (row_k[1] // 32) + row_k[0]].astype(np.int64) - 127).T
     ref = A @ B
     # C/D: lane l holds column l % 16, rows 4 * (l // 16) + r
-    want = np.array([[ref[4 * (l // 16) + r, l % 16] + c[l, r] for r in range(4)] for l in lane])
+    want = np.array([[ref[4 * (ln // 16) + r, ln % 16] + c[ln, r] for r in range(4)] for ln in lane])
     np.testing.assert_array_equal(d, want.astype(np.float32))
 
 
