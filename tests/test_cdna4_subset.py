@@ -234,3 +234,14 @@ def test_gfx950_corpus_bytes_and_text_equal_llvm_mc(corpus_results, capsys):
     new = {n.upper() for n in GFX950_ONLY}
     proven_new = {i for i, _e in agreed if i in new}
     assert len(proven_new) >= 85, f"only {len(proven_new)} gfx950-only instructions proven"
+
+
+def test_loader_reports_gaps_of_amds_file(spec):
+    """AMD's CDNA 4 file lacks V_MFMA_LD_SCALE_B32 and its ENC_VOP3PX2 identifiers miss the scaled MFMAs LLVM
+    emits: loading it works and says so (the gfx950 profile's spec_gaps); the subset has no such gap."""
+    for use_cache in (False, True):
+        amd = isa.load_spec(str(require_cdna4_excerpt()), use_cache=use_cache)
+        gaps = [w for w in amd.warnings if w.startswith("gfx950: ")]
+        assert any("V_MFMA_LD_SCALE_B32" in w for w in gaps), amd.warnings
+        assert any("ENC_VOP3PX2" in w and "D3AC0000" in w for w in gaps), amd.warnings
+    assert not [w for w in spec.warnings if w.startswith("gfx950: ")]
