@@ -868,6 +868,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 needed.add(table[name])
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
+    if "keep_bits" in form.mods:
+        needed.update(f for f, _bits in syn.SCALE_MFMA_HIDDEN if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)

@@ -154,6 +154,18 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
     fields["BOUND_CTRL"] = 1  # LLVM sets the bit for bound_ctrl:0 and bound_ctrl:1 alike
 
 
+def _m_keep_bits(form: Form, name: str, value, fields: dict) -> None:
+    allowed = dict(syn.SCALE_MFMA_HIDDEN)
+    try:
+        pairs = [(str(f), int(v)) for f, v in value]
+    except (TypeError, ValueError):
+        raise Mismatch(f"{name}: needs ((FIELD, value), ...)") from None
+    for fname, v in pairs:
+        if fname not in allowed or v & ~allowed[fname]:
+            raise Mismatch(f"{name}: {fname}={v:#x} is not a kept bit of {form.mnemonic}")
+        fields[fname] = fields.get(fname, 0) | v
+
+
 def _m_bitop3(form: Form, name: str, value, fields: dict) -> None:
     if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFF:
         raise Mismatch(f"bitop3: needs a truth table 0..255 (0xff), got {value!r}")
@@ -162,6 +174,7 @@ def _m_bitop3(form: Form, name: str, value, fields: dict) -> None:
 
 MODIFIER_ENCODERS: dict[str, Callable] = {
     "bitop3": _m_bitop3,
+    "keep_bits": _m_keep_bits,
     "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
     "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
     "format": _m_format,
@@ -180,6 +193,10 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             v = codecs[fname].unpack_int(word)
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
+        elif kind == "keep_bits":
+            kept = tuple((f, fv[f] & bits) for f, bits in syn.SCALE_MFMA_HIDDEN if fv.get(f, 0) & bits)
+            if kept:
+                out.append((name, kept))
         elif kind == "bitop3":
             v = syn.bitop3_value(fv)
             if v:
@@ -268,6 +285,8 @@ def modifier_kinds(form: Form, fields) -> dict[str, str]:
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
+    if form.scale_mfma:
+        kinds["keep_bits"] = "keep_bits"
     if form.name in syn.BITOP3_MNEMONICS:
         kinds["bitop3"] = "bitop3"
     elif "OMOD" in fields:

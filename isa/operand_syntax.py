@@ -526,3 +526,12 @@ def bitop3_fields(value: int) -> dict[str, int]:
 def bitop3_value(fields: dict[str, int]) -> int:
     """The truth table the fields hold."""
     return sum((fields.get(fname, 0) & ((1 << width) - 1)) << first for fname, first, width in BITOP3_FIELDS)
+
+
+# Modifiers the decoder attaches so that re-encoding an instruction object reproduces its bytes, for bits
+# LLVM's syntax cannot write (llvm-objdump prints nothing for them, and neither does the printer):
+# `keep_bits` = ((FIELD, value), ...) of CDNA 4 scaled-MFMA fields LLVM ignores (bits 13-14 of the prefix word,
+# op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the load-scale half).
+UNPRINTED_MODIFIERS = frozenset({"keep_bits"})
+# (field, bits of its value LLVM's syntax does not reach) of the scaled MFMA (ENC_VOP3PX2)
+SCALE_MFMA_HIDDEN = (("OP_SEL", 0b100), ("OP_SEL_HI", 0b100), ("NEG", 0b111), ("NEG_HI", 0b111))

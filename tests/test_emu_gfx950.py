@@ -111,11 +111,15 @@ def test_f8f6f4_operand_widths_follow_cbsz_blgp_as_llvm():
         assert " ".join(printed.split()) == " ".join(ltext.split())
 
 
-def test_scaled_mfma_listing_with_bits_llvm_does_not_print():
+def test_scaled_mfma_keeps_bits_llvm_does_not_print():
     """Bits 13-14 of the prefix word (op_sel[2] / op_sel_hi[2] of the load-scale half) are set by AMD's
-    hand-assembled kernels; llvm-objdump does not print them, and neither do we (re-encoding the listing does
-    not restore them yet)."""
+    hand-assembled kernels (aiter's MXFP4 MoE kernels); llvm-objdump does not print them, and neither do we, but
+    the decoded instruction keeps them so re-encoding gives the same bytes."""
+    from tests.aiter_corpus import aiter_objects
+    from tests.test_asm_support import text_section
+
     from jitgemm.isa.decoder import decode
+    from jitgemm.isa.encoder import encode_instruction
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.printer import format_instruction
 
@@ -125,8 +129,20 @@ def test_scaled_mfma_listing_with_bits_llvm_does_not_print():
     out = subprocess.run([require_tool("llvm-mc"), "-arch=amdgcn", "-mcpu=gfx950", "--disassemble"],
                          input=",".join(f"0x{b:02x}" for b in word), capture_output=True, text=True).stdout
     llvm = [x.strip() for x in out.splitlines() if x.strip() and not x.strip().startswith(".")]
-    ours = format_instruction(decode(bytes(word), forms)[0].instruction)
-    assert len(llvm) == 1 and " ".join(ours.split()) == " ".join(llvm[0].split())
+    inst = decode(bytes(word), forms)[0].instruction
+    assert len(llvm) == 1 and " ".join(format_instruction(inst).split()) == " ".join(llvm[0].split())
+    assert encode_instruction(inst, forms) == bytes(word)
+    seen = with_bits = 0
+    for path in [p for p in aiter_objects("gfx950") if "fp4" in p.name.lower()][:3]:
+        code, addr = text_section(path)
+        for d in decode(code, forms, base=addr):
+            if d.instruction is None or not d.instruction.name.startswith("v_mfma_scale"):
+                continue
+            raw = code[d.offset - addr:d.offset - addr + d.size]
+            seen += 1
+            with_bits += bool(raw[1] & 0x60)
+            assert encode_instruction(d.instruction, forms, pc=d.offset) == raw, format_instruction(d.instruction)
+    assert seen and with_bits, f"{seen} scaled MFMAs, {with_bits} with bits 13-14 set"
 
 
 _OBJDUMP = re.compile(r"^\s+(.*?)\s*//\s*([0-9A-Fa-f]+):\s*((?:[0-9A-Fa-f]{8}\s?)+)")
