@@ -115,13 +115,13 @@ def test_scaled_mfma_keeps_bits_llvm_does_not_print():
     """Bits 13-14 of the prefix word (op_sel[2] / op_sel_hi[2] of the load-scale half) are set by AMD's
     hand-assembled kernels (aiter's MXFP4 MoE kernels); llvm-objdump does not print them, and neither do we, but
     the decoded instruction keeps them so re-encoding gives the same bytes."""
-    from tests.aiter_corpus import aiter_objects
-    from tests.test_asm_support import text_section
-
     from jitgemm.isa.decoder import decode
     from jitgemm.isa.encoder import encode_instruction
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.printer import format_instruction
+
+    from tests.aiter_corpus import aiter_objects
+    from tests.test_asm_support import text_section
 
     forms = forms_of(isa.load_spec("gfx950"))
     word = bytearray(bytes.fromhex("0000acd3183302000008add304195204"))
