@@ -157,3 +157,43 @@ def test_triton_gfx950_dot_scaled_extreme_and_nan_scales(af, bf):
     assert big.any() and np.array_equal(c[big], np.sign(ref[big]) * np.inf), "2^127 scales overflow f32 to inf"
     ok = ~nan & ~big
     assert_close(np.where(ok, c, 0), np.where(ok, ref, 0), np.where(ok, scale, 0), 1e-5)
+
+
+def _listing(lines):
+    import re
+
+    out = []
+    for line in lines:
+        if line.startswith("\t"):
+            out.append(re.sub(r"\s+", " ", line.split("//")[0]).strip())
+        elif re.match(r"^[0-9a-f]{16} <", line):
+            out.append(line.strip())
+    return out
+
+
+def test_cli_disasm_of_triton_gfx950_kernels_equals_llvm_objdump(tmp_path, capsys):
+    """`jitgemm disasm` takes the target from the code object (gfx950) and lists Triton's gfx950 kernels as
+    llvm-objdump-22 does (scaled MFMAs with op_sel/cbsz/blgp, 4-register fp4 operands, transposing LDS reads,
+    v_bitop3, bf16 packs)."""
+    import subprocess
+
+    from jitgemm.cli import main
+    from tests.oracles import require_tool
+
+    objdump = require_tool("llvm-objdump")
+    kernels = [run_mx("e2m1", "e2m1", (40, 50, 128))[3], run_mx("e4m3", "e5m2", (40, 50, 128))[3],
+               _gemm("bf16", "bf16", (128, 128, 64), (40, 50, 64), 0)[3], _gemm("fp8e5", "fp32", (64, 64, 128),
+                                                                              (40, 50, 128), 16)[3]]
+    total = 0
+    for i, compiled in enumerate(kernels):
+        path = tmp_path / f"k{i}.hsaco"
+        path.write_bytes(compiled[0])
+        theirs = _listing(subprocess.run([objdump, "-d", "--mcpu=gfx950", str(path)], capture_output=True,
+                                         text=True, check=True).stdout.splitlines())
+        assert main(["disasm", str(path)]) == 0
+        captured = capsys.readouterr()
+        assert ".long" not in captured.out and "warning" not in captured.err
+        ours = _listing(captured.out.splitlines())
+        assert ours == theirs
+        total += len(ours)
+    assert total > 2000

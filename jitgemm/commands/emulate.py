@@ -1,4 +1,4 @@
-"""`jitgemm emulate FILE.co`: run a kernel of a gfx942 code object in the ISA emulator, or (`--check`) list every
+"""`jitgemm emulate FILE.co`: run a kernel of a gfx942/gfx950 code object in the ISA emulator, or (`--check`) list every
 instruction the emulator cannot run before running anything.
 
 Run mode takes the launch on the command line: `--grid`/`--block` as X[,Y,Z], and one `--arg` per kernel
@@ -21,7 +21,7 @@ _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("emulate", help="run a gfx942 kernel in the ISA emulator, or check it can be run",
+    p = subparsers.add_parser("emulate", help="run a gfx942/gfx950 kernel in the ISA emulator, or check it can be run",
                               description="Run a kernel of an AMDGPU code object on the CPU (ISA emulator), or "
                               "with --check list the instructions the emulator has no semantics for.")
     p.add_argument("file", metavar="FILE.co", help="code object (ELF)")

@@ -151,7 +151,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
         blob = Path(args.file).read_bytes()
     except OSError as exc:
         raise CliError(f"cannot read {args.file}: {exc.strerror or exc}") from None
-    spec = isa.load_spec(args.spec or args.arch)
+    arch = args.arch
+    if not args.spec and not arch:
+        from jitgemm.codegen.codeobj import read
+
+        arch = read(blob).processor or "gfx942"
+    spec = isa.load_spec(args.spec or arch)
     sys.stdout.write(annotated_listing(blob, spec))
     return 0
 
@@ -176,6 +181,6 @@ def register(sub) -> None:
 
     i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")
     i.add_argument("file")
-    i.add_argument("--arch", default="gfx942")
+    i.add_argument("--arch", default=None, help="target id (default: the code object's, from its ELF e_flags)")
     i.add_argument("--spec", help="spec file to annotate from (default: the target's)")
     i.set_defaults(func=_cmd_inspect)

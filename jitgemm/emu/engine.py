@@ -194,7 +194,8 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = 64,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS
             ) -> RunStats:
-    """Run one kernel of a gfx942 code object on the CPU.
+    """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
+    unless `spec` says otherwise.
 
     `grid` counts workgroups, `block` work-items per workgroup; `args` are numpy arrays (global buffers,
     written back in place), Python/numpy scalars, and None for a null pointer, packed by the kernel's
