@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from jitgemm.isa import spec_release, spec_sources
 
 from jitgemm import isa
-from jitgemm.isa import spec_release, spec_sources
 from tests.oracles import SHARED
 from tests.spec_factory import toy_spec
 from tests.test_spec_release import make_zip, release_for
