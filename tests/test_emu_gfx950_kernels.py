@@ -58,6 +58,26 @@ def mx_kernel(a_ptr, as_ptr, b_ptr, bs_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
+@triton.jit
+def mx_bf16_kernel(a_ptr, as_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+    pid = tl.program_id(0)
+    npn = tl.cdiv(N, BN)
+    rm = (pid // npn) * BM + tl.arange(0, BM)
+    rn = (pid % npn) * BN + tl.arange(0, BN)
+    acc = tl.zeros((BM, BN), dtype=tl.float32)
+    for k in range(0, tl.cdiv(K, BK)):
+        ka = k * (BK // 2) + tl.arange(0, BK // 2)
+        kb = k * BK + tl.arange(0, BK)
+        ks = k * (BK // 32) + tl.arange(0, BK // 32)
+        a = tl.load(a_ptr + rm[:, None] * (K // 2) + ka[None, :], mask=(rm[:, None] < M) & (ka[None, :] < K // 2),
+                    other=0)
+        b = tl.load(b_ptr + kb[:, None] * N + rn[None, :], mask=(kb[:, None] < K) & (rn[None, :] < N), other=0.0)
+        sa = tl.load(as_ptr + rm[:, None] * (K // 32) + ks[None, :], mask=(rm[:, None] < M) & (ks[None, :] < K // 32),
+                     other=127)
+        acc = tl.dot_scaled(a, sa, "e2m1", b, None, "bf16", acc)
+    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
 @functools.cache
 def compile950(fn, signature: tuple, constexprs: tuple, options: tuple = ()):
     from triton.backends.compiler import GPUTarget
@@ -197,3 +217,23 @@ def test_cli_disasm_of_triton_gfx950_kernels_equals_llvm_objdump(tmp_path, capsy
         assert ours == theirs
         total += len(ours)
     assert total > 2000
+
+
+def test_triton_gfx950_mxfp4_times_bf16_upcasts_with_v_cvt_scalef32():
+    """Triton upcasts the scaled fp4 operand to bf16 with v_cvt_scalef32_pk_bf16_fp4 (byte chosen by op_sel, times
+    the f32 scale), then a bf16 MFMA: fp4 x 2^k is exact in bf16, so the f32-accumulation bound applies."""
+    M, N, K = 70, 90, 256
+    sig = (("a_ptr", "*u8"), ("as_ptr", "*u8"), ("b_ptr", "*bf16"), ("c_ptr", "*fp32"), ("M", "i32"), ("N", "i32"),
+           ("K", "i32"), ("BM", "constexpr"), ("BN", "constexpr"), ("BK", "constexpr"))
+    compiled = compile950(mx_bf16_kernel, sig, (("BM", 64), ("BN", 64), ("BK", 128)))
+    assert "v_cvt_scalef32_pk_bf16_fp4" in compiled[3]
+    rng = np.random.default_rng(3)
+    ac = rng.standard_normal((M, K)).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
+    a = (ac[:, 0::2] | (ac[:, 1::2] << 4)).astype(np.uint8)
+    sa = rng.integers(120, 134, (M, K // 32)).astype(np.uint8)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    c = np.full((M, N), 7, np.float32)
+    launch(compiled, -(-M // 64) * -(-N // 64), [a, sa, b, c, M, N, K])
+    av = ac.view(ml_dtypes.float4_e2m1fn).astype(np.float64) * np.repeat(_e8m0(sa), 32, axis=1)
+    bv = b.astype(np.float64)
+    assert_close(c.astype(np.float64), av @ bv, np.abs(av) @ np.abs(bv), 1e-5)

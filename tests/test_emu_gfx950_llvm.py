@@ -130,3 +130,51 @@ def test_permlane32_swap_intrinsic(code_object):
     # llvm.amdgcn.permlane32.swap: the first operand's lanes 32-63 trade with the second's lanes 0-31
     np.testing.assert_array_equal(x2, np.concatenate([x[:32], y[:32]]))
     np.testing.assert_array_equal(y2, np.concatenate([x[32:], y[32:]]))
+
+
+CVT_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare <2 x float> @llvm.amdgcn.cvt.scalef32.pk.f32.fp4(i32, float, i32 immarg)
+declare <2 x float> @llvm.amdgcn.cvt.scalef32.pk.f32.fp8(i32, float, i1 immarg)
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+define amdgpu_kernel void @cvt(ptr addrspace(1) %x, ptr addrspace(1) %s, ptr addrspace(1) %o4,
+                               ptr addrspace(1) %o8) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
+  %vx = load i32, ptr addrspace(1) %px
+  %ps = getelementptr float, ptr addrspace(1) %s, i32 %l
+  %vs = load float, ptr addrspace(1) %ps
+  ; fp4 pair of byte 3, fp8 pair of the high word, each times the lane's scale
+  %r4 = call <2 x float> @llvm.amdgcn.cvt.scalef32.pk.f32.fp4(i32 %vx, float %vs, i32 3)
+  %r8 = call <2 x float> @llvm.amdgcn.cvt.scalef32.pk.f32.fp8(i32 %vx, float %vs, i1 true)
+  %p4 = getelementptr <2 x float>, ptr addrspace(1) %o4, i32 %l
+  store <2 x float> %r4, ptr addrspace(1) %p4
+  %p8 = getelementptr <2 x float>, ptr addrspace(1) %o8, i32 %l
+  store <2 x float> %r8, ptr addrspace(1) %p8
+  ret void
+}
+"""
+
+
+def test_cvt_scalef32_intrinsics():
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(CVT_IR, cpu="gfx950", output="assembly").data
+    assert "v_cvt_scalef32_pk_f32_fp4" in asm and "v_cvt_scalef32_pk_f32_fp8" in asm
+    co = link(run_backend(CVT_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(9)
+    x = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    scale = np.ldexp(1.0, rng.integers(-20, 20, 64)).astype(np.float32)
+    o4, o8 = np.full((64, 2), np.nan, np.float32), np.full((64, 2), np.nan, np.float32)
+    emulate(co, "cvt", grid=1, block=64, args=[x, scale, o4, o8])
+    byte3 = (x >> 24).astype(np.uint8)
+    fp4 = np.stack([byte3 & 0xF, byte3 >> 4], axis=1).view(ml_dtypes.float4_e2m1fn).astype(np.float64)
+    hi = (x >> 16).astype(np.uint16)
+    fp8 = np.stack([hi & 0xFF, hi >> 8], axis=1).astype(np.uint8).view(ml_dtypes.float8_e4m3fn).astype(np.float64)
+    s64 = scale.astype(np.float64)[:, None]
+    np.testing.assert_array_equal(o4, (fp4 * s64).astype(np.float32))
+    np.testing.assert_array_equal(o8, (fp8 * s64).astype(np.float32))   # NaN codes stay NaN

@@ -342,8 +342,9 @@ def _rhs_names(stmts: Statements) -> set[str]:
 
 def _valu(b: Builder, d: Decoded) -> RunFn:
     name = d.name
-    if name in gfx950.HANDLERS:
-        return gfx950.HANDLERS[name](b, d)
+    special = gfx950.handler(name)
+    if special is not None:
+        return special(b, d)
     if name in _SPECIAL_VALU:
         return _special_valu(b, d)
     stmts = _semantics(d)

@@ -227,5 +227,84 @@ def lds_transpose(words: np.ndarray, bits: int) -> np.ndarray:
     return pack_elements(moved, bits, regs)
 
 
+_UP = re.compile(r"^V_CVT_SCALEF32_(?P<pk>PK32_|PK_)?(?P<out>F32|F16|BF16)_(?P<fmt>FP4|FP8|BF8|FP6|BF6)$")
+_ELEMENT = {"FP4": 4, "FP8": 0, "BF8": 1, "FP6": 2, "BF6": 3}    # as CBSZ codes (mx_formats.matrix_format)
+
+
+def cvt_scale_up(b: Builder, d: Decoded) -> RunFn:
+    """v_cvt_scalef32_[pk_|pk32_]<f32|f16|bf16>_<fp4|fp8|bf8|fp6|bf6>: narrow values times the f32 scale
+    (second source). pk_*_fp4 take the byte op_sel[0] | op_sel[1] << 1 selects (two values, low nibble first),
+    pk_*_fp8/bf8 the 16-bit word op_sel[0] selects, the scalar forms the byte op_sel[0] | op_sel[1] << 1, pk32 all
+    32 values of 6 registers. f16/bf16 results are rounded to nearest even and packed low value first
+    (LLVM llvm.amdgcn.cvt.scalef32.*; the bf16/fp4 form is Triton's gfx950 mxfp4 x bf16 upcast,
+    tests/test_emu_gfx950_kernels.py)."""
+    import ml_dtypes
+
+    from .dispatch import NoSemantics
+
+    m = _UP.match(d.name)
+    pairs = d.operand_pairs()
+    if m is None or len(pairs) != 3:
+        raise NoSemantics(f"{d.name}: not a scaled up-conversion the emulator knows")
+    pk, out_t, fmt_name = m.group("pk"), m.group("out"), m.group("fmt")
+    fmt = matrix_format(_ELEMENT[fmt_name])
+    count = 32 if pk == "PK32_" else 2 if pk else 1
+    op_sel = tuple(d.modifier("op_sel") or ()) + (0, 0, 0, 0)
+    if count == 32:
+        shift = 0
+    elif fmt.bits == 8 and count == 2:
+        shift = 16 * int(op_sel[0])
+    else:
+        shift = 8 * (int(op_sel[0]) | int(op_sel[1]) << 1)
+    in_bits = count * fmt.bits
+    out_dtype = {"F32": np.float32, "F16": np.float16, "BF16": ml_dtypes.bfloat16}[out_t]
+    out_bits = count * np.dtype(out_dtype).itemsize * 8
+    (od, opd), (oa, opa), (_os, ops_) = pairs
+    dst = b.ops.dst(opd, max(32, out_bits))
+    src = b.ops.src(opa, max(32, 32 * -(-in_bits // 32)))
+    scale_src = b.ops.src(ops_, 32)
+    in_regs = max(1, -(-in_bits // 32))
+    out_regs = max(1, out_bits // 32)
+    high_half = count == 1 and out_t != "F32" and bool(op_sel[3])
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        bits = np.asarray(src.read(st, w)).astype(np.uint32)
+        if src.uniform:
+            bits = np.broadcast_to(bits.reshape(-1, 1), lanes.shape)
+        bits = bits.reshape(lanes.shape + (in_regs,))
+        if shift:
+            bits = bits >> np.uint32(shift)
+        scale = np.asarray(scale_src.read(st, w)).astype(np.uint32)
+        if scale_src.uniform:
+            scale = np.broadcast_to(scale.reshape(-1, 1), lanes.shape)
+        scale = scale.view(np.float32).astype(np.float64)
+        with np.errstate(invalid="ignore", over="ignore"):
+            vals = (decode_elements(bits, fmt, count) * scale[..., None]).astype(np.float32).astype(out_dtype)
+        raw = np.ascontiguousarray(vals).view(np.uint16 if out_t != "F32" else np.uint32).astype(np.uint32)
+        if out_t != "F32":
+            if count == 1:
+                old = np.asarray(dst.read_old(st, w)).astype(np.uint32)
+                word = raw[..., 0]
+                res = (old & np.uint32(0xFFFF)) | (word << np.uint32(16)) if high_half else \
+                    (old & np.uint32(0xFFFF0000)) | word
+                dst.write(st, w, res, lanes)
+                return
+            raw = raw[..., 0::2] | (raw[..., 1::2] << np.uint32(16))
+        out = raw.reshape(lanes.shape + (out_regs,))
+        dst.write(st, w, out if out_regs > 1 else out[..., 0], lanes)
+    return run
+
+
+def handler(name: str):
+    """The gfx950 handler of a VALU instruction, or None."""
+    if name in HANDLERS:
+        return HANDLERS[name]
+    if _UP.match(name):
+        return cvt_scale_up
+    return None
+
+
 HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
             "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap}
