@@ -237,3 +237,30 @@ def test_triton_gfx950_mxfp4_times_bf16_upcasts_with_v_cvt_scalef32():
     av = ac.view(ml_dtypes.float4_e2m1fn).astype(np.float64) * np.repeat(_e8m0(sa), 32, axis=1)
     bv = b.astype(np.float64)
     assert_close(c.astype(np.float64), av @ bv, np.abs(av) @ np.abs(bv), 1e-5)
+
+
+def test_triton_gfx950_gemm_with_launch_specializations_loads_to_lds():
+    """With the specializations Triton's launcher applies (unit strides as constants, 16-divisible pointers and
+    sizes), Triton's gfx950 pipeline copies tiles straight to LDS with global_load_lds_dwordx4 (16 bytes per
+    lane at M0 + offset + 16 * lane); the product must still equal numpy."""
+    from triton.backends.compiler import GPUTarget
+
+    sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "sam": "i32",
+           "sak": "constexpr", "sbk": "i32", "sbn": "constexpr", "scm": "i32", "scn": "constexpr",
+           **{n: "constexpr" for n in ("BM", "BN", "BK", "IEEE", "INT")}}
+    consts = {"BM": 64, "BN": 64, "BK": 64, "IEEE": False, "INT": False, "sak": 1, "sbn": 1, "scn": 1}
+    attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9)}
+    src = triton.compiler.ASTSource(fn=matmul_kernel, signature=sig, constexprs=consts, attrs=attrs)
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        k = triton.compile(src, target=GPUTarget("hip", "gfx950", 64), options={"num_stages": 2})
+    compiled = (k.asm["hsaco"], int(k.metadata.shared), int(k.metadata.num_warps), k.asm["amdgcn"])
+    assert "global_load_lds_dwordx4" in compiled[3]
+    M, N, K = 96, 80, 128
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    c = np.full((M, N), 7, np.float32)
+    launch(compiled, -(-M // 64) * -(-N // 64), [a, b, c, M, N, K, K, N, N])
+    a64, b64 = a.astype(np.float64), b.astype(np.float64)
+    assert_close(c.astype(np.float64), a64 @ b64, np.abs(a64) @ np.abs(b64), 1e-5)

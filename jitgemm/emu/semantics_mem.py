@@ -215,6 +215,26 @@ def smem(b, d):
     return run
 
 
+def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offset: int, m0_mask: int) -> None:
+    """A load-to-LDS writes each lane's data at M0 + instruction offset + lane * max(4, size): dword and smaller
+    loads fill one dword per lane, CDNA 4's dwordx3/x4 loads 12/16 bytes per lane (CDNA 3/4 ISA guides,
+    "Global and buffer loads to LDS"; Triton's gfx950 GEMMs with async copies, tests/test_emu_gfx950_kernels.py).
+    M0 holds the LDS byte address in as many low bits as the target's LDS needs (profile lds size)."""
+    stride = max(4, nbytes)
+    regs = max(1, nbytes // 4)
+    m0 = st.s[w, st.m0_slot].astype(np.int64) & m0_mask
+    lds_addr = m0[:, None] + offset + stride * np.arange(64)[None, :]
+    sel = np.nonzero(lanes)
+    offs = ctx.lds_offsets(w, sel, lds_addr[sel], stride, d)
+    ctx.lds.store_dwords(offs, np.ascontiguousarray(data[sel][:, :regs]))
+
+
+def _m0_mask(spec) -> int:
+    from .engine import lds_limit
+
+    return (1 << max(16, (lds_limit(spec) - 1).bit_length())) - 1
+
+
 # --- global / flat ---------------------------------------------------------------------------------------
 
 def flat(b, d):
@@ -287,6 +307,22 @@ def flat(b, d):
                 full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), -1)
                 dst.write(st, w, full if nbytes > 4 else full[..., 0], glanes)
         return run_atomic
+
+    if is_load and "_LOAD_LDS_" in name:
+        regs = max(1, size_bits // 32)
+        m0_mask = _m0_mask(b.spec)
+
+        def run_load_lds(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr = addresses(ctx, w)
+            glanes, _lds = checked(ctx, w, addr, lanes, False)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            if glanes.any():
+                sel = np.nonzero(glanes)
+                out[sel] = _load(ctx.mem, ctx.mem.offsets(addr[sel]), nbytes, mfmt)
+            _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
+        return run_load_lds
 
     if is_load:
         dst = b.ops.dst(vdst, max(32, size_bits))
@@ -368,6 +404,7 @@ def mubuf(b, d):
     offen = bool(d.modifier("offen"))
     idxen = bool(d.modifier("idxen"))
     to_lds = bool(d.modifier("lds"))
+    m0_mask = _m0_mask(b.spec)
     vaddr = f.get("VADDR")
     nv = int(offen) + int(idxen)
     vaddr_src = b.ops.src(vaddr, 32 * nv) if nv and isinstance(vaddr, Reg) else None
@@ -438,11 +475,7 @@ def mubuf(b, d):
                     sel = np.nonzero(ok)
                     out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
             if to_lds:
-                m0 = st.s[w, st.m0_slot].astype(np.int64) & 0xFFFF
-                lds_addr = m0[:, None] + offset + 4 * np.arange(64)[None, :]
-                sel = np.nonzero(lanes)
-                offs = ctx.lds_offsets(w, sel, lds_addr[sel], 4, d)
-                ctx.lds.store_dwords(offs, out[sel][:, :1])
+                _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
                 return
             value = out if regs > 1 else out[..., 0]
             if half is not None:
