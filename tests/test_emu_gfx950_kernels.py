@@ -130,13 +130,15 @@ def _e8m0(s: np.ndarray) -> np.ndarray:
     return np.where(s == 255, np.nan, np.ldexp(1.0, s.astype(np.int64) - 127))
 
 
-def run_mx(af, bf, shape, scales="random", nonkdim=0, seed=0):
+def run_mx(af, bf, shape, scales="random", nonkdim=0, seed=0, block=(64, 64, 128), warps=0):
     M, N, K = shape
     (adt, apk, apt), (bdt, bpk, bpt) = _MX[af], _MX[bf]
     sig = (("a_ptr", apt), ("as_ptr", "*u8"), ("b_ptr", bpt), ("bs_ptr", "*u8"), ("c_ptr", "*fp32"), ("M", "i32"),
            ("N", "i32"), ("K", "i32"), *((n, "constexpr") for n in ("BM", "BN", "BK", "AF", "BF", "APK", "BPK")))
-    consts = (("BM", 64), ("BN", 64), ("BK", 128), ("AF", af), ("BF", bf), ("APK", apk), ("BPK", bpk))
-    compiled = compile950(mx_kernel, sig, consts, (("matrix_instr_nonkdim", nonkdim),) if nonkdim else ())
+    consts = (("BM", block[0]), ("BN", block[1]), ("BK", block[2]), ("AF", af), ("BF", bf), ("APK", apk),
+              ("BPK", bpk))
+    options = ((("matrix_instr_nonkdim", nonkdim),) if nonkdim else ()) + ((("num_warps", warps),) if warps else ())
+    compiled = compile950(mx_kernel, sig, consts, options)
     rng = np.random.default_rng(seed)
     ac = rng.standard_normal((M, K)).astype(adt).view(np.uint8) & (0xF if apk == 2 else 0xFF)
     bc = rng.standard_normal((K, N)).astype(bdt).view(np.uint8) & (0xF if bpk == 2 else 0xFF)
@@ -148,7 +150,7 @@ def run_mx(af, bf, shape, scales="random", nonkdim=0, seed=0):
     if scales == "extremes":
         sa[0, 0], sa[3, 1], sb[2, 0], sb[5, 2] = 0, 255, 254, 0     # 2^-127, NaN, 2^127, 2^-127
     c = np.full((M, N), 7, np.float32)
-    launch(compiled, -(-M // 64) * -(-N // 64), [a, sa, b, sb, c, M, N, K])
+    launch(compiled, -(-M // block[0]) * -(-N // block[1]), [a, sa, b, sb, c, M, N, K])
     av = ac.view(adt).astype(np.float64) * np.repeat(_e8m0(sa), 32, axis=1)
     bv = bc.view(bdt).astype(np.float64) * np.repeat(_e8m0(sb), 32, axis=1).T
     with np.errstate(invalid="ignore", over="ignore"):
@@ -264,3 +266,14 @@ def test_triton_gfx950_gemm_with_launch_specializations_loads_to_lds():
     launch(compiled, -(-M // 64) * -(-N // 64), [a, b, c, M, N, K, K, N, N])
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     assert_close(c.astype(np.float64), a64 @ b64, np.abs(a64) @ np.abs(b64), 1e-5)
+
+
+def test_triton_gfx950_spilling_kernel_runs_with_scratch():
+    """A 256x256 mxfp8 tile does not fit the registers: Triton spills to scratch (scratch_store/load_dword[x2,x4]
+    with `off, off offset:N`, hundreds of them); the emulator gives each work-item its private segment."""
+    from jitgemm.codegen.codeobj.reader import read
+
+    c, ref, scale, compiled = run_mx("e4m3", "e4m3", (260, 200, 256), block=(256, 256, 128), warps=4)
+    assert read(compiled[0]).kernels[0].descriptor.private_segment_fixed_size > 0
+    assert compiled[3].count("scratch_load") > 100 and compiled[3].count("scratch_store") > 100
+    assert_close(c, ref, scale, 1e-5)

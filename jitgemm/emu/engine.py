@@ -99,6 +99,8 @@ class Context:
         self.lds_size = lds_size
         self.kernel = kernel
         self.workgroups = workgroups
+        self.private: ByteStore | None = None   # scratch, when the kernel has a private segment
+        self.private_size = 0
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -115,6 +117,21 @@ class Context:
             raise MemoryFault(f"LDS access outside the workgroup's {self.lds_size} bytes ({d.text})",
                               int(addr[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), self.kernel)
         return self.st.workgroup[waves] * self.lds_size + addr
+
+    def private_offsets(self, w, sel, addr: np.ndarray, nbytes: int, d: Decoded) -> np.ndarray:
+        """Byte offsets into the scratch store of lanes `sel` accessing their private-segment byte `addr`
+        (architected flat scratch, gfx940+: a scratch address is an offset in the work-item's own segment); a
+        fault outside the kernel's private_segment_fixed_size."""
+        waves = (np.arange(self.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
+        addr = np.asarray(addr, np.int64) & 0xFFFFFFFF
+        bad = (addr < 0) | (addr + nbytes > self.private_size)
+        if self.private is None or bad.any():
+            i = int(np.argmax(bad)) if bad.any() else 0
+            raise MemoryFault(f"scratch access outside the work-item's {self.private_size} private bytes "
+                              f"({d.text})", int(addr[i]) if len(addr) else 0, d.pc,
+                              int(waves[i]) if len(waves) else 0, int(sel[1][i]) if len(sel[1]) else 0,
+                              self.kernel)
+        return (waves * WAVE + sel[1]) * self.private_size + addr
 
     def release_barriers(self) -> None:
         st = self.st
@@ -219,9 +236,9 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
         raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave64 (gfx9) code")
-    if desc.private_segment_fixed_size or desc.uses_dynamic_stack:
-        raise EmulatorError(f"kernel {k.name!r} uses scratch memory ({desc.private_segment_fixed_size} bytes per "
-                            "work-item), which the emulator does not model")
+    if desc.uses_dynamic_stack:
+        raise EmulatorError(f"kernel {k.name!r} uses a dynamic stack (its scratch size is not known before it "
+                            "runs), which the emulator does not model")
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
     limit = lds_limit(prog.spec)
     if lds_size > limit:
@@ -321,6 +338,9 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
+    if desc.private_segment_fixed_size:  # scratch: each work-item's own private segment (spills)
+        ctx.private_size = -(-int(desc.private_segment_fixed_size) // 4) * 4
+        ctx.private = ByteStore(np.zeros(n * WAVE * ctx.private_size, np.uint8))
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)

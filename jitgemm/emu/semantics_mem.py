@@ -215,6 +215,63 @@ def smem(b, d):
     return run
 
 
+def scratch(b, d):
+    """scratch_load_* / scratch_store_*: address = VADDR (when not `off`) + SADDR (when not `off`) + offset, an
+    offset in each work-item's own private segment (architected flat scratch: AMDGPUUsage "Flat Scratch",
+    GFX942/GFX950). Triton's large gfx950 tiles spill this way."""
+    name = d.name
+    if _ATOMIC.search(name) or "_LDS_" in name:
+        raise Unsupported(f"{name}: scratch atomics and scratch loads to LDS are not modelled")
+    f = d.by_field()
+    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    nbytes = size_bits // 8
+    regs = max(1, size_bits // 32)
+    offset = int(d.modifier("offset", 0) or 0)
+    addr_op, saddr_op = f.get("ADDR"), f.get("SADDR")
+    addr_src = b.ops.src(addr_op, 32) if addr_op is not None and not isinstance(addr_op, Off) else None
+    saddr_src = b.ops.src(saddr_op, 32) if saddr_op is not None and not isinstance(saddr_op, Off) else None
+    half = _d16(name)
+    vdst, data_op = f.get("VDST"), f.get("DATA")
+
+    def addresses(st, w, lanes):
+        a = np.full(lanes.shape, offset, np.int64)
+        if addr_src is not None:
+            a = a + np.asarray(addr_src.read(st, w)).astype(np.int64)
+        if saddr_src is not None:
+            a = a + np.asarray(saddr_src.read(st, w)).astype(np.int64).reshape(-1, 1)
+        return a
+
+    if is_load:
+        dst = b.ops.dst(vdst, max(32, size_bits))
+
+        def run_load(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            offs = ctx.private_offsets(w, sel, addresses(st, w, lanes)[sel], nbytes, d)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            out[sel] = _load(ctx.private, offs, nbytes, mfmt)
+            value = out if regs > 1 else out[..., 0]
+            if half is not None:
+                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
+            dst.write(st, w, value, lanes)
+        return run_load
+    if is_store:
+        data_src = b.ops.src(data_op, 32 * regs)
+
+        def run_store(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            sel = np.nonzero(lanes)
+            offs = ctx.private_offsets(w, sel, addresses(st, w, lanes)[sel], nbytes, d)
+            data = _data_regs(data_src, st, w, regs)
+            if half == "hi":
+                data = data >> np.uint32(16)
+            _store(ctx.private, offs, data[sel], nbytes)
+        return run_store
+    raise Unsupported(f"{name} is not modelled")
+
+
 def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offset: int, m0_mask: int) -> None:
     """A load-to-LDS writes each lane's data at M0 + instruction offset + lane * max(4, size): dword and smaller
     loads fill one dword per lane, CDNA 4's dwordx3/x4 loads 12/16 bytes per lane (CDNA 3/4 ISA guides,
@@ -240,7 +297,7 @@ def _m0_mask(spec) -> int:
 def flat(b, d):
     name = d.name
     if name.startswith("SCRATCH_"):
-        raise Unsupported("scratch (private) memory is not modelled")
+        return scratch(b, d)
     f = d.by_field()
     size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
