@@ -549,7 +549,11 @@ class GemmLowering:
             offs = [rel + s * m.k * st.eb for s in group]
 
             def read(base=base, offs=offs, unit=unit, dst=dst, regs=regs):
-                if len(offs) == 2:
+                if len(offs) == 2 and unit not in _DS_READ2:  # no ds_read2 of 16 bytes (gfx950's 8-element MFMA
+                    for k, off in enumerate(offs):           # fragments): two ds_read_b128
+                        d = Reg("v", dst.index + k * regs, regs)
+                        self.emit(_DS_READ[unit], d, base, offset=off or None, writes=[d])
+                elif len(offs) == 2:
                     self.emit(_DS_READ2[unit], Reg("v", dst.index, 2 * regs), base, offset0=offs[0] // unit or None,
                               offset1=offs[1] // unit or None, writes=[Reg("v", dst.index, 2 * regs)])
                 else:
