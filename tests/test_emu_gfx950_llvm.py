@@ -47,6 +47,23 @@ define amdgpu_kernel void @scaled(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr 
   ret void
 }
 
+define amdgpu_kernel void @zero_scales(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c,
+                                       ptr addrspace(1) %d) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <8 x i32>, ptr addrspace(1) %a, i32 %l
+  %va = load <8 x i32>, ptr addrspace(1) %pa
+  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
+  %vb = load <4 x i32>, ptr addrspace(1) %pb
+  %pc = getelementptr <4 x float>, ptr addrspace(1) %c, i32 %l
+  %vc = load <4 x float>, ptr addrspace(1) %pc
+  ; constant 0 scales: LLVM folds the call into the unscaled v_mfma_f32_16x16x128_f8f6f4
+  %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32> %va, <4 x i32> %vb,
+      <4 x float> %vc, i32 0, i32 4, i32 0, i32 0, i32 0, i32 0)
+  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
+  store <4 x float> %r, ptr addrspace(1) %pd
+  ret void
+}
+
 define amdgpu_kernel void @swap(ptr addrspace(1) %x, ptr addrspace(1) %y) {
   %l = call i32 @llvm.amdgcn.workitem.id.x()
   %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
@@ -116,6 +133,32 @@ def test_scaled_mfma_intrinsic(code_object, scale_bytes):
     ref = A @ B
     # C/D: lane l holds column l % 16, rows 4 * (l // 16) + r
     want = np.array([[ref[4 * (ln // 16) + r, ln % 16] + c[ln, r] for r in range(4)] for ln in lane])
+    np.testing.assert_array_equal(d, want.astype(np.float32))
+
+
+def test_constant_zero_scales_fold_to_the_unscaled_mfma(code_object):
+    """The trap: LLVM folds two constant-0 scale operands into the unscaled MFMA (scale 1), while an E8M0 byte 0
+    in a register means 2^-127 (test_scaled_mfma_intrinsic[extremes]). Both are what the emulator runs."""
+    from jitgemm.codegen.llvm.backend import run_backend
+    from jitgemm.emu import emulate
+
+    asm = run_backend(IR, cpu="gfx950", output="assembly").data
+    body = asm[asm.index("zero_scales:"):asm.index(".Lfunc_end1")]
+    assert "v_mfma_f32_16x16x128_f8f6f4" in body and "v_mfma_scale" not in body
+    rng = np.random.default_rng(12)
+    a_vals = rng.standard_normal((64, 32)).astype(ml_dtypes.float8_e4m3fn)
+    b_vals = rng.standard_normal((64, 32)).astype(ml_dtypes.float4_e2m1fn)
+    c = rng.standard_normal((64, 4)).astype(np.float32)
+    d = np.full((64, 4), np.nan, np.float32)
+    emulate(code_object, "zero_scales", grid=1, block=64,
+            args=[_pack(a_vals.view(np.uint8), 8), _pack(b_vals.view(np.uint8) & 0xF, 4), c, d])
+    A, B = np.zeros((16, 128)), np.zeros((128, 16))
+    for ln in range(64):
+        g, j = ln // 16, np.arange(32)
+        A[ln % 16, np.where(j < 16, 16 * g + j, 64 + 16 * g + j - 16)] = a_vals[ln].astype(np.float64)
+        B[32 * g + j, ln % 16] = b_vals[ln].astype(np.float64)
+    ref = A @ B
+    want = np.array([[ref[4 * (ln // 16) + r, ln % 16] + c[ln, r] for r in range(4)] for ln in range(64)])
     np.testing.assert_array_equal(d, want.astype(np.float32))
 
 
