@@ -140,6 +140,7 @@ def test_constant_zero_scales_fold_to_the_unscaled_mfma(code_object):
     """The trap: LLVM folds two constant-0 scale operands into the unscaled MFMA (scale 1), while an E8M0 byte 0
     in a register means 2^-127 (test_scaled_mfma_intrinsic[extremes]). Both are what the emulator runs."""
     from jitgemm.codegen.llvm.backend import run_backend
+
     from jitgemm.emu import emulate
 
     asm = run_backend(IR, cpu="gfx950", output="assembly").data
