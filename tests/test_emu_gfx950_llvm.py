@@ -222,3 +222,85 @@ def test_cvt_scalef32_intrinsics():
     s64 = scale.astype(np.float64)[:, None]
     np.testing.assert_array_equal(o4, (fp4 * s64).astype(np.float32))
     np.testing.assert_array_equal(o8, (fp8 * s64).astype(np.float32))   # NaN codes stay NaN
+
+
+ALU_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare float @llvm.minimum.f32(float, float)
+declare float @llvm.maximum.f32(float, float)
+define amdgpu_kernel void @alu(ptr addrspace(1) %x, ptr addrspace(1) %y, ptr addrspace(1) %z, ptr addrspace(1) %f, ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
+  %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
+  %pz = getelementptr i32, ptr addrspace(1) %z, i32 %l
+  %a = load i32, ptr addrspace(1) %px
+  %b = load i32, ptr addrspace(1) %py
+  %c = load i32, ptr addrspace(1) %pz
+  %na = xor i32 %a, -1
+  %t0 = and i32 %a, %b
+  %t1 = and i32 %na, %c
+  %sel = or i32 %t0, %t1
+  %t2 = xor i32 %a, %b
+  %t3 = or i32 %t2, %c
+  %maj0 = and i32 %a, %b
+  %maj1 = and i32 %b, %c
+  %maj2 = and i32 %a, %c
+  %maj3 = or i32 %maj0, %maj1
+  %maj = or i32 %maj3, %maj2
+  %pf = getelementptr <3 x float>, ptr addrspace(1) %f, i32 %l
+  %fv = load <3 x float>, ptr addrspace(1) %pf
+  %f0 = extractelement <3 x float> %fv, i32 0
+  %f1 = extractelement <3 x float> %fv, i32 1
+  %f2 = extractelement <3 x float> %fv, i32 2
+  %m0 = call float @llvm.minimum.f32(float %f0, float %f1)
+  %mn = call float @llvm.minimum.f32(float %m0, float %f2)
+  %x0 = call float @llvm.maximum.f32(float %f0, float %f1)
+  %mx = call float @llvm.maximum.f32(float %x0, float %f2)
+  %pair0 = insertelement <2 x float> poison, float %f0, i32 0
+  %pair = insertelement <2 x float> %pair0, float %f1, i32 1
+  %bf = fptrunc <2 x float> %pair to <2 x bfloat>
+  %bfi = bitcast <2 x bfloat> %bf to i32
+  %mni = bitcast float %mn to i32
+  %mxi = bitcast float %mx to i32
+  %po = getelementptr <8 x i32>, ptr addrspace(1) %o, i32 %l
+  %o0 = insertelement <8 x i32> poison, i32 %sel, i32 0
+  %o1 = insertelement <8 x i32> %o0, i32 %t3, i32 1
+  %o2 = insertelement <8 x i32> %o1, i32 %maj, i32 2
+  %o3 = insertelement <8 x i32> %o2, i32 %mni, i32 3
+  %o4 = insertelement <8 x i32> %o3, i32 %mxi, i32 4
+  %o5 = insertelement <8 x i32> %o4, i32 %bfi, i32 5
+  %o6 = insertelement <8 x i32> %o5, i32 0, i32 6
+  %o7 = insertelement <8 x i32> %o6, i32 0, i32 7
+  store <8 x i32> %o7, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+def test_llvm_selected_bitop3_minimum3_maximum3_and_bf16_pack():
+    """LLVM's gfx950 instruction selection turns logic into v_bitop3 (its own truth tables), llvm.minimum/maximum
+    chains into v_minimum3/v_maximum3_f32 and a <2 x float> -> <2 x bfloat> truncation into v_cvt_pk_bf16_f32:
+    the emulator must give what the IR means (numpy; bf16 by ml_dtypes' round-to-nearest-even)."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(ALU_IR, cpu="gfx950", output="assembly").data
+    for mnemonic in ("v_bitop3_b32", "v_minimum3_f32", "v_maximum3_f32", "v_cvt_pk_bf16_f32"):
+        assert mnemonic in asm
+    co = link(run_backend(ALU_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(13)
+    x, y, z = (rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32) for _ in range(3))
+    f = rng.standard_normal((64, 4)).astype(np.float32)   # <3 x float> elements are 16 bytes apart
+    f[5, 1] = np.nan                                   # minimum/maximum propagate NaN
+    out = np.zeros((64, 8), np.uint32)
+    emulate(co, "alu", grid=1, block=64, args=[x, y, z, f, out])
+    np.testing.assert_array_equal(out[:, 0], (x & y) | (~x & z))
+    np.testing.assert_array_equal(out[:, 1], (x ^ y) | z)
+    np.testing.assert_array_equal(out[:, 2], (x & y) | (y & z) | (x & z))
+    np.testing.assert_array_equal(out[:, 3].view(np.float32), np.minimum.reduce(f[:, :3], axis=1))
+    np.testing.assert_array_equal(out[:, 4].view(np.float32), np.maximum.reduce(f[:, :3], axis=1))
+    pair = f[:, :2].astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
+    np.testing.assert_array_equal(out[:, 5], pair[:, 0] | (pair[:, 1] << 16))
