@@ -229,7 +229,8 @@ target triple = "amdgcn-amd-amdhsa"
 declare i32 @llvm.amdgcn.workitem.id.x()
 declare float @llvm.minimum.f32(float, float)
 declare float @llvm.maximum.f32(float, float)
-define amdgpu_kernel void @alu(ptr addrspace(1) %x, ptr addrspace(1) %y, ptr addrspace(1) %z, ptr addrspace(1) %f, ptr addrspace(1) %o) {
+define amdgpu_kernel void @alu(ptr addrspace(1) %x, ptr addrspace(1) %y, ptr addrspace(1) %z,
+                                ptr addrspace(1) %f, ptr addrspace(1) %o) {
   %l = call i32 @llvm.amdgcn.workitem.id.x()
   %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
   %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
