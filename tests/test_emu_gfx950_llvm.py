@@ -24,6 +24,7 @@ target triple = "amdgcn-amd-amdhsa"
 declare <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32>, <4 x i32>, <4 x float>,
     i32, i32, i32, i32, i32, i32)
 declare {i32, i32} @llvm.amdgcn.permlane32.swap(i32, i32, i1, i1)
+declare {i32, i32} @llvm.amdgcn.permlane16.swap(i32, i32, i1, i1)
 declare i32 @llvm.amdgcn.workitem.id.x()
 
 define amdgpu_kernel void @scaled(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c,
@@ -71,6 +72,20 @@ define amdgpu_kernel void @swap(ptr addrspace(1) %x, ptr addrspace(1) %y) {
   %vx = load i32, ptr addrspace(1) %px
   %vy = load i32, ptr addrspace(1) %py
   %r = call {i32, i32} @llvm.amdgcn.permlane32.swap(i32 %vx, i32 %vy, i1 false, i1 false)
+  %r0 = extractvalue {i32, i32} %r, 0
+  %r1 = extractvalue {i32, i32} %r, 1
+  store i32 %r0, ptr addrspace(1) %px
+  store i32 %r1, ptr addrspace(1) %py
+  ret void
+}
+
+define amdgpu_kernel void @swap16(ptr addrspace(1) %x, ptr addrspace(1) %y) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
+  %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
+  %vx = load i32, ptr addrspace(1) %px
+  %vy = load i32, ptr addrspace(1) %py
+  %r = call {i32, i32} @llvm.amdgcn.permlane16.swap(i32 %vx, i32 %vy, i1 false, i1 false)
   %r0 = extractvalue {i32, i32} %r, 0
   %r1 = extractvalue {i32, i32} %r, 1
   store i32 %r0, ptr addrspace(1) %px
@@ -171,9 +186,16 @@ def test_permlane32_swap_intrinsic(code_object):
     y = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
     x2, y2 = x.copy(), y.copy()
     emulate(code_object, "swap", grid=1, block=64, args=[x2, y2])
-    # llvm.amdgcn.permlane32.swap: the first operand's lanes 32-63 trade with the second's lanes 0-31
+    # LLVM IntrinsicsAMDGPU.td, permlane32.swap: "rows 2 and 3 of the first operand are swapped with rows 0 and 1
+    # of the second operand (one row is 16 lanes)"
     np.testing.assert_array_equal(x2, np.concatenate([x[:32], y[:32]]))
     np.testing.assert_array_equal(y2, np.concatenate([x[32:], y[32:]]))
+    # permlane16.swap: "odd rows of the first operand are swapped with even rows of the second operand"
+    x3, y3 = x.copy(), y.copy()
+    emulate(code_object, "swap16", grid=1, block=64, args=[x3, y3])
+    rx, ry = x.reshape(4, 16), y.reshape(4, 16)
+    np.testing.assert_array_equal(x3.reshape(4, 16), np.stack([rx[0], ry[0], rx[2], ry[2]]))
+    np.testing.assert_array_equal(y3.reshape(4, 16), np.stack([rx[1], ry[1], rx[3], ry[3]]))
 
 
 CVT_IR = r"""

@@ -174,8 +174,9 @@ def v_bitop3(b: Builder, d: Decoded) -> RunFn:
 
 def permlane_swap(b: Builder, d: Decoded) -> RunFn:
     """v_permlane32_swap: VDST lanes 32-63 and SRC0 lanes 0-31 trade places; v_permlane16_swap: the odd
-    16-lane rows of VDST trade with the even rows of SRC0 (LLVM AMDGPUUsage / IntrinsicsAMDGPU.td,
-    llvm.amdgcn.permlane16.swap / permlane32.swap: "swap ... rows of the two operands")."""
+    16-lane rows of VDST trade with the even rows of SRC0 (LLVM IntrinsicsAMDGPU.td, llvm.amdgcn.permlane32.swap:
+    "rows 2 and 3 of the first operand are swapped with rows 0 and 1 of the second operand", permlane16.swap: "odd
+    rows of the first operand are swapped with even rows of the second operand"; tests/test_emu_gfx950_llvm.py)."""
     from .dispatch import NoSemantics
 
     pairs = d.operand_pairs()
