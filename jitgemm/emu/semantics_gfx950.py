@@ -40,7 +40,9 @@ def k_of_element(bits: int, m: int, k: int) -> np.ndarray:
     8-bit formats: the lane's first 16 elements are k = g*16 + j, the next 16 are k = K/2 + g*16 + (j-16),
     g = l // M (two halves of K, 16 consecutive per lane group in each); 4-bit: 32 consecutive, k = g*32 + j.
     Which K a lane holds is invisible to an unscaled GEMM (A and B are permuted alike) but decides which
-    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it."""
+    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it.
+    6-bit formats are taken as 32 consecutive like fp4: no producer here checks it (Triton 3.9's dot_scaled
+    rejects e2m3/e3m2, "NYI"), so scaled fp6/bf6 results are unproven; unscaled ones do not depend on it."""
     lane = np.arange(WAVE)[:, None]
     j = np.arange(32)[None, :]
     g = lane // m
