@@ -327,3 +327,62 @@ def test_llvm_selected_bitop3_minimum3_maximum3_and_bf16_pack():
     np.testing.assert_array_equal(out[:, 4].view(np.float32), np.maximum.reduce(f[:, :3], axis=1))
     pair = f[:, :2].astype(ml_dtypes.bfloat16).view(np.uint16).astype(np.uint32)
     np.testing.assert_array_equal(out[:, 5], pair[:, 0] | (pair[:, 1] << 16))
+
+
+DOWN_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.cvt.scalef32.pk.fp4.f32(i32, float, float, float, i32 immarg)
+declare <2 x i16> @llvm.amdgcn.cvt.scalef32.pk.fp8.f32(<2 x i16>, float, float, float, i1 immarg)
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+define amdgpu_kernel void @down(ptr addrspace(1) %x, ptr addrspace(1) %s, ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <2 x float>, ptr addrspace(1) %x, i32 %l
+  %vx = load <2 x float>, ptr addrspace(1) %px
+  %a = extractelement <2 x float> %vx, i32 0
+  %b = extractelement <2 x float> %vx, i32 1
+  %ps = getelementptr float, ptr addrspace(1) %s, i32 %l
+  %sc = load float, ptr addrspace(1) %ps
+  %po = getelementptr <2 x i32>, ptr addrspace(1) %o, i32 %l
+  %old = load <2 x i32>, ptr addrspace(1) %po
+  %o4 = extractelement <2 x i32> %old, i32 0
+  %o8i = extractelement <2 x i32> %old, i32 1
+  %o8 = bitcast i32 %o8i to <2 x i16>
+  ; fp4 pair into byte 2 of the old value, fp8 pair into its high word
+  %r4 = call i32 @llvm.amdgcn.cvt.scalef32.pk.fp4.f32(i32 %o4, float %a, float %b, float %sc, i32 2)
+  %r8 = call <2 x i16> @llvm.amdgcn.cvt.scalef32.pk.fp8.f32(<2 x i16> %o8, float %a, float %b, float %sc, i1 true)
+  %r8i = bitcast <2 x i16> %r8 to i32
+  %w0 = insertelement <2 x i32> poison, i32 %r4, i32 0
+  %w1 = insertelement <2 x i32> %w0, i32 %r8i, i32 1
+  store <2 x i32> %w1, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+def test_cvt_scalef32_down_conversions():
+    """Quantization: the values divided by the scale (2^exponent of the f32 scale operand), rounded to nearest
+    even, saturated, and written into the byte / word op_sel names of the old destination. Reference:
+    ml_dtypes' casts of x / scale (CK's non-gfx950 path for the same builtins)."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(DOWN_IR, cpu="gfx950", output="assembly").data
+    assert "v_cvt_scalef32_pk_fp4_f32" in asm and "v_cvt_scalef32_pk_fp8_f32" in asm
+    co = link(run_backend(DOWN_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(14)
+    x = (rng.standard_normal((64, 2)) * 8).astype(np.float32)
+    x[3] = [1e6, -1e6]                                     # saturates to the largest finite value
+    scale = np.ldexp(1.0, rng.integers(-3, 4, 64)).astype(np.float32)
+    old = rng.integers(0, 1 << 32, (64, 2), dtype=np.uint64).astype(np.uint32)
+    out = old.copy()
+    emulate(co, "down", grid=1, block=64, args=[x, scale, out])
+    q = x.astype(np.float64) / scale[:, None]
+    fp4 = np.clip(q, -6, 6).astype(np.float32).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
+    fp8 = np.clip(q, -448, 448).astype(np.float32).astype(ml_dtypes.float8_e4m3fn).view(np.uint8)
+    want4 = (old[:, 0] & ~np.uint32(0xFF << 16)) | ((fp4[:, 0] | fp4[:, 1].astype(np.uint32) << 4) << 16)
+    want8 = (old[:, 1] & np.uint32(0xFFFF)) | ((fp8[:, 0] | fp8[:, 1].astype(np.uint32) << 8) << 16)
+    np.testing.assert_array_equal(out[:, 0], want4)
+    np.testing.assert_array_equal(out[:, 1], want8)
