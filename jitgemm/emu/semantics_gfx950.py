@@ -239,8 +239,8 @@ def cvt_scale_up(b: Builder, d: Decoded) -> RunFn:
     second source's exponent gives (`_exponent_scale`). pk_*_fp4 take the byte op_sel[0] | op_sel[1] << 1
     selects (two values, low nibble first), pk_*_fp8/bf8 the 16-bit word op_sel[0] selects, the scalar forms the
     byte op_sel[0] | op_sel[1] << 1, pk32 all 32 values of 6 registers. f16/bf16 results are rounded to nearest
-    even and packed low value first (LLVM llvm.amdgcn.cvt.scalef32.*; the bf16/fp4 form is Triton's gfx950 mxfp4 x bf16 upcast,
-    tests/test_emu_gfx950_kernels.py)."""
+    even and packed low value first (LLVM llvm.amdgcn.cvt.scalef32.*; the bf16/fp4 form is Triton's gfx950
+    mxfp4 x bf16 upcast, tests/test_emu_gfx950_kernels.py)."""
     import ml_dtypes
 
     from .dispatch import NoSemantics
