@@ -40,6 +40,20 @@ def _ext_hook(code: int, data: bytes):
     return msgpack.ExtType(code, data)
 
 
+def pack(obj) -> bytes:
+    """msgpack bytes of plain data whose ints may exceed 64 bits (CDNA 4's 128-bit ENC_VOP3PX2 masks and
+    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`."""
+    try:
+        return msgpack.packb(obj, use_bin_type=True)
+    except OverflowError:
+        return msgpack.packb(_widen(obj), use_bin_type=True)
+
+
+def unpack(raw: bytes):
+    """Inverse of `pack` (msgpack errors propagate: the caller treats them as a corrupt entry)."""
+    return msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
+
+
 def cache_root() -> Path:
     """`JITGEMM_CACHE_DIR`, else `$XDG_CACHE_HOME/jitgemm`, else `~/.cache/jitgemm`."""
     env = os.environ.get("JITGEMM_CACHE_DIR")
@@ -61,7 +75,7 @@ def load_entry(sha256: str) -> dict | None:
     except OSError:
         return None
     try:
-        entry = msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
+        entry = unpack(raw)
     except Exception:  # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
     if not isinstance(entry, dict) or entry.get("magic") != MAGIC or entry.get("format") != DATA_FORMAT_VERSION:
@@ -75,11 +89,7 @@ def load_entry(sha256: str) -> dict | None:
 def store_entry(data: dict) -> Path | None:
     """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache."""
     path = entry_path(data["sha256"])
-    entry = {"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"], "data": data}
-    try:
-        payload = msgpack.packb(entry, use_bin_type=True)
-    except OverflowError:  # a 128-bit encoding (CDNA 4 ENC_VOP3PX2): pack its wide ints as extensions
-        payload = msgpack.packb(_widen(entry), use_bin_type=True)
+    payload = pack({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"], "data": data})
     try:
         atomic_write(path, payload)
     except OSError:

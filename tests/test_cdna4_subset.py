@@ -245,3 +245,22 @@ def test_loader_reports_gaps_of_amds_file(spec):
         assert any("V_MFMA_LD_SCALE_B32" in w for w in gaps), amd.warnings
         assert any("ENC_VOP3PX2" in w and "D3AC0000" in w for w in gaps), amd.warnings
     assert not [w for w in spec.warnings if w.startswith("gfx950: ")]
+
+
+def test_parsed_spec_cache_holds_128_bit_encodings(tmp_path, monkeypatch):
+    """ENC_VOP3PX2's mask and identifiers are 128-bit ints, beyond msgpack's 64: the parsed-spec cache packs them
+    as extensions (isa.spec_cache.pack/unpack) and a cache hit gives the same numbers."""
+    from jitgemm.isa import spec_cache, spec_sources
+
+    assert spec_cache.unpack(spec_cache.pack({"x": [1 << 127, -(1 << 70), 3]})) == {"x": [1 << 127, -(1 << 70), 3]}
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path))
+    spec_sources._memo.clear()
+    try:
+        first = isa.load_spec(str(SUBSET))                       # parsed, then stored
+        spec_sources._memo.clear()
+        again = isa.load_spec(str(SUBSET))                       # from the cache entry
+        a, b = first.encodings["ENC_VOP3PX2"], again.encodings["ENC_VOP3PX2"]
+        assert a.identifier_mask >> 64 and (a.identifier_mask, a.identifiers) == (b.identifier_mask, b.identifiers)
+        assert list(tmp_path.glob("parsed-specs/*.msgpack"))
+    finally:
+        spec_sources._memo.clear()
