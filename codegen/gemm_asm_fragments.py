@@ -67,7 +67,10 @@ class FragmentPhase:
             offs = [rel + s * m.k * st.eb for s in group]
 
             def read(base=base, offs=offs, unit=unit, dst=dst, regs=regs):
-                if len(offs) == 2:
+                if len(offs) == 2 and unit not in _DS_READ2:  # no ds_read2 of 16 bytes (gfx950's 8-element MFMA
+                    for k, off in enumerate(offs):           # fragments): two ds_read_b128
+                        self.emit(_DS_READ[unit], Reg("v", dst.index + k * regs, regs), base, offset=off or None)
+                elif len(offs) == 2:
                     self.emit(_DS_READ2[unit], Reg("v", dst.index, 2 * regs), base, offset0=offs[0] // unit or None,
                               offset1=offs[1] // unit or None)
                 else:

@@ -63,13 +63,13 @@ def _valid(data: object, spec_sha256: str) -> bool:
 
 def load(spec_sha256: str) -> dict | None:
     """The cached index of a spec (plain data, as `store` wrote it), or None when absent, corrupt or stale."""
-    import msgpack
+    from .spec_cache import unpack
 
     raw = read_sealed(index_path(spec_sha256))
     if raw is None:
         return None
     try:
-        data = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        data = unpack(raw)
     except Exception:   # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
     return data if _valid(data, spec_sha256) else None
@@ -77,10 +77,10 @@ def load(spec_sha256: str) -> dict | None:
 
 def store(spec_sha256: str, data: dict) -> None:
     """Write the index atomically; a read-only or full cache only costs the next process the full build."""
-    import msgpack
+    from .spec_cache import pack
 
     full = {**data, "format": FORMAT, "spec": spec_sha256, "source": source_fingerprint()}
     try:
-        write_sealed(index_path(spec_sha256), msgpack.packb(full, use_bin_type=True))
+        write_sealed(index_path(spec_sha256), pack(full))
     except OSError:
         pass

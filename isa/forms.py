@@ -39,7 +39,7 @@ class Slot:
 
     __slots__ = ("index", "fname", "codec", "table", "type_name", "nregs", "size", "elem_bits", "is_float",
                  "src", "literal", "acc", "acc_implied", "sdwa_s", "output", "kind", "hex", "signed_imm",
-                 "data_format", "container", "fast", "decoded", "mod_spots")
+                 "data_format", "container", "fast", "decoded", "mod_spots", "width_field")
 
     def __repr__(self) -> str:
         return f"<Slot {self.index} {self.fname} {self.type_name} x{self.nregs} {self.kind}>"
@@ -71,7 +71,8 @@ class Form:
     __slots__ = ("spec_inst", "ie", "enc", "name", "suffix", "mnemonic", "family", "size", "base_word",
                  "fixed", "cond", "cond_name", "slots", "nsrc", "mods", "codecs", "defaults", "order",
                  "rank", "decode_fields", "ds_two", "smem", "mubuf", "flat_saddr", "lds_vdata", "scratch",
-                 "sdwa_sd", "vop3p", "two_sources", "opsel_dst", "srcmods", "imm_hex", "cond_fields",
+                 "sdwa_sd", "vop3p", "scale_mfma", "width_slots", "two_sources", "opsel_dst", "srcmods", "imm_hex",
+                 "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus")
 
@@ -79,6 +80,12 @@ class Form:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
 
     # ---------------------------------------------------------------- encoding
+    def fixed_by_identifier(self, fname: str) -> bool:
+        """The field's bits all belong to the encoding's identifier (e.g. ABID of CDNA 4's scaled MFMA): no
+        syntax may set it."""
+        f = self.enc.fields.get(fname)
+        return f is not None and not field_mask(f) & ~self.enc.identifier_mask
+
     def _check_constant_bus(self, fields: dict, slots, ops) -> None:
         """gfx9 VALU instructions read at most `limit` distinct SGPR/special/literal values (the constant bus);
         LLVM refuses more, and the hardware result would be undefined."""
@@ -117,6 +124,9 @@ class Form:
             mod_names = ()
         if self.return_vdst is not None and self.return_flag not in mod_names:
             slots = tuple(s for s in slots if s is not self.return_vdst)
+        if self.width_slots:
+            slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
+                          if s.width_field is not None else s for s in slots)
         if len(ops) != len(slots):
             raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {self.enc.name}, got {len(ops)}",
                            rank=-1)
@@ -517,6 +527,8 @@ class Form:
             if n == 0:
                 return OFF
             return self._reg_from_fields(slot, fv, n)
+        if slot.width_field is not None:
+            return self._reg_from_fields(slot, fv, syn.f8f6f4_registers(fv[slot.width_field], slot.nregs))
         if kind == "flat_addr":
             if self.scratch:
                 if not fv.get("SVE", 0):
@@ -697,6 +709,9 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.scratch = "SVE" in fields and "SCRATCH" in enc.name.upper()
     form.sdwa_sd = "SD" in fields and "SDST" in fields
     form.vop3p = "NEG_HI" in fields
+    # CDNA 4 block-scaled MFMA (ENC_VOP3PX2): op_sel/op_sel_hi pick the scale bytes; LLVM's syntax for them
+    # differs from other VOP3P forms (see modifiers.py)
+    form.scale_mfma = "SCALE_SRC0" in fields and "SCALE_SRC1" in fields
     form.mix = form.vop3p and syn.is_vop3p_mix(form.name)
     form.imm_hex = "SDST" in fields and "SIMM16" in fields
 
@@ -779,9 +794,15 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 form.return_flag = flag
                 break
     for slot in slots:
+        # f8f6f4 MFMA A/B: the register count follows the format CBSZ (A) / BLGP (B) selects
+        slot.width_field = syn.F8F6F4_WIDTH_FIELDS.get(slot.fname) \
+            if slot.data_format == syn.F8F6F4_OPERAND_FORMAT and slot.kind == "reg" else None
+        if slot.width_field not in fields:
+            slot.width_field = None
         slot.decoded = {} if (slot.kind == "reg" and slot.acc is None and not slot.acc_implied
-                              and slot.sdwa_s is None) else None
+                              and slot.sdwa_s is None and slot.width_field is None) else None
         slot.fast = _fast_values(slot)
+    form.width_slots = tuple(s for s in slots if s.width_field is not None)
     # A literal that stands in for a source field (the condition sets that field to SRC_LITERAL) is
     # optional: inline constants take the plain encoding. Otherwise the encoding always carries it.
     form.literal_optional = any(s.literal and s.table is not None and s.table.literal is not None
@@ -818,6 +839,8 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         implicit = any(s.fname is None and not s.output for s in slots)
         if len(spots) + implicit > 1:
             form.bus = (syn.constant_bus_limit(spec.architecture.name), spots)
+    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
+        form.srcmods = {}
     for s in slots:
         spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
             else (None, None, None)
@@ -831,7 +854,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
             defaults[fname] = value
     if "DST_SEL" in fields and form.name in syn.SDWA_NO_DST_SEL:
         defaults["DST_SEL"] = syn.SDWA_SEL["DWORD"]
-    if form.vop3p and "OP_SEL_HI" in fields and not form.mix:
+    if form.vop3p and "OP_SEL_HI" in fields and not form.mix and not form.scale_mfma:
         defaults["OP_SEL_HI"] = (1 << fields["OP_SEL_HI"].width) - 1
     if "format" in form.mods:
         defaults["DFMT"], defaults["NFMT"] = syn.BUF_FORMAT_DEFAULT
@@ -855,6 +878,10 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         for table in (syn.FLAG_FIELDS, syn.INT_FIELDS, syn.LIST_FIELDS, syn.SEL_FIELDS):
             if name in table and table[name] in fields:
                 needed.add(table[name])
+    if "bitop3" in form.mods:
+        needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
+    if "keep_bits" in form.mods:
+        needed.update(f for f, _bits in syn.SCALE_MFMA_HIDDEN if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)

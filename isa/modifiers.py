@@ -74,6 +74,12 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
     codec = form.codecs[fname]
     n = form.nsrc
     bits = 0
+    if form.scale_mfma and name in ("op_sel", "op_sel_hi"):
+        # LLVM takes up to three entries and encodes the first two (one per scale source), no default of 1
+        if len(value) > 3:
+            raise Mismatch(f"{name}: takes up to 3 values for {form.mnemonic}, got {len(value)}")
+        fields[fname] = sum(b << i for i, b in enumerate(value[:2]))
+        return
     if name == "op_sel" and form.name in syn.OPSEL_PER_BIT and n <= len(value) <= codec.width:
         n = len(value)
     if name == "op_sel" and form.opsel_dst and len(value) == n + 1:
@@ -148,7 +154,27 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
     fields["BOUND_CTRL"] = 1  # LLVM sets the bit for bound_ctrl:0 and bound_ctrl:1 alike
 
 
+def _m_keep_bits(form: Form, name: str, value, fields: dict) -> None:
+    allowed = dict(syn.SCALE_MFMA_HIDDEN)
+    try:
+        pairs = [(str(f), int(v)) for f, v in value]
+    except (TypeError, ValueError):
+        raise Mismatch(f"{name}: needs ((FIELD, value), ...)") from None
+    for fname, v in pairs:
+        if fname not in allowed or v & ~allowed[fname]:
+            raise Mismatch(f"{name}: {fname}={v:#x} is not a kept bit of {form.mnemonic}")
+        fields[fname] = fields.get(fname, 0) | v
+
+
+def _m_bitop3(form: Form, name: str, value, fields: dict) -> None:
+    if isinstance(value, bool) or not isinstance(value, int) or not 0 <= value <= 0xFF:
+        raise Mismatch(f"bitop3: needs a truth table 0..255 (0xff), got {value!r}")
+    fields.update(syn.bitop3_fields(value))
+
+
 MODIFIER_ENCODERS: dict[str, Callable] = {
+    "bitop3": _m_bitop3,
+    "keep_bits": _m_keep_bits,
     "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
     "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
     "format": _m_format,
@@ -167,6 +193,14 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             v = codecs[fname].unpack_int(word)
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
+        elif kind == "keep_bits":
+            kept = tuple((f, fv[f] & bits) for f, bits in syn.SCALE_MFMA_HIDDEN if fv.get(f, 0) & bits)
+            if kept:
+                out.append((name, kept))
+        elif kind == "bitop3":
+            v = syn.bitop3_value(fv)
+            if v:
+                out.append((name, Imm(v, hex=v > 10)))
         elif kind == "ds_offset":
             v = fv["OFFSET0"] | fv["OFFSET1"] << codecs["OFFSET0"].width
             if v:
@@ -181,7 +215,10 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             n = form.nsrc
             if name == "op_sel" and form.name in syn.OPSEL_PER_BIT:
                 n = codecs[fname].width
-            if name == "op_sel" and form.opsel_dst:
+            if form.scale_mfma:  # LLVM prints [scale0, scale1, 0]; op_sel_hi always (its default is not all-ones)
+                if name == "op_sel_hi" or v & 3:
+                    out.append((name, (v & 1, v >> 1 & 1, 0)))
+            elif name == "op_sel" and form.opsel_dst:
                 if v:
                     w = codecs[fname].width
                     out.append((name, tuple(v >> i & 1 for i in range(n)) + (v >> (w - 1) & 1,)))
@@ -248,7 +285,7 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         if fname in fields:
             kinds[name] = "flag"
     for name, fname in syn.INT_FIELDS.items():
-        if fname in fields:
+        if fname in fields and not form.fixed_by_identifier(fname):
             kinds[name] = "int"
     if form.smem:
         kinds["offset"] = "smem_offset"
@@ -264,11 +301,15 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         kinds["op_sel"] = "list"
     if "OP_SEL_HI" in fields and "NEG_HI" in fields:
         kinds["op_sel_hi"] = "list"
-    if "NEG_HI" in fields and not form.mix:   # mix instructions write these as `-x` and `|x|`
+    if "NEG_HI" in fields and not form.mix and not form.scale_mfma:   # mix instructions: `-x` and `|x|`
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
-    if "OMOD" in fields:
+    if form.scale_mfma:
+        kinds["keep_bits"] = "keep_bits"
+    if form.name in syn.BITOP3_MNEMONICS:
+        kinds["bitop3"] = "bitop3"
+    elif "OMOD" in fields:
         kinds["mul"] = "omod"
         kinds["div"] = "omod"
     has_dst = any(s.output for s in form.slots if s.kind == "reg")

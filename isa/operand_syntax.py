@@ -217,8 +217,10 @@ INT16_AS_INT32 = frozenset({("v_ldexp_f16", 1)})
 
 # VOP3 instructions whose op_sel LLVM writes with one element per OP_SEL bit (not one per source plus the
 # destination): the stochastic-rounding fp8 conversions, where LLVM counts the kept destination as a third
-# source and op_sel[2:3] pick the result byte.
-OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32"})
+# source and op_sel[2:3] pick the result byte; on gfx950 also the two-source scaled fp4 packs from f16/bf16,
+# whose op_sel[2:3] pick the result byte the same way (llvm-mc-22 -mcpu=gfx950).
+OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef32_pk_fp4_f16",
+                           "v_cvt_scalef32_pk_fp4_bf16"})
 
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
@@ -337,7 +339,7 @@ def counter_name(field: str) -> str:
 # Print order of modifiers, as llvm-objdump writes them (an MTBUF `format:` comes right after the operands).
 MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
-    "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "format", "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
     "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",
@@ -605,3 +607,43 @@ def constant_bus_limit(architecture_name: str) -> int:
     (RDNA) on)."""
     return 2 if "RDNA" in architecture_name.upper() else 1
 
+
+
+# CDNA 4 f8f6f4 MFMAs (A/B typed FMT_NUM_PK8_B32): CBSZ (A) and BLGP (B) select the element format, and the
+# operand's register count follows: 0 fp8, 1 bf8 -> 8 dwords; 2 fp6, 3 bf6 -> 6; 4 fp4 -> 4 (CDNA 4 ISA guide,
+# matrix-core chapter; llvm-mc-22 -mcpu=gfx950 "wrong register tuple size for cbsz value 2" otherwise, and
+# llvm-objdump-22 prints a[0:3] for cbsz:4).
+F8F6F4_OPERAND_FORMAT = "FMT_NUM_PK8_B32"
+F8F6F4_WIDTH_FIELDS = {"SRC0": "CBSZ", "SRC1": "BLGP"}
+F8F6F4_REGISTERS = {0: 8, 1: 8, 2: 6, 3: 6, 4: 4}
+
+
+def f8f6f4_registers(code: int, default: int) -> int:
+    """Register count of an f8f6f4 MFMA A/B operand for a CBSZ/BLGP value (codes 5-7: the full width)."""
+    return F8F6F4_REGISTERS.get(code, default)
+
+
+# gfx950 v_bitop3_*: the 8-bit truth table `bitop3:N` lives in the source-modifier fields, which these
+# instructions do not use as modifiers: bits 2:0 in NEG, 5:3 in ABS, 7:6 in OMOD (llvm-mc-22 -mcpu=gfx950,
+# one bit at a time). LLVM prints it in decimal up to 10, in hex from 11 on.
+BITOP3_MNEMONICS = frozenset({"v_bitop3_b16", "v_bitop3_b32"})
+BITOP3_FIELDS = (("NEG", 0, 3), ("ABS", 3, 3), ("OMOD", 6, 2))   # (field, first truth-table bit, width)
+
+
+def bitop3_fields(value: int) -> dict[str, int]:
+    """Field values for a bitop3 truth table."""
+    return {fname: (value >> first) & ((1 << width) - 1) for fname, first, width in BITOP3_FIELDS}
+
+
+def bitop3_value(fields: dict[str, int]) -> int:
+    """The truth table the fields hold."""
+    return sum((fields.get(fname, 0) & ((1 << width) - 1)) << first for fname, first, width in BITOP3_FIELDS)
+
+
+# Modifiers the decoder attaches so that re-encoding an instruction object reproduces its bytes, for bits
+# LLVM's syntax cannot write (llvm-objdump prints nothing for them, and neither does the printer):
+# `keep_bits` = ((FIELD, value), ...) of CDNA 4 scaled-MFMA fields LLVM ignores (bits 13-14 of the prefix word,
+# op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the load-scale half).
+UNPRINTED_MODIFIERS = frozenset({"keep_bits"})
+# (field, bits of its value LLVM's syntax does not reach) of the scaled MFMA (ENC_VOP3PX2)
+SCALE_MFMA_HIDDEN = (("OP_SEL", 0b100), ("OP_SEL_HI", 0b100), ("NEG", 0b111), ("NEG_HI", 0b111))

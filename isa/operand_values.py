@@ -182,7 +182,7 @@ def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
             return table.ints[0], None
         try:
             if bits == 16 and slot.is_float:
-                lit = syn.float_bits(value, 16)
+                lit = _half_bits(slot, value)
             elif bits == 64:
                 b = syn.float_bits(value, 64)
                 if b & 0xFFFFFFFF:
@@ -243,12 +243,23 @@ def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
     return None, value & 0xFFFFFFFF
 
 
+def _half_bits(slot: Slot, value: float) -> int:
+    """A 16-bit float literal: bf16 (the f32 pattern's high half, rounded to nearest even) for a bf16 operand
+    (llvm-mc-22 -mcpu=gfx950: `v_cvt_f32_bf16 v4, 1.5` carries 0x3fc0), else f16."""
+    if "BF16" in (slot.data_format or ""):
+        b = syn.float_bits(value, 32)
+        if (b & 0x7F800000) == 0x7F800000 and b & 0x7FFFFF:
+            return (b >> 16) | 0x40
+        return ((b + 0x7FFF + (b >> 16 & 1)) >> 16) & 0xFFFF
+    return syn.float_bits(value, 16)
+
+
 def literal_bits(slot: Slot, value) -> int:
     """The literal dword for a value even when it has an inline spelling (for mandatory literals)."""
     if isinstance(value, float):
         bits = slot.elem_bits
         if bits == 16 and slot.is_float:
-            return syn.float_bits(value, 16)
+            return _half_bits(slot, value)
         if bits == 64:
             return syn.float_bits(value, 64) >> 32
         return syn.float_bits(value, 32)

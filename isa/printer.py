@@ -9,7 +9,7 @@ from __future__ import annotations
 from bisect import bisect_right
 
 from .instruction import AsmInstruction, Counters, Data, Imm, Label, Off, Reg, SrcMods
-from .operand_syntax import HEX_MODIFIERS, float_text
+from .operand_syntax import HEX_MODIFIERS, UNPRINTED_MODIFIERS, float_text
 
 
 def format_imm(imm: Imm) -> str:
@@ -64,8 +64,9 @@ def format_instruction(inst: AsmInstruction) -> str:
     text = inst.name
     if inst.operands:
         text += " " + ", ".join(format_operand(op) for op in inst.operands)
-    if inst.modifiers:
-        text += " " + " ".join(format_modifier(n, v) for n, v in inst.modifiers)
+    shown = [(n, v) for n, v in inst.modifiers if n not in UNPRINTED_MODIFIERS]
+    if shown:
+        text += " " + " ".join(format_modifier(n, v) for n, v in shown)
     return text
 
 

@@ -18,6 +18,42 @@ from .files import atomic_write, read_sealed, seal
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
+_BIG_INT = 1  # msgpack extension type: an int beyond 64 bits (128-bit encodings' masks and identifiers)
+
+
+def _widen(value):
+    """`value` with every int that msgpack cannot hold (beyond 64 bits) as an extension object."""
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, int):
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+        return msgpack.ExtType(_BIG_INT, value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True))
+    if isinstance(value, dict):
+        return {k: _widen(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_widen(v) for v in value]
+    return value
+
+
+def _ext_hook(code: int, data: bytes):
+    if code == _BIG_INT:
+        return int.from_bytes(data, "little", signed=True)
+    return msgpack.ExtType(code, data)
+
+
+def pack(obj) -> bytes:
+    """msgpack bytes of plain data whose ints may exceed 64 bits (CDNA 4's 128-bit ENC_VOP3PX2 masks and
+    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`."""
+    try:
+        return msgpack.packb(obj, use_bin_type=True)
+    except OverflowError:
+        return msgpack.packb(_widen(obj), use_bin_type=True)
+
+
+def unpack(raw: bytes):
+    """Inverse of `pack` (msgpack errors propagate: the caller treats them as a corrupt entry)."""
+    return msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
 
 
 def cache_root() -> Path:
@@ -51,7 +87,7 @@ def load_entry_at(path: Path, sha256: str) -> dict | None:
     if raw is None:
         return None
     try:
-        entry = msgpack.unpackb(raw, raw=False, strict_map_key=False)
+        entry = unpack(raw)
     except Exception:  # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
     if not isinstance(entry, dict) or entry.get("magic") != MAGIC or entry.get("format") != DATA_FORMAT_VERSION:
@@ -64,8 +100,7 @@ def load_entry_at(path: Path, sha256: str) -> dict | None:
 
 def pack_entry(data: dict) -> bytes:
     """The sealed file content for plain spec data (the user cache and the wheel's pre-parsed spec alike)."""
-    payload = msgpack.packb({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"],
-                             "data": data}, use_bin_type=True)
+    payload = pack({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "sha256": data["sha256"], "data": data})
     return seal(payload)
 
 

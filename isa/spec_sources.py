@@ -151,6 +151,42 @@ def _read_spec_bytes(path: Path) -> bytes:
                         path=str(path)) from None
 
 
+def profile_gaps(data: dict) -> list[str]:
+    """Warnings for the facts the target profile of the spec's family says LLVM encodes and AMD's files may
+    lack (`spec_gaps`: an instruction by name, or an encoding whose identifiers must recognise a word)."""
+    from .targets import target_for_architecture
+
+    target = target_for_architecture(str((data.get("architecture") or {}).get("name") or ""))
+    if target is None:
+        return []
+    names = set()
+    for inst in data.get("instructions") or ():
+        names.add(str(inst["name"]).upper())
+        names.update(str(a).upper() for a in inst.get("aliases") or ())
+    encodings = {e["name"]: e for e in data.get("encodings") or ()}
+    out = []
+    for gap in target_profile(target).get("spec_gaps") or ():
+        note = " ".join(str(gap.get("note", "")).split())
+        if "instruction" in gap and str(gap["instruction"]).upper() not in names:
+            out.append(f"{target}: the spec has no instruction {gap['instruction']} ({note})")
+        elif "encoding" in gap and gap["encoding"] in encodings:
+            enc = encodings[gap["encoding"]]
+            word = sum(int(d) << (32 * i) for i, d in enumerate(gap.get("dwords") or ()))
+            if not any((word & enc["mask"]) == ident for ident in enc["ids"]):
+                out.append(f"{target}: encoding {gap['encoding']}'s identifiers do not match "
+                           f"{' '.join(f'{int(d):08X}' for d in gap['dwords'])} ({note})")
+    return out
+
+
+def _with_gaps(data: dict) -> dict:
+    """The spec data with the profile's gap warnings added (not cached: a profile may learn more gaps)."""
+    try:
+        gaps = profile_gaps(data)
+    except (KeyError, TypeError, AttributeError):  # malformed data is build_spec's to report
+        gaps = []
+    return {**data, "warnings": list(data.get("warnings") or ()) + gaps} if gaps else data
+
+
 def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
     """Parse (or fetch from the parsed-spec cache) one spec file."""
     path = Path(path)
@@ -171,14 +207,14 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
             data = source()
             if data is not None:
                 try:
-                    spec = build_spec(data, str(path))
+                    spec = build_spec(_with_gaps(data), str(path))
                     break
                 except CorruptSpecData:
                     spec = None
     if spec is None:
         with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
             data = read_xml(path, raw)
-        spec = build_spec(data, str(path))
+        spec = build_spec(_with_gaps(data), str(path))
         if use_cache:
             store_entry(data)
     with _memo_lock:

@@ -191,3 +191,19 @@ def parse_profile(text: str, where: str) -> TargetProfile:
         legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],
         spec_release=values["spec_release"], wavefront_size=values["wavefront_size"], values=values,
     )
+
+
+def target_for_architecture(architecture_name: str) -> str | None:
+    """The target whose profile's `family` is a spec's ArchitectureName ("AMD CDNA 4" -> gfx950), or None.
+
+    A spec file names its architecture, not a processor; the profiles say which processor each family is, so
+    tools that need a target for a spec (llvm-mc's -mcpu, the emulator's numeric rules) ask here."""
+    wanted = architecture_name.strip().lower().removeprefix("amd ").strip()
+    hits = [t for t in known_targets() if target_profile(t).family.strip().lower() == wanted]
+    return hits[0] if len(hits) == 1 else None
+
+
+def target_of_spec(spec: Any, default: str = "gfx942") -> str:
+    """The target a loaded Spec describes (by its ArchitectureName), else `default`."""
+    arch = getattr(getattr(spec, "architecture", None), "name", None)
+    return (target_for_architecture(arch) if arch else None) or default

@@ -255,6 +255,8 @@ def _modifier_values(form: Form, name: str, kind: str) -> list:
         return sorted({min(allowed), max(allowed)})
     if kind == "bound_ctrl":
         return [1]
+    if kind == "bitop3":
+        return [1, 10, 11, 63, 64, 0x9A, 0xFF]
     if kind == "format":
         return [0, 0x7F, ("BUF_DATA_FORMAT_32", "BUF_NUM_FORMAT_FLOAT"), ("BUF_NUM_FORMAT_SINT",),
                 ("BUF_DATA_FORMAT_16_16",)]
@@ -464,14 +466,18 @@ def llvm_mc_encodings(lines: list[str], llvm_mc: str, mcpu: str = "gfx942") -> l
     return out
 
 
-def run_corpus(cases: list[Case], forms: SpecForms, llvm_mc: str) -> list[CaseResult]:
-    """Assemble every case with llvm-mc and with this package; disassemble our bytes for the text check."""
+def run_corpus(cases: list[Case], forms: SpecForms, llvm_mc: str, mcpu: str | None = None) -> list[CaseResult]:
+    """Assemble every case with llvm-mc and with this package; disassemble our bytes for the text check.
+    llvm-mc's -mcpu is the target the spec describes (its ArchitectureName, through the target profiles)
+    unless `mcpu` says otherwise."""
     from jitgemm.isa.asm_errors import AsmError, EncodeError
     from jitgemm.isa.assembler import assemble
     from jitgemm.isa.decoder import decode
+    from jitgemm.isa.targets import target_of_spec
 
+    mcpu = mcpu or target_of_spec(forms.spec)
     lines = [c.text for c in cases]
-    ref = llvm_mc_encodings(lines, llvm_mc)
+    ref = llvm_mc_encodings(lines, llvm_mc, mcpu)
     results = []
     for case, line, (lbytes, ltext) in zip(cases, lines, ref, strict=False):
         ours = our_err = our_text = None
@@ -489,7 +495,7 @@ def run_corpus(cases: list[Case], forms: SpecForms, llvm_mc: str) -> list[CaseRe
     # printed for the line, llvm-mc dropped part of it (e.g. a modifier it accepts but does not encode).
     for r in results:
         if r.llvm is not None and r.ours != r.llvm:
-            back = llvm_mc_disassemble(r.llvm, llvm_mc)
+            back = llvm_mc_disassemble(r.llvm, llvm_mc, mcpu)
             if back is not None and " ".join(back.split()) != " ".join((r.llvm_text or "").split()):
                 r.llvm_inconsistent = f"llvm-mc encodes {r.case.text!r} as {back!r}"
     return results

@@ -60,6 +60,16 @@ def excerpts_required() -> bool:
     return os.environ.get("CI", "").strip().lower() in ("true", "1", "yes")
 
 
+CDNA4_EXCERPT = SHARED / "isa-specs" / "excerpts" / "cdna4_excerpt.xml"
+
+
+def require_cdna4_excerpt() -> Path:
+    """AMD's verbatim CDNA4 excerpt from ../shared (never copied into the repo)."""
+    if not CDNA4_EXCERPT.is_file():
+        _missing(f"AMD's CDNA4 excerpt not found at {CDNA4_EXCERPT}")
+    return CDNA4_EXCERPT
+
+
 def require_excerpt() -> Path:
     """AMD's verbatim CDNA3 excerpt from ../shared (never copied into the repo)."""
     if not EXCERPT.is_file():

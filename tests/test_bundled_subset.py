@@ -7,7 +7,7 @@
 - Where AMD's verbatim excerpt has the same instruction, encoding, operand type or data format, the facts
   are equal; identifiers the subset derives are among AMD's, and every literal/DPP/SDWA/VOP3 variant AMD
   lists for a subset opcode is in the subset.
-- tools/cdna3_subset/build.py regenerates the committed XML byte for byte.
+- tools/isa_subset/build.py (from tools/cdna3_subset/*.yaml) regenerates the committed XML byte for byte.
 
 Register numbers, immediates and literals are drawn at random (seed printed; JITGEMM_TEST_SEED repeats a run).
 """
@@ -30,7 +30,8 @@ from jitgemm import isa
 from tests.oracles import REPO, require_tool
 
 SUBSET = REPO / "specs" / "amdgpu_isa_cdna3_subset.xml"
-BUILD = REPO / "tools" / "cdna3_subset" / "build.py"
+BUILD = REPO / "tools" / "isa_subset" / "build.py"
+FACTS = REPO / "tools" / "cdna3_subset"
 SEED = int(os.environ.get("JITGEMM_TEST_SEED", random.SystemRandom().randrange(1 << 30)))
 
 # (instruction, encoding) pairs LLVM 22 cannot produce for gfx942, with the reason. The test fails when LLVM
@@ -596,8 +597,8 @@ def _load_builder():
 
 def test_build_regenerates_the_committed_file(tmp_path):
     out = tmp_path / "subset.xml"
-    proc = subprocess.run([sys.executable, str(BUILD), "--output", str(out)], capture_output=True, text=True,
-                          timeout=120)
+    proc = subprocess.run([sys.executable, str(BUILD), "--arch", "gfx942", "--output", str(out)],
+                          capture_output=True, text=True, timeout=120)
     assert proc.returncode == 0, proc.stderr
     assert out.read_bytes() == SUBSET.read_bytes(), "specs/amdgpu_isa_cdna3_subset.xml is stale: run build.py"
     assert SUBSET.stat().st_size < 6_500_000
@@ -606,7 +607,7 @@ def test_build_regenerates_the_committed_file(tmp_path):
 def test_build_reports_bad_facts_with_their_place(tmp_path):
     builder = _load_builder()
     folder = tmp_path / "facts"
-    shutil.copytree(BUILD.parent, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
+    shutil.copytree(FACTS, folder, ignore=shutil.ignore_patterns("*.py", "__pycache__"))
     text = (folder / "encodings.yaml").read_text(encoding="utf-8")
     (folder / "encodings.yaml").write_text(text.replace('OP: "15:8"', "OP: 15:8", 1), encoding="utf-8")
     with pytest.raises(builder.BuildError, match=r"encodings\.yaml: encodings\.ENC_SOP1\.fields\.OP.*quoted"):

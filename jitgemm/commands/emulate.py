@@ -1,4 +1,4 @@
-"""`jitgemm emulate FILE.co`: run a kernel of a gfx942 code object in the ISA emulator, or (`--check`) list every
+"""`jitgemm emulate FILE.co`: run a kernel of a gfx942/gfx950 code object in the ISA emulator, or (`--check`) list every
 instruction the emulator cannot run before running anything.
 
 Run mode takes the launch on the command line: `--grid`/`--block` as X[,Y,Z], and one `--arg` per kernel
@@ -22,7 +22,7 @@ _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat1
 
 
 def register(subparsers: argparse._SubParsersAction) -> None:
-    p = subparsers.add_parser("emulate", help="run a gfx942 kernel in the ISA emulator, or check it can be run",
+    p = subparsers.add_parser("emulate", help="run a gfx942/gfx950 kernel in the ISA emulator, or check it can be run",
                               description="Run a kernel of an AMDGPU code object on the CPU (ISA emulator), or "
                               "with --check list the instructions the emulator has no semantics for.")
     p.add_argument("file", metavar="FILE.co", help="code object (ELF)")
@@ -35,7 +35,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                    help="one kernel argument, in order: null, TYPE:VALUE (scalar) or TYPE:SHAPE:FILL (buffer)")
     p.add_argument("--lds", type=int, default=0, metavar="BYTES", help="dynamic LDS bytes (sharedMemBytes)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N", help="scheduler step limit")
-    p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: gfx942's)")
+    p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: the --arch target's)")
+    p.add_argument("--arch", help="target id whose spec and rules to use (default: the code object's, from its "
+                                  "ELF e_flags)")
     p.add_argument("--json", action="store_true", help="print the result (run statistics, buffer checksums, "
                    "unsupported instructions) or the error as JSON")
     p.set_defaults(func=_emulate)
@@ -132,7 +134,10 @@ def _run(args: argparse.Namespace) -> int:
 
     data = read_input(args.file)
     co = read(data)
-    spec = isa.load_spec(args.spec) if args.spec else None
+    arch = args.arch or co.processor
+    spec = isa.load_spec(args.spec or arch) if (args.spec or arch) else None
+    if args.check and spec is not None:
+        print(f"{args.file}: target {arch or co.processor or '?'}, spec {spec.architecture.name} ({spec.source})")
     if args.check:
         missing = check(co, args.kernel, spec=spec)
         if args.json:

@@ -187,7 +187,12 @@ def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm.inspect import annotated_listing
 
     blob = read_input(args.file)
-    spec = isa.load_spec(args.spec or args.arch)
+    arch = args.arch
+    if not args.spec and not arch:
+        from jitgemm.codegen.codeobj import read
+
+        arch = read(blob).processor or "gfx942"
+    spec = isa.load_spec(args.spec or arch)
     sys.stdout.write(annotated_listing(blob, spec))
     return 0
 
@@ -213,6 +218,7 @@ def register(sub) -> None:
 
     i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")
     i.add_argument("file", help="code object (.co/.hsaco) to list")
-    i.add_argument("--arch", default="gfx942", help="target id whose spec annotates (default gfx942)")
+    i.add_argument("--arch", default=None, help="target id whose spec annotates (default: the code object's, from "
+                   "its ELF e_flags)")
     i.add_argument("--spec", help="spec file to annotate from (default: the target's)")
     i.set_defaults(func=_cmd_inspect)

@@ -20,6 +20,7 @@ from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
 from . import semantics_buffer, semantics_mem
+from . import semantics_gfx950 as gfx950
 from .errors import EmulatorError, NoSemantics
 from .mfma import MfmaShapeError, mfma, mfma_shape
 from .modes import MODE_INSTRUCTIONS, mode_op
@@ -53,7 +54,7 @@ class Op:
 def family(encoding: str) -> str:
     """The emulator's family of an encoding name (ENC_SOP2, VOP2_INST_LITERAL, VOP3P_MFMA, ...)."""
     e = encoding.upper()
-    if "MFMA" in e:
+    if "MFMA" in e or "VOP3PX2" in e:  # VOP3PX2: CDNA 4's block-scaled MFMA
         return "mfma"
     for key, fam in (("SOPP", "sopp"), ("SOPK", "salu"), ("SOPC", "salu"), ("SOP1", "salu"), ("SOP2", "salu"),
                      ("SMEM", "smem"), ("VOP3P", "vop3p"), ("VOPC", "valu"), ("VOP1", "valu"), ("VOP2", "valu"),
@@ -351,6 +352,9 @@ def _rhs_names(stmts: Statements) -> set[str]:
 
 def _valu(b: Builder, d: Decoded) -> RunFn:
     name = d.name
+    special = gfx950.handler(name)
+    if special is not None:
+        return special(b, d)
     if name in _SPECIAL_VALU:
         return _special_valu(b, d)
     stmts = _semantics(d)
@@ -685,6 +689,8 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
 
 
 def _mfma(b: Builder, d: Decoded) -> RunFn:
+    if gfx950._is_f8f6f4(d):
+        return gfx950.mfma_f8f6f4(b, d)
     pairs = d.operand_pairs()
     if len(pairs) != 4:
         raise NoSemantics("MFMA without its four operands")

@@ -41,7 +41,7 @@ from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, registe
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
-LDS_LIMIT = 64 * 1024  # bytes of LDS a gfx942 workgroup can allocate
+LDS_LIMIT = 64 * 1024  # bytes of LDS a workgroup can allocate when a profile does not say (gfx942's)
 DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
 DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
@@ -221,9 +221,22 @@ def program_for(kernel, spec) -> Program:
     return prog
 
 
-def _default_spec():
+def _default_spec(co=None):
+    """The spec of the code object's own target (its ELF e_flags / amdhsa.target), else gfx942's."""
     from jitgemm import isa
-    return isa.load_spec("gfx942")
+    from jitgemm.isa.targets import base_target
+
+    target = getattr(co, "processor", None) or getattr(co, "target", None)
+    if target:
+        target = base_target(str(target).rsplit("-", 1)[-1])
+    return isa.load_spec(target or "gfx942")
+
+
+def lds_limit(spec) -> int:
+    """Bytes of LDS one workgroup may allocate on the spec's target (its profile's lds_bytes_per_workgroup)."""
+    from jitgemm.isa.targets import target_of_spec, target_profile
+
+    return int(target_profile(target_of_spec(spec)).get("lds_bytes_per_workgroup", LDS_LIMIT))
 
 
 def private_segment_buffer(scratch_address: int) -> np.ndarray:
@@ -247,7 +260,8 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = 64,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS
             ) -> RunStats:
-    """Run one kernel of a gfx942 code object on the CPU.
+    """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
+    unless `spec` says otherwise.
 
     `grid` counts workgroups, `block` work-items per workgroup; `args` are numpy arrays (global buffers,
     written back in place), Python/numpy scalars, and None for a null pointer, packed by the kernel's
@@ -256,7 +270,7 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
-    spec = spec if spec is not None else _default_spec()
+    spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
     return run_program(prog, k, launch, max_steps=max_steps)
 
@@ -275,10 +289,13 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     private = desc.private_segment_fixed_size + (DYNAMIC_STACK if desc.uses_dynamic_stack else 0)
     private = -(-private // 4) * 4
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
-    if lds_size > LDS_LIMIT:
+    limit = lds_limit(prog.spec)
+    if lds_size > limit:
+        from jitgemm.isa.targets import target_of_spec
+
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
-                          f"{launch.lds_bytes} dynamic = {lds_size} exceed the {LDS_LIMIT} bytes of a gfx942 "
-                          "workgroup")
+                          f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
+                          f"{target_of_spec(prog.spec)} workgroup")
 
     # --- memory: buffers, kernarg segment, dispatch packet -------------------------------------------
     mem = GlobalMemory()
@@ -453,7 +470,7 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
 def check(code_object, kernel: str | None = None, *, spec=None) -> dict[str, list[Op]]:
     """The instructions of each kernel (or one) that the emulator cannot run, before running anything."""
     co = _load_code_object(code_object)
-    spec = spec if spec is not None else _default_spec()
+    spec = spec if spec is not None else _default_spec(co)
     kernels = [_pick_kernel(co, kernel)] if kernel is not None else list(co.kernels)
     out = {}
     for k in kernels:

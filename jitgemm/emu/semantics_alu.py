@@ -22,6 +22,7 @@ from __future__ import annotations
 
 import re
 
+import ml_dtypes
 import numpy as np
 
 # --- helpers available to the expressions ----------------------------------------------------------
@@ -313,6 +314,14 @@ def cvt_pkrtz(a, b):
     return rtz(a) | (rtz(b) << 16)
 
 
+def cvt_pk(a, b, dtype):
+    """Two f32 -> a packed pair of 16-bit floats (`dtype`), rounding to nearest even (gfx950
+    v_cvt_pk_bf16_f32 / v_cvt_pk_f16_f32)."""
+    def rne(v):
+        return np.asarray(v, np.float32).astype(dtype).view(np.uint16).astype(np.uint32)
+    return rne(a) | (rne(b) << 16)
+
+
 def sat_cvt(x, lo, hi):
     with np.errstate(invalid="ignore"):
         x = np.asarray(x, np.float64)
@@ -324,6 +333,7 @@ HELPERS.update({
     "np": np, "where": np.where, "minimum": np.minimum, "maximum": np.maximum, "fmin": np.fmin, "fmax": np.fmax,
     "sqrt": np.sqrt, "exp2": np.exp2, "log2": np.log2, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "rint": np.rint, "abs": np.abs, "sin": np.sin, "cos": np.cos, "pi": np.pi, "isnan": np.isnan,
+    "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
 })
 
 # --- the table -------------------------------------------------------------------------------------
@@ -463,6 +473,11 @@ SEMANTICS: dict[str, str] = {
     "V_PACK_B32_F16": "f16_bits(S0) | (f16_bits(S1) << 16)",
     "V_CVT_OFF_F32_I4": "((i32(S0) << 28) >> 28) / 16.0",
     "V_CVT_F32_FP8": "S0", "V_CVT_F32_BF8": "S0",
+    # gfx950 conversions and IEEE minimum/maximum (NaN in, NaN out: numpy's minimum/maximum)
+    "V_CVT_PK_BF16_F32": "cvt_pk(S0, S1, bfloat16)", "V_CVT_PK_F16_F32": "cvt_pk(S0, S1, float16)",
+    "V_CVT_F32_BF16": "S0",
+    "V_MINIMUM3_F32": "minimum(minimum(S0, S1), S2)", "V_MAXIMUM3_F32": "maximum(maximum(S0, S1), S2)",
+    "V_PK_MINIMUM3_F16": "minimum(minimum(S0, S1), S2)", "V_PK_MAXIMUM3_F16": "maximum(maximum(S0, S1), S2)",
     # float arithmetic
     "V_ADD_F32": "S0 + S1", "V_SUB_F32": "S0 - S1", "V_SUBREV_F32": "S1 - S0", "V_MUL_F32": "S0 * S1",
     "V_ADD_F16": "S0 + S1", "V_SUB_F16": "S0 - S1", "V_SUBREV_F16": "S1 - S0", "V_MUL_F16": "S0 * S1",

@@ -30,7 +30,9 @@ from .semantics_mem import (
     _d16,
     _data_regs,
     _fault,
+    _lds_direct_store,
     _load,
+    _m0_mask,
     _mem_operand,
     _merge_d16,
     _store,
@@ -135,6 +137,7 @@ def mubuf(b, d):
     offen = bool(d.modifier("offen"))
     idxen = bool(d.modifier("idxen"))
     to_lds = bool(d.modifier("lds"))
+    m0_mask = _m0_mask(b.spec) if to_lds else 0
     vaddr = f.get("VADDR")
     nv = int(offen) + int(idxen)
     vaddr_src = b.ops.src(vaddr, 32 * nv) if nv and isinstance(vaddr, Reg) else None
@@ -196,12 +199,8 @@ def mubuf(b, d):
                 if ok.any():
                     sel = np.nonzero(ok)
                     out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
-            if to_lds:  # LDS-direct: M0 + instruction offset + 4 * lane, one dword per lane
-                m0 = st.s[w, st.m0_slot].astype(np.int64) & 0xFFFF
-                lds_addr = m0[:, None] + offset + 4 * np.arange(64)[None, :]
-                sel = np.nonzero(lanes)
-                offs = ctx.lds_offsets(w, sel, lds_addr[sel], 4, d)
-                ctx.lds.store_dwords(offs, out[sel][:, :1])
+            if to_lds:  # LDS-direct: M0 + instruction offset + max(4, size) * lane
+                _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
                 return
             value = out if regs > 1 else out[..., 0]
             if half is not None:

@@ -24,9 +24,11 @@ from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
 from .memory import BASE
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
+from .semantics_gfx950 import lds_transpose, transpose_bits
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
+
 
 
 def _mem_operand(b, d, kind: str):
@@ -255,6 +257,26 @@ def smem(b, d):
     return run_atomic
 
 
+def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offset: int, m0_mask: int) -> None:
+    """A load-to-LDS writes each lane's data at M0 + instruction offset + lane * max(4, size): dword and smaller
+    loads fill one dword per lane, CDNA 4's dwordx3/x4 loads 12/16 bytes per lane (CDNA 3/4 ISA guides,
+    "Global and buffer loads to LDS"; Triton's gfx950 GEMMs with async copies, tests/test_emu_gfx950_kernels.py).
+    M0 holds the LDS byte address in as many low bits as the target's LDS needs (profile lds size)."""
+    stride = max(4, nbytes)
+    regs = max(1, nbytes // 4)
+    m0 = st.s[w, st.m0_slot].astype(np.int64) & m0_mask
+    lds_addr = m0[:, None] + offset + stride * np.arange(64)[None, :]
+    sel = np.nonzero(lanes)
+    offs = ctx.lds_offsets(w, sel, lds_addr[sel], stride, d)
+    ctx.lds.store_dwords(offs, np.ascontiguousarray(data[sel][:, :regs]))
+
+
+def _m0_mask(spec) -> int:
+    from .engine import lds_limit
+
+    return (1 << max(16, (lds_limit(spec) - 1).bit_length())) - 1
+
+
 # --- global / flat ---------------------------------------------------------------------------------------
 
 def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[np.ndarray, int]]:
@@ -420,6 +442,22 @@ def flat(b, d):
             return None, lanes
         sel = np.nonzero(plane)
         return (sel, private_pieces(ctx, d, w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes)), lanes & ~plane
+
+    if is_load and "_LOAD_LDS_" in name:
+        regs = max(1, size_bits // 32)
+        m0_mask = _m0_mask(b.spec)
+
+        def run_load_lds(ctx, w):
+            st = ctx.st
+            lanes = st.exec_lanes(w)
+            addr = addresses(ctx, w)
+            glanes, _lds = checked(ctx, w, addr, lanes, False)
+            out = np.zeros(lanes.shape + (regs,), np.uint32)
+            if glanes.any():
+                sel = np.nonzero(glanes)
+                out[sel] = _load(ctx.mem, ctx.mem.offsets(addr[sel]), nbytes, mfmt)
+            _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
+        return run_load_lds
 
     if is_load:
         dst = b.ops.dst(vdst, max(32, size_bits))
@@ -587,6 +625,7 @@ def ds(b, d):
     if is_load and vdst is not None:
         regs = max(1, nbytes // 4)
         dst = b.ops.dst(vdst, max(32, 8 * nbytes))
+        tr_bits = transpose_bits(name)
 
         def run_read(ctx, w):
             st = ctx.st
@@ -596,6 +635,8 @@ def ds(b, d):
             offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
             out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            if tr_bits:  # gfx950 transposing read: lanes of each 16-lane row exchange elements
+                out = lds_transpose(out, tr_bits)
             value = out if regs > 1 else out[..., 0]
             if half is not None:
                 value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)

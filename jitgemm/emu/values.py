@@ -16,16 +16,40 @@ import numpy as np
 
 from jitgemm.isa.model import DataFormat, Spec
 
-# (exponent bits, mantissa bits) -> numpy dtype. fp8 on gfx942 is the FNUZ flavour (LLVM AMDGPUUsage and
-# the CDNA3 ISA: FP8 E4M3 and BF8 E5M2 with bias 8/16, no infinities, one NaN encoding 0x80).
+# (exponent bits, mantissa bits) -> numpy dtype, for the formats whose meaning is the same on every target.
 FLOAT_DTYPES = {
     (8, 23): np.dtype(np.float32),
     (5, 10): np.dtype(np.float16),
     (11, 52): np.dtype(np.float64),
     (8, 7): np.dtype(ml_dtypes.bfloat16),
-    (4, 3): np.dtype(ml_dtypes.float8_e4m3fnuz),
-    (5, 2): np.dtype(ml_dtypes.float8_e5m2fnuz),
+    # CDNA 4 microscaling element formats (OCP MX v1.0; CDNA 4 ISA guide, "Data formats"): fp6 E2M3, bf6 E3M2,
+    # fp4 E2M1, none with infinities or NaN
+    (2, 3): np.dtype(ml_dtypes.float6_e2m3fn),
+    (3, 2): np.dtype(ml_dtypes.float6_e3m2fn),
+    (2, 1): np.dtype(ml_dtypes.float4_e2m1fn),
 }
+# fp8 depends on the target (its profile's `fp8_flavour`): the same byte means different numbers. gfx942 takes
+# the FNUZ flavour (LLVM AMDGPUUsage, CDNA 3 ISA: E4M3/E5M2 with bias 8/16, no infinities, one NaN 0x80);
+# gfx950 the OCP one (OCP 8-bit floating point spec: E4M3FN bias 7 with NaN 0x7f/0xff, E5M2 IEEE-like).
+FP8_DTYPES = {
+    "fnuz": {(4, 3): np.dtype(ml_dtypes.float8_e4m3fnuz), (5, 2): np.dtype(ml_dtypes.float8_e5m2fnuz)},
+    "ocp": {(4, 3): np.dtype(ml_dtypes.float8_e4m3fn), (5, 2): np.dtype(ml_dtypes.float8_e5m2)},
+}
+
+
+def fp8_flavour(spec: Spec | None) -> str:
+    """'fnuz' or 'ocp': the fp8 meaning of the target the spec describes (its target profile says)."""
+    from jitgemm.isa.targets import target_of_spec, target_profile
+
+    if spec is None:
+        return "fnuz"
+    flavour = str(target_profile(target_of_spec(spec)).get("fp8_flavour", "fnuz"))
+    if flavour not in FP8_DTYPES:
+        raise ValueError(f"target profile of {target_of_spec(spec)}: fp8_flavour {flavour!r} is not one of "
+                         f"{sorted(FP8_DTYPES)}")
+    return flavour
+
+
 INT_DTYPES = {(8, True): np.int8, (8, False): np.uint8, (16, True): np.int16, (16, False): np.uint16,
               (32, True): np.int32, (32, False): np.uint32, (64, True): np.int64, (64, False): np.uint64}
 
@@ -62,8 +86,8 @@ def _int_dtype(bits: int, signed: bool) -> np.dtype:
     return np.dtype(np.uint64)
 
 
-def fmt_of(fmt: DataFormat | None, size: int) -> Fmt:
-    """The Fmt of a data format (None: untyped bits of `size`)."""
+def fmt_of(fmt: DataFormat | None, size: int, fp8: str = "fnuz") -> Fmt:
+    """The Fmt of a data format (None: untyped bits of `size`); `fp8` is the target's fp8 flavour."""
     if fmt is None or fmt.component_count <= 0:
         bits = 64 if size == 64 else 32
         return BITS64 if bits == 64 else BITS32
@@ -72,8 +96,9 @@ def fmt_of(fmt: DataFormat | None, size: int) -> Fmt:
     fields = {f.name.lower(): f for f in fmt.attributes[0].fields} if fmt.attributes else {}
     if fmt.data_type == "float" and "exponent" in fields and "mantissa" in fields:
         key = (fields["exponent"].width, fields["mantissa"].width)
-        if key in FLOAT_DTYPES:
-            return Fmt(fmt.name, "f", bits, count, FLOAT_DTYPES[key])
+        dtype = FLOAT_DTYPES.get(key) or FP8_DTYPES[fp8].get(key)
+        if dtype is not None:
+            return Fmt(fmt.name, "f", bits, count, dtype)
     if fmt.data_type == "integer":
         field = fields.get("integer")
         signed = field is not None and (field.signedness or "").lower() == "signed"
@@ -94,7 +119,7 @@ def operand_fmt(spec: Spec, data_format: str | None, size: int) -> Fmt:
     key = (id(spec), data_format, size)
     found = _CACHE.get(key)
     if found is None:
-        found = _CACHE[key] = fmt_of(spec.data_formats.get(data_format or ""), size)
+        found = _CACHE[key] = fmt_of(spec.data_formats.get(data_format or ""), size, fp8_flavour(spec))
     return found
 
 

@@ -1,11 +1,15 @@
-"""Compile the project's CDNA 3 (gfx942) spec subset from the YAML facts beside this script into an XML file
-in AMD's machine-readable ISA schema (specs/amdgpu_isa_cdna3_subset.xml).
+"""Compile the project's spec subsets (CDNA 3 / gfx942, CDNA 4 / gfx950) from YAML facts into XML files in
+AMD's machine-readable ISA schema (specs/amdgpu_isa_cdna3_subset.xml, specs/amdgpu_isa_cdna4_subset.xml).
 
 The XML is what the loader and the tests read; the YAML is what people edit, because it states each fact
 once (a register run is a rule, an instruction is a template plus its differences) and carries the source
 of every fact in comments. Output is deterministic, so a test can rebuild it and compare bytes.
 
-    python tools/cdna3_subset/build.py [--output PATH] [--check]
+One architecture's facts live in one folder (tools/cdna3_subset, tools/cdna4_subset). A folder whose
+document.yaml says `extends: <folder>` holds only its differences from that folder: CDNA 4 keeps almost all of
+CDNA 3, so its files add and override entries (see `merge_overlay`) instead of repeating 1,100 instructions.
+
+    python tools/isa_subset/build.py [--arch gfx942|gfx950|all] [--output PATH] [--check]
 """
 
 from __future__ import annotations
@@ -21,13 +25,18 @@ import yaml
 
 HERE = Path(__file__).resolve().parent
 REPO = HERE.parents[1]
-DEFAULT_OUTPUT = REPO / "specs" / "amdgpu_isa_cdna3_subset.xml"
+# target -> (folder of YAML facts, bundled XML written from them)
+ARCHES = {
+    "gfx942": (REPO / "tools" / "cdna3_subset", REPO / "specs" / "amdgpu_isa_cdna3_subset.xml"),
+    "gfx950": (REPO / "tools" / "cdna4_subset", REPO / "specs" / "amdgpu_isa_cdna4_subset.xml"),
+}
+DEFAULT_OUTPUT = ARCHES["gfx942"][1]
 SOURCES = ("document.yaml", "encodings.yaml", "types.yaml", "instructions.yaml")
 
 # Order in which instruction sections appear (AMD's files group instructions by primary encoding in this
 # alphabetical order, then by opcode).
 SECTION_ORDER = ("DS", "FLAT", "FLAT_GLBL", "FLAT_SCRATCH", "MTBUF", "MUBUF", "SMEM", "SOP1", "SOP2", "SOPC",
-                 "SOPK", "SOPP", "VOP1", "VOP2", "VOP3", "VOP3P", "VOPC")
+                 "SOPK", "SOPP", "VOP1", "VOP2", "VOP3", "VOP3P", "VOP3PX2", "VOPC")
 _BINARY_OPS = {"==", "!=", "<", "<=", ">", ">=", "&&", "||"}
 _SET_OPS = {"within": ".within", "notwithin": ".notwithin"}
 
@@ -776,9 +785,82 @@ def _read_yaml(folder: Path, name: str) -> dict:
     return data
 
 
-def build(folder: Path = HERE) -> str:
+def _merge_named(base: dict, overlay: dict) -> dict:
+    """Entries by name: a new name is added; a known one takes the overlay's keys, and its `fields`, `ident` and
+    `conditions` mappings are merged key by key (an encoding that changes one field restates only that field)."""
+    out = dict(base)
+    for name, entry in (overlay or {}).items():
+        if name in out and isinstance(out[name], dict) and isinstance(entry, dict):
+            merged = dict(out[name])
+            for key, value in entry.items():
+                if key in ("fields", "ident", "conditions") and isinstance(value, dict):
+                    merged[key] = {**(merged.get(key) or {}), **value}
+                else:
+                    merged[key] = value
+            out[name] = merged
+        else:
+            out[name] = entry
+    return out
+
+
+def merge_overlay(base: dict[str, dict], overlay: dict[str, dict], where: str) -> dict[str, dict]:
+    """The facts of an architecture described as differences from another one.
+
+    - encodings.yaml: `field_text` and `encodings` merged by name (`_merge_named`).
+    - types.yaml: `float_layouts`, `data_formats`, `operand_types`, `value_blocks` merged by name.
+    - instructions.yaml: `flags` replaced when given, `implicit` and `templates` merged by name; the entries under
+      `instructions.<template>` are appended to the base's; `drop: [NAME, ...]` removes base instructions the
+      architecture no longer has (a drop that names nothing is an error, so a typo cannot keep an instruction).
+    """
+    out = {name: dict(doc) for name, doc in base.items()}
+    enc, ov = out["encodings.yaml"], overlay.get("encodings.yaml") or {}
+    for key in ("field_text", "encodings"):
+        enc[key] = _merge_named(enc.get(key) or {}, ov.get(key) or {})
+    types, ov = out["types.yaml"], overlay.get("types.yaml") or {}
+    for key in ("float_layouts", "data_formats", "operand_types", "value_blocks"):
+        types[key] = _merge_named(types.get(key) or {}, ov.get(key) or {})
+    ins, ov = out["instructions.yaml"], overlay.get("instructions.yaml") or {}
+    if "flags" in ov:
+        ins["flags"] = ov["flags"]
+    for key in ("implicit", "templates"):
+        ins[key] = _merge_named(ins.get(key) or {}, ov.get(key) or {})
+    lists = {t: list(entries or []) for t, entries in (ins.get("instructions") or {}).items()}
+    drop = {str(n).upper() for n in ov.get("drop") or []}
+    found: set[str] = set()
+    for t, entries in lists.items():
+        kept = [e for e in entries if str(e.get("name", "")).upper() not in drop]
+        found |= {str(e.get("name", "")).upper() for e in entries} & drop
+        lists[t] = kept
+    if drop - found:
+        raise BuildError(f"{where}/instructions.yaml: drop names {sorted(drop - found)}, which the base does not have")
+    for t, entries in (ov.get("instructions") or {}).items():
+        lists.setdefault(t, []).extend(entries or [])
+    ins["instructions"] = lists
+    return out
+
+
+def read_facts(folder: Path) -> dict[str, dict]:
+    """The YAML documents of one architecture's folder, with `extends` resolved."""
+    docs = {name: _read_yaml(folder, name) if (folder / name).is_file() or name == "document.yaml" else {}
+            for name in SOURCES}
+    parent = docs["document.yaml"].get("extends")
+    if parent is None:
+        missing = [n for n in SOURCES if not (folder / n).is_file()]
+        if missing:
+            raise BuildError(f"{folder}: missing {', '.join(missing)}")
+        return docs
+    base_folder = (folder / str(parent)).resolve()
+    if base_folder == folder.resolve():
+        raise BuildError(f"{folder}/document.yaml: `extends` names the folder itself")
+    base = read_facts(base_folder)
+    merged = merge_overlay(base, docs, str(folder))
+    merged["document.yaml"] = docs["document.yaml"]
+    return merged
+
+
+def build(folder: Path = ARCHES["gfx942"][0]) -> str:
     """The XML text for the facts in `folder`. Raises BuildError naming the file and entry at fault."""
-    docs = {name: _read_yaml(folder, name) for name in SOURCES}
+    docs = read_facts(folder)
     document = load_document(docs["document.yaml"])
     encodings = load_encodings(docs["encodings.yaml"])
     formats = load_data_formats(docs["types.yaml"])
@@ -787,31 +869,43 @@ def build(folder: Path = HERE) -> str:
     return render(document, encodings, formats, types, instructions)
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    parser.add_argument("--output", type=Path, default=DEFAULT_OUTPUT, help="where to write the XML")
-    parser.add_argument("--check", action="store_true",
-                        help="do not write; exit 1 when the output file differs from a fresh build")
-    args = parser.parse_args(argv)
+def _one(folder: Path, output: Path, check: bool) -> int:
     try:
-        text = build()
+        text = build(folder)
     except BuildError as exc:
         print(f"build.py: {exc}", file=sys.stderr)
         return 2
     data = text.encode("utf-8")
-    if args.check:
+    if check:
         try:
-            current = args.output.read_bytes()
+            current = output.read_bytes()
         except OSError:
             current = b""
         if current != data:
-            print(f"{args.output} is out of date; run python tools/cdna3_subset/build.py", file=sys.stderr)
+            print(f"{output} is out of date; run python tools/isa_subset/build.py", file=sys.stderr)
             return 1
         return 0
-    args.output.parent.mkdir(parents=True, exist_ok=True)
-    args.output.write_bytes(data)
-    print(f"wrote {args.output} ({len(data):,} bytes)")
+    output.parent.mkdir(parents=True, exist_ok=True)
+    output.write_bytes(data)
+    print(f"wrote {output} ({len(data):,} bytes)")
     return 0
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--arch", default="all", choices=[*ARCHES, "all"], help="which subset to build")
+    parser.add_argument("--output", type=Path, help="where to write the XML (one --arch only)")
+    parser.add_argument("--check", action="store_true",
+                        help="do not write; exit 1 when the output file differs from a fresh build")
+    args = parser.parse_args(argv)
+    arches = list(ARCHES) if args.arch == "all" else [args.arch]
+    if args.output is not None and len(arches) != 1:
+        parser.error("--output needs a single --arch")
+    worst = 0
+    for arch in arches:
+        folder, output = ARCHES[arch]
+        worst = max(worst, _one(folder, args.output or output, args.check))
+    return worst
 
 
 if __name__ == "__main__":
