@@ -4,7 +4,7 @@ so how many clocks each MFMA costs, from the kernel's own instructions and the t
 What an instruction is comes from the spec, never from its spelling: the MFMA functional subgroup (its
 passes from the MFMA's shape, `mfma_catalog`), the encoding for LDS (`ENC_DS`) and scalar memory, the VMEM
 group for global/buffer memory, VALU and SALU groups; which wait counter a memory instruction counts on is
-the profile's `wait_counters` (the table `codegen.asm_emit.counter_lookup` reads). Rates are the profile's
+the profile's `wait_counters` (as the emitter reads it, `codegen.asm_emit.emit_facts`). Rates are the profile's
 `pipeline` section (with its sources there): one instruction issues per pass (a pass is 4 clocks, the time
 a 16-lane SIMD takes to issue a wave64 instruction); an MFMA holds the matrix pipe for its passes, derived
 from the peak matrix rate (`peak_matrix_tflops / (compute_units x SIMDs x clock)`); LDS, vector-memory and
@@ -29,7 +29,7 @@ from jitgemm.isa.model import Spec
 from jitgemm.isa.operand_syntax import split_suffix
 from jitgemm.isa.targets import TargetProfile
 
-from .asm_emit import counter_lookup
+from .asm_emit import emit_facts
 from .mfma_catalog import mfma_catalog
 
 CLASSES = ("mfma", "valu", "salu", "lds", "vmem", "smem", "branch", "wait")
@@ -158,7 +158,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
     if not body:
         raise PipelineModelError("the kernel has no loop with an MFMA (no backward branch around one)")
     r = rates(spec, profile)
-    counters_of = counter_lookup(spec, profile)
+    counters_of = emit_facts(spec, profile).counters
     items = []
     classes: dict[str, int] = {}
     mfma_busy = 0
