@@ -144,7 +144,8 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="compile, model and check many kernel variants; results into the tuning db")
     _problem_args(p)
-    p.add_argument("--generator", action="append", choices=("asm", "llvm"), help="repeatable (default: asm)")
+    p.add_argument("--generator", action="append",
+                   help="a registered generator (asm, llvm; checked by the registry); repeatable (default: asm)")
     p.add_argument("--search", choices=("grid", "random"), default="grid")
     p.add_argument("--tiles", help="macro-tile extents to try for M and N (default 32,64,128,256)")
     p.add_argument("--waves", help="waves_m x waves_n pairs to try (default 1x1,2x1,1x2,2x2,4x1,1x4,4x2,2x4)")
