@@ -84,8 +84,8 @@ def rates(spec: Spec, profile: TargetProfile) -> Rates:
     for key in ("clocks_per_pass", "simds_per_cu", "issue_passes", "latency_passes"):
         if key not in pipe:
             raise PipelineModelError(f"{where}: pipeline.{key} is missing; the static model needs it")
-    peaks = profile.get("peak_matrix_tflops") or {}
-    cus, clock = int(profile.get("compute_units") or 0), float(profile.get("clock_mhz") or 0)
+    peaks = profile.peak_matrix_tflops or {}
+    cus, clock = profile.compute_units or 0, float(profile.get("clock_mhz") or 0)
     if not cus or not clock:
         raise PipelineModelError(f"{where}: compute_units and clock_mhz are needed for MFMA passes")
     clocks = int(pipe["clocks_per_pass"])
