@@ -28,8 +28,13 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+
+if TYPE_CHECKING:
+    from jitgemm.codegen.generator import Generator
+    from jitgemm.isa.targets import TargetProfile
 
 TILES = (32, 64, 128, 256)
 WAVES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
@@ -248,7 +253,7 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
 _SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
 
 
-def _generator(option: str):
+def _generator(option: str) -> Generator:
     """The registered generator `option` (codegen.generator), SweepError naming the options otherwise."""
     from jitgemm.codegen.generator import generator
 
@@ -280,7 +285,7 @@ def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators
 
 
 # --- one variant -----------------------------------------------------------------------------------------------
-def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile) -> int:
+def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile: TargetProfile) -> int:
     """Waves per SIMD the registers, LDS and workgroup shape allow. AGPRs follow the ArchVGPRs at a 4-register
     aligned offset (AMDGPUUsage, `compute_pgm_rsrc3.ACCUM_OFFSET`); the unified file holds `vgprs` registers
     per lane in `vgpr_granule` blocks; a CU's LDS is shared by its workgroups; a workgroup's waves spread over
@@ -300,7 +305,8 @@ def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile) -
 
 
 def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma_passes: float, waves_per_simd: int,
-                   profile, clocks_per_pass: int, mfmas_per_iteration: int, mfmas_per_tile: int) -> float:
+                   profile: TargetProfile, clocks_per_pass: int, mfmas_per_iteration: int,
+                   mfmas_per_tile: int) -> float:
     """Predicted TFLOP/s of the full problem (see the module docstring)."""
     p, c = problem, config
     clock = float(profile.get("clock_mhz")) * 1e6
