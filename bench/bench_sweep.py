@@ -28,6 +28,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jitgemm.codegen.gemm_ir import GemmProblem  # noqa: E402
 from jitgemm.codegen.pipeline_model import PipelineModelError, llvm_mca  # noqa: E402
 
+from jitgemm.compiler import clear_memory_cache  # noqa: E402
 from jitgemm.selector import Quarantine, Selector  # noqa: E402
 from jitgemm.suppliers import DirectAsmSupplier  # noqa: E402
 from jitgemm.sweep import config_space, sweep  # noqa: E402
@@ -64,6 +65,7 @@ def main() -> None:
     db = None
     for label, workers, ray in runs:
         run_db = TuningDB(tmp / f"{label.replace(' ', '_')}.db")
+        clear_memory_cache()   # every run compiles its kernels (forked workers would inherit the last run's)
         start = time.perf_counter()
         report = sweep(problem, limit=args.limit, workers=workers, ray=ray, db=run_db, progress=True)
         seconds = time.perf_counter() - start

@@ -4,7 +4,7 @@ so how many clocks each MFMA costs, from the kernel's own instructions and the t
 What an instruction is comes from the spec, never from its spelling: the MFMA functional subgroup (its
 passes from the MFMA's shape, `mfma_catalog`), the encoding for LDS (`ENC_DS`) and scalar memory, the VMEM
 group for global/buffer memory, VALU and SALU groups; which wait counter a memory instruction counts on is
-the profile's `wait_counters` (the table `codegen.asm_emit.counter_lookup` reads). Rates are the profile's
+the profile's `wait_counters` (as the emitter reads it, `codegen.asm_emit.emit_facts`). Rates are the profile's
 `pipeline` section (with its sources there): one instruction issues per pass (a pass is 4 clocks, the time
 a 16-lane SIMD takes to issue a wave64 instruction); an MFMA holds the matrix pipe for its passes, derived
 from the peak matrix rate (`peak_matrix_tflops / (compute_units x SIMDs x clock)`); LDS, vector-memory and
@@ -29,7 +29,7 @@ from jitgemm.isa.model import Spec
 from jitgemm.isa.operand_syntax import split_suffix
 from jitgemm.isa.targets import TargetProfile
 
-from .asm_emit import counter_lookup
+from .asm_emit import emit_facts
 from .mfma_catalog import mfma_catalog
 
 CLASSES = ("mfma", "valu", "salu", "lds", "vmem", "smem", "branch", "wait")
@@ -84,8 +84,8 @@ def rates(spec: Spec, profile: TargetProfile) -> Rates:
     for key in ("clocks_per_pass", "simds_per_cu", "issue_passes", "latency_passes"):
         if key not in pipe:
             raise PipelineModelError(f"{where}: pipeline.{key} is missing; the static model needs it")
-    peaks = profile.get("peak_matrix_tflops") or {}
-    cus, clock = int(profile.get("compute_units") or 0), float(profile.get("clock_mhz") or 0)
+    peaks = profile.peak_matrix_tflops or {}
+    cus, clock = profile.compute_units or 0, float(profile.get("clock_mhz") or 0)
     if not cus or not clock:
         raise PipelineModelError(f"{where}: compute_units and clock_mhz are needed for MFMA passes")
     clocks = int(pipe["clocks_per_pass"])
@@ -158,7 +158,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
     if not body:
         raise PipelineModelError("the kernel has no loop with an MFMA (no backward branch around one)")
     r = rates(spec, profile)
-    counters_of = counter_lookup(spec, profile)
+    counters_of = emit_facts(spec, profile).counters
     items = []
     classes: dict[str, int] = {}
     mfma_busy = 0

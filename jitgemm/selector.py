@@ -231,14 +231,12 @@ _registry_lock = threading.Lock()
 
 def default_suppliers() -> list[Supplier]:
     """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
-    (when llvmlite is installed), the tuning database's variants, and whatever `register_supplier` added
-    (prebuilt folders, Triton)."""
+    (when llvmlite is installed) and whatever `register_supplier` added (prebuilt folders, Triton, the tuning
+    database's variants: `register_supplier(TunedSupplier())`)."""
     global _suppliers
     with _registry_lock:
         if _suppliers is None:
-            from .tuned_supplier import TunedSupplier
-
-            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB())]
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier()]
         return _suppliers
 
 

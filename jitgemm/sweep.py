@@ -28,10 +28,14 @@ import random
 import time
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
+from typing import TYPE_CHECKING
 
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
-GENERATORS = ("asm", "llvm")
+if TYPE_CHECKING:
+    from jitgemm.codegen.generator import Generator
+    from jitgemm.isa.targets import TargetProfile
+
 TILES = (32, 64, 128, 256)
 WAVES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
 
@@ -197,16 +201,17 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
                  tiles: Sequence[int] = TILES, waves: Sequence[tuple[int, int]] = WAVES) -> list[GemmConfig]:
     """Every config of the grid that the target and the generator accept for the problem, in a fixed order:
     MFMA x macro tile x waves x K depth x prefetch x LDS buffers x LDS padding (none, or the fewest bank
-    conflicts) x vector widths (the widest the problem allows, and half of it)."""
+    conflicts) x vector widths (the widest the problem allows, and half of it). A config is kept when the
+    generator plans it (`Generator.plan`: the shared `validate_config` and the generator's own `accept`)."""
     from jitgemm import isa
-    from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, validate_config, widest_vectors
+    from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, widest_vectors
     from jitgemm.codegen.mfma_catalog import mfmas_for
 
     key = (problem, target, generator, tuple(tiles), tuple(waves))
     if key in _SPACES:
         return list(_SPACES[key])
     spec, profile = isa.load_spec(target), isa.target_profile(target)
-    accept = _acceptor(problem, spec, profile, generator)
+    gen = _generator(generator)
     out: list[GemmConfig] = []
     seen: set[GemmConfig] = set()
     pads: dict[GemmConfig, int | None] = {}      # the best padding does not depend on prefetch
@@ -218,7 +223,7 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
                 continue
             base = GemmConfig(tm, tn, depth, wm, wn, mfma.name, prefetch=prefetch, lds_buffers=buffers)
             try:
-                wide = fit_vectors(problem, widest_vectors(problem, base), spec, accept)
+                wide = fit_vectors(problem, widest_vectors(problem, base), spec, profile, gen.accept)
             except IRError:
                 continue
             vectors = [wide]
@@ -236,8 +241,7 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
                     if cand in seen:
                         continue
                     try:
-                        validate_config(problem, cand, spec, profile)
-                        accept(cand)
+                        gen.plan(problem, cand, spec, profile)
                     except IRError:
                         continue
                     seen.add(cand)
@@ -249,21 +253,14 @@ def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = 
 _SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
 
 
-def _acceptor(problem: GemmProblem, spec, profile, generator: str) -> Callable[[GemmConfig], object]:
-    """`accept(config)` raising IRError for a config the generator cannot lower (before compiling it)."""
-    if generator == "asm":
-        from jitgemm.codegen.gemm_asm import GemmLowering
+def _generator(option: str) -> Generator:
+    """The registered generator `option` (codegen.generator), SweepError naming the options otherwise."""
+    from jitgemm.codegen.generator import generator
 
-        return lambda cfg: GemmLowering(problem.kernel_class(), cfg, spec, profile)
-    from jitgemm.codegen.gemm_config import resources
-    from jitgemm.codegen.llvm.ir_builder import plan_staging
-
-    def accept_llvm(cfg: GemmConfig):
-        if cfg.lds_buffers != 1:     # codegen/llvm/compile.py: the LLVM generator stages through one buffer
-            raise IRError("lds_buffers=2: the LLVM generator stages through one LDS buffer")
-        return plan_staging(problem, cfg, resources(problem, cfg, spec).mfma)
-
-    return accept_llvm
+    try:
+        return generator(option)
+    except IRError as exc:
+        raise SweepError(str(exc)) from None
 
 
 def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators: Sequence[str] = ("asm",),
@@ -274,8 +271,7 @@ def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators
     if search not in ("grid", "random"):
         raise SweepError(f"search={search!r}; accepted: grid, random")
     for g in generators:
-        if g not in GENERATORS:
-            raise SweepError(f"generator={g!r}; accepted: {', '.join(GENERATORS)}")
+        _generator(g)
     if limit is not None and limit < 1:
         raise SweepError(f"limit={limit}; it must be at least 1")
     points = [(p, g, c) for p in problems for g in generators for c in config_space(p, target, g, tiles, waves)]
@@ -289,7 +285,7 @@ def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators
 
 
 # --- one variant -----------------------------------------------------------------------------------------------
-def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile) -> int:
+def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile: TargetProfile) -> int:
     """Waves per SIMD the registers, LDS and workgroup shape allow. AGPRs follow the ArchVGPRs at a 4-register
     aligned offset (AMDGPUUsage, `compute_pgm_rsrc3.ACCUM_OFFSET`); the unified file holds `vgprs` registers
     per lane in `vgpr_granule` blocks; a CU's LDS is shared by its workgroups; a workgroup's waves spread over
@@ -298,22 +294,23 @@ def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile) -
     total = (-(-vgprs // 4) * 4 + agprs) if agprs else vgprs
     total = max(granule, -(-total // granule) * granule)
     max_waves = int(profile.get("max_waves_per_simd", 8) or 8)
-    by_regs = min(max_waves, int(profile.get("vgprs", 512)) // total)
+    by_regs = min(max_waves, profile.vgprs // total)
     simds = int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
-    waves_per_wg = max(1, workgroup // int(profile.wavefront_size))
+    waves_per_wg = max(1, workgroup // profile.wavefront_size)
     per_simd_per_wg = -(-waves_per_wg // simds)
     wgs = by_regs // per_simd_per_wg
     if lds_bytes:
-        wgs = min(wgs, int(profile.get("lds_bytes_per_workgroup", 65536)) // lds_bytes)
+        wgs = min(wgs, profile.lds_bytes_per_workgroup // lds_bytes)
     return max(0, wgs * per_simd_per_wg if wgs else 0)
 
 
 def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma_passes: float, waves_per_simd: int,
-                   profile, clocks_per_pass: int, mfmas_per_iteration: int, mfmas_per_tile: int) -> float:
+                   profile: TargetProfile, clocks_per_pass: int, mfmas_per_iteration: int,
+                   mfmas_per_tile: int) -> float:
     """Predicted TFLOP/s of the full problem (see the module docstring)."""
     p, c = problem, config
     clock = float(profile.get("clock_mhz")) * 1e6
-    simds = int(profile.get("compute_units")) * int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
+    simds = profile.compute_units * int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
     tiles = math.ceil(p.m / c.tile_m) * math.ceil(p.n / c.tile_n) * p.batch
     waves_total = tiles * c.waves_m * c.waves_n
     k_tiles_per_iteration = max(1, mfmas_per_iteration // max(1, mfmas_per_tile))
@@ -325,7 +322,7 @@ def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma
     operands = (p.m * p.a.bytes + p.n * p.b.bytes) * p.k * p.batch
     result = p.m * p.n * p.batch * p.d.bytes
     tile_reads = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k
-    hbm = float(profile.get("hbm_bandwidth_gbs") or 1000.0) * 1e9
+    hbm = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
     if operands <= int(profile.get("last_level_cache_bytes", 0) or 0):
         # A and B stay in the last-level cache: read from HBM once, every tile's reads served by the cache
         llc = float(profile.get("last_level_cache_gbs") or hbm / 1e9) * 1e9
@@ -349,7 +346,6 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     result's `error`)."""
     from jitgemm import isa
     from jitgemm.codegen import codeobj
-    from jitgemm.codegen.gemm_config import resources
     from jitgemm.codegen.gemm_text import format_problem
     from jitgemm.codegen.pipeline_model import PipelineModelError, model_kernel
 
@@ -383,9 +379,8 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     res.loop_instructions, res.loop_mfmas = len(loop.instructions), loop.mfmas
     res.passes_per_iteration, res.cycles_per_mfma = loop.passes_per_iteration, loop.cycles_per_mfma
     res.mfma_utilisation, res.bound, res.loop_text = loop.mfma_utilisation, loop.bound, loop.instructions
-    mfma = resources(variant.problem, cfg, spec).mfma
-    wave_m, wave_n = cfg.wave_tile
-    per_tile = (wave_m // mfma.m) * (wave_n // mfma.n) * (cfg.depth_k // mfma.k)
+    plan = _generator(variant.generator).plan(variant.problem, cfg, spec, profile)   # memoized: compile made it
+    per_tile = plan.blocks_m * plan.blocks_n * (cfg.depth_k // plan.mfma.k)      # MFMAs per wave and K tile
     res.predicted_tflops = predict_tflops(variant.problem, cfg, loop.passes_per_iteration, loop.mfma_passes,
                                           max(1, res.waves_per_simd), profile, loop.clocks_per_pass, loop.mfmas,
                                           per_tile)

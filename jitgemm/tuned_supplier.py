@@ -8,18 +8,18 @@ from __future__ import annotations
 import json
 
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
+from jitgemm.codegen.generator import by_name
 
 from .contract import Contract, ContractError
 from .suppliers import Candidate, Supplier
 from .tuning_db import TuningDB
 
-# contract generator name -> the `generator` option of jitgemm.compile
-_GENERATOR_OPTION = {"jitgemm-asm": "asm", "jitgemm-llvm": "llvm"}
-
 
 class TunedSupplier(Supplier):
     """Candidates from the tuning database's rows that carry a config and a contract (see
-    `TuningDB.tuned`). A row whose contract no longer loads is skipped and listed in `errors`."""
+    `TuningDB.tuned`). A row whose contract no longer loads, or names a generator that is not registered
+    here (the registry, `codegen.generator.by_name`, maps the contract's identity.generator to its option), is
+    skipped and listed in `errors`."""
 
     name = "tuned"
 
@@ -39,7 +39,13 @@ class TunedSupplier(Supplier):
             except (ValueError, TypeError, ContractError) as exc:
                 self.errors.append(f"{self.db.path} row {row.id}: {exc}")
                 continue
-            generator = _GENERATOR_OPTION.get(str(data.get("identity", {}).get("generator")), "asm")
+            made_by = str(data.get("identity", {}).get("generator"))
+            gen = by_name(made_by)
+            if gen is None:
+                self.errors.append(f"{self.db.path} row {row.id}: identity.generator {made_by!r} is not a "
+                                   f"registered generator here")
+                continue
+            generator = gen.option
 
             def load(config=config, generator=generator):
                 kernel = jit_compile(problem, config, arch=target, generator=generator)

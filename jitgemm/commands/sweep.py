@@ -8,7 +8,7 @@ import argparse
 import itertools
 import sys
 
-from jitgemm.cli import CliError
+from jitgemm.cli import CliError, positive_int
 
 
 def _sizes(text: str, name: str) -> list[int]:
@@ -133,23 +133,25 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--m", required=True, help="M (or a comma-separated list)")
     p.add_argument("--n", required=True, help="N (or a comma-separated list)")
     p.add_argument("--k", required=True, help="K (or a comma-separated list)")
-    p.add_argument("--batch", type=int, default=1)
+    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
     p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B")
-    p.add_argument("--out-dtype")
+    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
     p.add_argument("--layout", default="NT", help="NN, NT, TN or TT")
-    p.add_argument("--arch", default="gfx942")
+    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
 
 
 def register(sub) -> None:
     p = sub.add_parser("sweep", help="compile, model and check many kernel variants; results into the tuning db")
     _problem_args(p)
-    p.add_argument("--generator", action="append", choices=("asm", "llvm"), help="repeatable (default: asm)")
-    p.add_argument("--search", choices=("grid", "random"), default="grid")
+    p.add_argument("--generator", action="append",
+                   help="a registered generator (asm, llvm; checked by the registry); repeatable (default: asm)")
+    p.add_argument("--search", choices=("grid", "random"), default="grid",
+                   help="grid: every config, cut to --limit evenly; random: a seeded sample of --limit (default grid)")
     p.add_argument("--tiles", help="macro-tile extents to try for M and N (default 32,64,128,256)")
     p.add_argument("--waves", help="waves_m x waves_n pairs to try (default 1x1,2x1,1x2,2x2,4x1,1x4,4x2,2x4)")
     p.add_argument("--limit", type=int, help="at most this many variants (grid: spread evenly; random: sampled)")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--seed", type=int, default=0, help="seed of --search random (default 0)")
     p.add_argument("--workers", type=int, default=1, help="local worker processes (or Ray CPUs with --ray local)")
     p.add_argument("--ray", metavar="ADDRESS", help="run on a Ray cluster ('local' starts one here)")
     p.add_argument("--no-emulate", action="store_true", help="skip the emulator check")
@@ -167,8 +169,9 @@ def register(sub) -> None:
     t.set_defaults(func=_cmd_tune)
 
     d = sub.add_parser("tuning", help="the tuning database: show, import CSV (ours or aiter's), export CSV")
-    d.add_argument("action", choices=("show", "import", "export"))
-    d.add_argument("file", nargs="?")
+    d.add_argument("action", choices=("show", "import", "export"),
+                   help="show the newest rows, import a CSV file, or export every row to one")
+    d.add_argument("file", nargs="?", help="the CSV file to import or export")
     d.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
     d.add_argument("--target", help="import: the GPU a foreign table was measured on; show: filter")
     d.add_argument("--layout", default="NT", help="import of a foreign table: how its A and B are stored")
