@@ -231,12 +231,14 @@ _registry_lock = threading.Lock()
 
 def default_suppliers() -> list[Supplier]:
     """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
-    (when llvmlite is installed) and whatever `register_supplier` added (prebuilt folders, Triton, the tuning
-    database's variants: `register_supplier(TunedSupplier())`)."""
+    (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
+    can choose the sweep's best), and whatever `register_supplier` added (prebuilt folders, Triton)."""
     global _suppliers
     with _registry_lock:
         if _suppliers is None:
-            _suppliers = [DirectAsmSupplier(), LlvmSupplier()]
+            from .tuned_supplier import TunedSupplier
+
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB())]
         return _suppliers
 
 
