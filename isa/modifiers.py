@@ -261,7 +261,8 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
 
 def _selects_parts(form: Form, spec) -> bool:
     """Whether OP_SEL means anything to the instruction: some operand holds elements narrower than a dword
-    that are 16-bit values or 8-bit floats (fp8/bf8 conversions select a byte or a word). Elsewhere LLVM has no
+    that are 16-bit values or floats of 8 bits or fewer (fp8/bf8 conversions select a byte or a word, gfx950's
+    fp4 conversions a byte, v_cvt_scalef32_pk_f32_fp4 op_sel:[1,1,0] = byte 3). Elsewhere LLVM has no
     op_sel operand (VOP3Instructions.td: only the OpSel and fp8-conversion profiles carry one), so an
     f32-only instruction prints no op_sel and llvm-mc rejects one."""
     if spec is None or form.vop3p:
@@ -274,7 +275,7 @@ def _selects_parts(form: Form, spec) -> bool:
         if df is None or df.bit_count <= 1:
             continue
         bits = df.bit_count // max(1, df.component_count)
-        if bits == 16 or (bits == 8 and df.data_type == "float"):
+        if bits == 16 or (bits <= 8 and df.data_type == "float"):
             return True
     return False
 

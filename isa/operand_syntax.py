@@ -339,7 +339,7 @@ def counter_name(field: str) -> str:
 # Print order of modifiers, as llvm-objdump writes them (an MTBUF `format:` comes right after the operands).
 MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
-    "format", "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
     "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",

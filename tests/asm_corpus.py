@@ -510,3 +510,19 @@ def llvm_mc_disassemble(data: bytes, llvm_mc: str, mcpu: str = "gfx942") -> str 
                           capture_output=True, text=True, check=False)
     lines = [line.strip() for line in proc.stdout.splitlines() if line.strip() and not line.strip().startswith(".")]
     return lines[0] if len(lines) == 1 else None
+
+
+def llvm_disassembly(codes: list[bytes], llvm_mc: str, mcpu: str = "gfx942") -> list[str | None]:
+    """LLVM's disassembly of each instruction (one llvm-mc process; each code is one whole instruction): where
+    llvm-mc's assembler prints a parsed line differently from what its own disassembler prints for the same bytes
+    (`v_max_u16 v1, 0.5, v2` assembles to inline 0.5 and disassembles as `0x3800`), the disassembler is the
+    authority for a disassembler."""
+    import subprocess
+
+    src = "\n".join(" ".join(f"0x{b:02x}" for b in code) for code in codes) + "\n"
+    proc = subprocess.run([llvm_mc, "-arch=amdgcn", f"-mcpu={mcpu}", "--disassemble", "-show-encoding"], input=src,
+                          capture_output=True, text=True, check=False)
+    texts = [line.split(";")[0].strip() for line in proc.stdout.splitlines() if "encoding:" in line]
+    if len(texts) != len(codes) or "warning" in proc.stderr:
+        return [llvm_mc_disassemble(code, llvm_mc, mcpu) for code in codes]
+    return texts

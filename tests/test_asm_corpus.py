@@ -19,7 +19,7 @@ from jitgemm.isa.decoder import decode
 from jitgemm.isa.printer import format_instruction
 
 from tests.asm_corpus import corpus as build_corpus
-from tests.asm_corpus import coverage_table, llvm_mc_disassemble, llvm_mc_encodings, run_corpus
+from tests.asm_corpus import coverage_table, llvm_disassembly, llvm_mc_encodings, run_corpus
 from tests.oracles import require_tool
 from tests.test_asm_support import SPEC_NAMES, forms_named
 
@@ -82,24 +82,11 @@ def test_corpus_disassembly_equals_llvm_printing(name):
     results = _results(name)
     bad = [r for r in results if r.agree and not r.text_agree]
     if bad:
-        back = _llvm_disassembly([r.llvm for r in bad], require_tool("llvm-mc"))
+        back = llvm_disassembly([r.llvm for r in bad], require_tool("llvm-mc"))
         bad = [r for r, text in zip(bad, back, strict=True)
                if text is None or " ".join(text.split()) != " ".join((r.our_text or "").split())]
     assert not bad, f"{len(bad)} disassemblies differ from llvm-mc's printing, e.g.:\n" + \
         "\n".join(f"{r.case.text!r}: llvm {r.llvm_text!r} ours {r.our_text!r}" for r in bad[:15])
-
-
-def _llvm_disassembly(codes: list[bytes], llvm_mc: str) -> list[str | None]:
-    """LLVM's disassembly of each instruction (one llvm-mc process; each code is one whole instruction)."""
-    import subprocess
-
-    src = "\n".join(" ".join(f"0x{b:02x}" for b in code) for code in codes) + "\n"
-    proc = subprocess.run([llvm_mc, "-arch=amdgcn", "-mcpu=gfx942", "--disassemble", "-show-encoding"], input=src,
-                          capture_output=True, text=True, check=False)
-    texts = [line.split(";")[0].strip() for line in proc.stdout.splitlines() if "encoding:" in line]
-    if len(texts) != len(codes) or "warning" in proc.stderr:
-        return [llvm_mc_disassemble(code, llvm_mc) for code in codes]
-    return texts
 
 
 @pytest.mark.parametrize("name", SPEC_NAMES)

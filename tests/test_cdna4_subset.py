@@ -225,6 +225,12 @@ def test_gfx950_corpus_bytes_and_text_equal_llvm_mc(corpus_results, capsys):
     assert not bad, f"{len(bad)} forms differ from llvm-mc, e.g.:\n" + "\n".join(
         f"{r.case.text!r}: llvm {r.llvm.hex()} ours {r.ours.hex() if r.ours else r.our_error}" for r in bad[:15])
     text_bad = [r for r in accepted if r.agree and not r.text_agree and r.case.text not in TEXT_EXCEPTIONS]
+    if text_bad:   # where llvm-mc's assembler and its disassembler print the same bytes differently, the latter
+        from tests.asm_corpus import llvm_disassembly
+
+        back = llvm_disassembly([r.llvm for r in text_bad], require_tool("llvm-mc"), "gfx950")
+        text_bad = [r for r, text in zip(text_bad, back, strict=True)
+                    if text is None or " ".join(text.split()) != " ".join((r.our_text or "").split())]
     assert not text_bad, "\n".join(f"{r.case.text!r}: llvm {r.llvm_text!r} ours {r.our_text!r}" for r in text_bad[:15])
     # every (instruction, encoding) pair is proven, or llvm-mc rejects every form of it
     pairs = {(f.spec_inst.name, f.enc.name) for f in forms.forms}

@@ -37,7 +37,7 @@ def test_fp8_meaning_comes_from_the_target_profile():
 
 
 def test_lds_limit_comes_from_the_target_profile():
-    from jitgemm.emu.engine import lds_limit
+    from jitgemm.emu.memory import lds_limit
 
     assert lds_limit(isa.load_spec("gfx950")) == 160 * 1024
     assert lds_limit(isa.load_spec("gfx942")) == 64 * 1024

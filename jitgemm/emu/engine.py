@@ -35,13 +35,12 @@ from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
-from .memory import CODE_BASE, ByteStore, GlobalMemory
+from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
 from .modes import indexed, run_modal
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
-LDS_LIMIT = 64 * 1024  # bytes of LDS a workgroup can allocate when a profile does not say (gfx942's)
 DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
 DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
@@ -230,13 +229,6 @@ def _default_spec(co=None):
     if target:
         target = base_target(str(target).rsplit("-", 1)[-1])
     return isa.load_spec(target or "gfx942")
-
-
-def lds_limit(spec) -> int:
-    """Bytes of LDS one workgroup may allocate on the spec's target (its profile's lds_bytes_per_workgroup)."""
-    from jitgemm.isa.targets import target_of_spec, target_profile
-
-    return int(target_profile(target_of_spec(spec)).get("lds_bytes_per_workgroup", LDS_LIMIT))
 
 
 def private_segment_buffer(scratch_address: int) -> np.ndarray:

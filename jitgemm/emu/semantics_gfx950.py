@@ -82,7 +82,7 @@ def _is_f8f6f4(d: Decoded) -> bool:
 
 
 def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
-    from .dispatch import NoSemantics
+    from .errors import NoSemantics
 
     shape = next((v for key, v in _SHAPES.items() if f"_{key}_" in d.name), None)
     pairs = d.operand_pairs()
@@ -141,7 +141,7 @@ def bitop3(a, b, c, table: int):
 
 
 def v_bitop3(b: Builder, d: Decoded) -> RunFn:
-    from .dispatch import NoSemantics
+    from .errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 4:
@@ -179,7 +179,7 @@ def permlane_swap(b: Builder, d: Decoded) -> RunFn:
     16-lane rows of VDST trade with the even rows of SRC0 (LLVM IntrinsicsAMDGPU.td, llvm.amdgcn.permlane32.swap:
     "rows 2 and 3 of the first operand are swapped with rows 0 and 1 of the second operand", permlane16.swap: "odd
     rows of the first operand are swapped with even rows of the second operand"; tests/test_emu_gfx950_llvm.py)."""
-    from .dispatch import NoSemantics
+    from .errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 2:
@@ -243,7 +243,7 @@ def cvt_scale_up(b: Builder, d: Decoded) -> RunFn:
     mxfp4 x bf16 upcast, tests/test_emu_gfx950_kernels.py)."""
     import ml_dtypes
 
-    from .dispatch import NoSemantics
+    from .errors import NoSemantics
 
     m = _UP.match(d.name)
     pairs = d.operand_pairs()
@@ -318,7 +318,7 @@ def cvt_scale_down(b: Builder, d: Decoded) -> RunFn:
     into 8 bits of a vector register using OPSEL[3:2]")."""
     import ml_dtypes
 
-    from .dispatch import NoSemantics
+    from .errors import NoSemantics
 
     m = _DOWN.match(d.name)
     pairs = d.operand_pairs()

@@ -272,7 +272,7 @@ def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offse
 
 
 def _m0_mask(spec) -> int:
-    from .engine import lds_limit
+    from .memory import lds_limit
 
     return (1 << max(16, (lds_limit(spec) - 1).bit_length())) - 1
 
