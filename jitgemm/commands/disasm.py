@@ -9,6 +9,7 @@ never stops on them. `--raw` disassembles a file of bare machine code (as `jitge
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -103,7 +104,7 @@ _LINE_CACHE_LIMIT = 1 << 18
 
 
 def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels, show_raw: bool,
-              lines: list[str]) -> list:
+              lines: list[str], unprinted: dict[str, frozenset[str]]) -> list:
     """Append the listing lines of the instructions starting in data[:end] (`base` is the address of data[0])
     to `lines`; returns the Decoded entries that carry a warning (undecodable words).
 
@@ -132,7 +133,7 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
         d = decode_at(data, pos, forms, base)
         inst = d.instruction
         if inst is not None and d.target is None:
-            text = format_instruction(inst)
+            text = format_instruction(inst, unprinted.get(d.encoding, frozenset()))
             hit = (*objdump_parts(text, d.words), f"\t{text}", d.size)
             if len(memo) > _LINE_CACHE_LIMIT:
                 memo.clear()
@@ -145,22 +146,26 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
         else:
             if d.warning:
                 bad.append(d)
-            for text, address, words, comment in disassembly_lines([d], near, labels):
+            for text, address, words, comment in disassembly_lines([d], near, labels, unprinted):
                 append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
         pos += d.size if d.size else 4
     return bad
 
 
-def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True) -> Listing:
+def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True,
+            unprinted: dict[str, frozenset[str]] | None = None) -> Listing:
     """llvm-objdump's listing of `sections` (as `text_sections` returns them) with the spec `forms`.
 
     Each run of code from one symbol address to the next is decoded on its own, with the symbols starting
     there as `ADDR <name>:` headers; a section with no symbol at its start is headed by its own name, as
     llvm-objdump does. `kernel` keeps only the runs from that symbol up to the next function symbol.
+    `unprinted` is the target profile's `unprinted_modifiers` (what LLVM leaves out of the text for it).
     """
-    memo = _LINE_CACHES.get(forms)
-    if memo is None:
-        memo = _LINE_CACHES[forms] = {}
+    unprinted = unprinted or {}
+    memos = _LINE_CACHES.get(forms)
+    if memos is None:
+        memos = _LINE_CACHES[forms] = {}
+    memo = memos.setdefault(tuple(sorted(unprinted.items())), {})
     out = Listing()
     found = kernel is None
     for sec in sections:
@@ -193,7 +198,7 @@ def listing(sections: list[TextSection], forms, *, kernel: str | None = None, sh
             # objdump decodes up to the next symbol but lets the last instruction read past it
             offset = start - sec.address
             data = sec.body[offset:end - sec.address + forms.max_size]
-            bad = _list_run(data, end - start, start, forms, memo, near, labels, show_raw, out.lines)
+            bad = _list_run(data, end - start, start, forms, memo, near, labels, show_raw, out.lines, unprinted)
             out.unknown += len(bad)
             out.first_warnings.extend(f"{here[0].name}+0x{d.offset - start:x}: {d.warning}"
                                       for d in bad[: max(0, 3 - len(out.first_warnings))])
@@ -220,6 +225,18 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+@functools.cache
+def _unprinted(target: str) -> dict[str, frozenset[str]]:
+    """The target profile's modifiers a listing leaves out ({} for a target without a profile)."""
+    from jitgemm.isa.errors import SpecError
+    from jitgemm.isa.targets import target_profile
+
+    try:
+        return target_profile(target).unprinted_modifiers
+    except SpecError:
+        return {}
+
+
 def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
     from jitgemm.isa.forms import forms_of
@@ -236,7 +253,8 @@ def _run_one(args: argparse.Namespace, file: str) -> int:
             raise CliError(f"{file}: {exc}") from None
     spec = isa.load_spec(args.spec if args.spec else (args.arch or processor or "gfx942"))
     try:
-        result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw)
+        result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw,
+                         unprinted=_unprinted(args.arch or processor or "gfx942"))
     except CliError as exc:
         raise CliError(f"{file}: {exc}") from None
     if not args.raw and len(args.file) == 1:
