@@ -900,8 +900,12 @@ def _fast_values(slot: Slot) -> dict | None:
         return None
     width = slot.codec.width
     n = slot.nregs
+    memo = slot.table.fast_values  # slots of one type, width, register count and element size share one
+    fast = memo.get((width, n, slot.elem_bits))
+    if fast is not None:
+        return fast
     by_key = slot.table.by_key
-    fast: dict = {}
+    fast = memo[(width, n, slot.elem_bits)] = {}
     for key, value in by_key.items():
         if key[0] in ("s", "v", "a", "ttmp") and not value >> width:
             kind, first = key

@@ -28,7 +28,7 @@ class TypeTable:
     """One operand type in LLVM terms: which registers/constants it accepts and their encoded values."""
 
     __slots__ = ("name", "by_key", "by_value", "literal", "floats", "ints", "acc", "acc_only", "partitioned",
-                 "parts", "spec_type", "_describe", "float_bits", "scalar_values")
+                 "parts", "spec_type", "_describe", "float_bits", "scalar_values", "fast_values")
 
     def __init__(self, ot: OperandType, all_types) -> None:
         self.name = ot.name
@@ -40,28 +40,32 @@ class TypeTable:
         self.literal: int | None = None
         self.floats: dict[float, int] = {}
         self.ints: dict[int, int] = {}
-        names_lower = {v.name.lower(): v.value for v in ot.values}
-        for pv in ot.values:
-            for key in syn.spec_register_keys(pv.name):
-                if key == ("literal",):
-                    self.literal = pv.value
-                    continue
-                self.by_key.setdefault(key, pv.value)
+        names_lower: dict[str, int] = {}
+        regs: list[int] = []
+        by_key, by_value, floats, ints = self.by_key, self.by_value, self.floats, self.ints
+        for name, value, _text in ot.raw_values:  # one pass over the type's (often hundreds of) values
+            names_lower[name.lower()] = value  # the last spelling wins, as before
+            keys = syn.spec_register_keys(name)
+            first = keys[0]
+            if first == ("literal",):
+                self.literal = value
+                continue
+            for key in keys:
+                by_key.setdefault(key, value)
                 if key[0] == "float":
-                    self.floats.setdefault(key[1], pv.value)
+                    floats.setdefault(key[1], value)
                 elif key[0] == "int":
-                    self.ints.setdefault(key[1], pv.value)
-            keys = syn.spec_register_keys(pv.name)
-            if keys and keys[0] != ("literal",):
-                self.by_value.setdefault(pv.value, keys[0])
+                    ints.setdefault(key[1], value)
+            by_value.setdefault(value, first)
+            if first[0] in ("s", "v", "a", "ttmp"):
+                regs.append(value)
         # 64-bit named pairs: `vcc` is VCC_LO taken two registers wide.
         for pair in syn.PAIR_NAMES:
             lo = names_lower.get(pair + "_lo")
             if lo is not None:
-                self.by_key.setdefault(("pair", pair), lo)
+                by_key.setdefault(("pair", pair), lo)
         self.float_bits = {bits: {syn.inline_float_bits(f, bits): enc for f, enc in self.floats.items()}
                            for bits in (16, 32, 64)}
-        regs = [v.value for v in ot.values if syn.spec_register_keys(v.name)[0][0] in ("s", "v", "a", "ttmp")]
         self.acc = any(v >> ACC_BIT & 1 for v in regs)
         self.acc_only = bool(regs) and all(v >> ACC_BIT & 1 for v in regs)
         # values that occupy the constant bus when read: SGPRs, special registers and the literal
@@ -70,6 +74,7 @@ class TypeTable:
             scalar.add(self.literal)
         self.scalar_values = frozenset(scalar)
         self._describe: str | None = None
+        self.fast_values: dict = {}  # the encoder's fast-path tables per (width, registers, element bits)
 
     def describe(self) -> str:
         """What this type accepts, for error messages (register classes and constants, compressed)."""

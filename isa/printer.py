@@ -60,13 +60,15 @@ def format_modifier(name: str, value) -> str:
     return f"{name}:{value}"
 
 
-def format_instruction(inst: AsmInstruction) -> str:
+def format_instruction(inst: AsmInstruction, unprinted: frozenset[str] = frozenset()) -> str:
+    """The instruction's text; modifiers named in `unprinted` (a target's `unprinted_modifiers` for the
+    instruction's encoding) are left out of it, not out of the instruction."""
     text = inst.name
     if inst.operands:
         text += " " + ", ".join(format_operand(op) for op in inst.operands)
-    shown = [(n, v) for n, v in inst.modifiers if n not in UNPRINTED_MODIFIERS]
-    if shown:
-        text += " " + " ".join(format_modifier(n, v) for n, v in shown)
+    mods = tuple(m for m in inst.modifiers if m[0] not in UNPRINTED_MODIFIERS and m[0] not in unprinted)
+    if mods:
+        text += " " + " ".join(format_modifier(n, v) for n, v in mods)
     return text
 
 
@@ -100,26 +102,28 @@ def objdump_parts(text: str, words: tuple[int, ...]) -> tuple[str, str]:
 
 
 def disassemble(data: bytes, spec, *, base: int = 0, symbols: dict[int, str] | None = None,
-                raw: bool = True) -> str:
+                raw: bool = True, unprinted: dict[str, frozenset[str]] | None = None) -> str:
     """llvm-objdump-style listing of machine code: one instruction per line with offset and raw
     words (when `raw`); words the spec cannot decode print as `.long 0x...`. `symbols` (address -> name)
-    name branch targets in comments, as objdump's nearest-symbol comment."""
+    name branch targets in comments, as objdump's nearest-symbol comment; `unprinted` (a target profile's
+    `unprinted_modifiers`) leaves those modifiers out of the text, as LLVM does for that target."""
     from .decoder import decode
 
     lines = []
     near = sorted((addr, name) for addr, name in (symbols or {}).items())
-    for line in disassembly_lines(decode(data, spec, base=base), near):
+    for line in disassembly_lines(decode(data, spec, base=base), near, unprinted=unprinted):
         lines.append(objdump_line(line[0], line[1], line[2], line[3]) if raw else "\t" + line[0])
     return "\n".join(lines) + ("\n" if lines else "")
 
 
-def disassembly_lines(decoded, symbols: list[tuple[int, str]] | None = None, labels: dict[int, str] | None = None):
+def disassembly_lines(decoded, symbols: list[tuple[int, str]] | None = None, labels: dict[int, str] | None = None,
+                      unprinted: dict[str, frozenset[str]] | None = None):
     """(text, offset, words, comment) per decoded instruction.
 
     A branch whose target is in `labels` (address -> name; llvm-objdump's AMDGPUSymbolizer takes the
     STT_NOTYPE symbols of the section) prints the name as its operand; any other branch keeps its number
     and gets objdump's `<symbol+0x..>` comment from `symbols`, (address, name) sorted as objdump sorts
-    them, the last one at or below the target naming it.
+    them, the last one at or below the target naming it. `unprinted` is the target's `unprinted_modifiers`.
     """
     out = []
     append = out.append
@@ -137,7 +141,8 @@ def disassembly_lines(decoded, symbols: list[tuple[int, str]] | None = None, lab
                 inst = AsmInstruction(inst.name, tuple(ops), inst.modifiers)
             elif symbols:
                 comment = symbolize(d.target, symbols)
-        append((format_instruction(inst), d.offset, d.words, comment))
+        hide = unprinted.get(d.encoding, frozenset()) if unprinted else frozenset()
+        append((format_instruction(inst, hide), d.offset, d.words, comment))
     return out
 
 

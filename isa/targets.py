@@ -41,6 +41,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
     "wait_counters": ((dict,), {}),
+    "unprinted_modifiers": ((dict,), {}),             # {encoding: [modifier, ...]} a listing leaves out
     "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
 }
 _CODE_OBJECT_KEYS = {"elf_mach": int, "architected_flat_scratch": bool, "vgpr_encoding_granule": int,
@@ -123,6 +124,12 @@ class TargetProfile:
     @property
     def wait_counters(self) -> dict[str, list[str]]:
         return self.values["wait_counters"]
+
+    @property
+    def unprinted_modifiers(self) -> dict[str, frozenset[str]]:
+        """Per encoding, the modifiers whose bits this target's listings do not show (the decoded instruction
+        still carries them, so re-encoding it is exact): what LLVM's disassembler leaves out for the target."""
+        return {enc: frozenset(names) for enc, names in self.values["unprinted_modifiers"].items()}
 
     @property
     def vgprs(self) -> int:

@@ -9,6 +9,7 @@ never stops on them. `--raw` disassembles a file of bare machine code (as `jitge
 from __future__ import annotations
 
 import argparse
+import functools
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -94,24 +95,77 @@ def text_sections(data: bytes) -> tuple[list[TextSection], str | None]:
     return out, decode_e_flags(elf.flags).processor
 
 
-# Per spec forms: instruction bytes -> the parts of their listing line (kernels repeat instructions).
+# Per spec forms: the bytes of an instruction -> the parts of its listing line. Kernels repeat instructions
+# (AMD's 1,281 gfx942 objects: 6.26 M instructions, a few hundred thousand distinct words), so most lines are
+# one dict look-up and one f-string. Only instructions whose text does not depend on where they are (no branch
+# target) and whose size was decided from these bytes alone are memoized.
 _LINE_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LINE_CACHE_LIMIT = 1 << 18
 
 
-def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True) -> Listing:
+def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels, show_raw: bool,
+              lines: list[str], unprinted: dict[str, frozenset[str]]) -> list:
+    """Append the listing lines of the instructions starting in data[:end] (`base` is the address of data[0])
+    to `lines`; returns the Decoded entries that carry a warning (undecodable words).
+
+    The memo is keyed by the instruction's first 4 bytes for 32-bit instructions whose decoding no longer
+    word could change (the decoder's own rule for its low-word cache); an instruction of the longest size
+    (decided with every form in view) is keyed by its whole bytes, looked up when the 4-byte key misses.
+    """
+    from jitgemm.isa.decoder import decode_at
+    from jitgemm.isa.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
+
+    bad = []
+    append = lines.append
+    get = memo.get
+    decoder_cache = forms.decode_cache
+    full = forms.max_size
+    n = len(data)
+    pos = 0
+    while pos < end:
+        hit = get(data[pos:pos + 4])
+        if hit is None and full > 4:
+            hit = get(data[pos:pos + full])
+        if hit is not None:
+            append(f"{hit[0]}{base + pos:012X}{hit[1]}" if show_raw else hit[2])
+            pos += hit[3]
+            continue
+        d = decode_at(data, pos, forms, base)
+        inst = d.instruction
+        if inst is not None and d.target is None:
+            text = format_instruction(inst, unprinted.get(d.encoding, frozenset()))
+            hit = (*objdump_parts(text, d.words), f"\t{text}", d.size)
+            if len(memo) > _LINE_CACHE_LIMIT:
+                memo.clear()
+            if d.size == 4:
+                if decoder_cache.get(int.from_bytes(d.raw, "little")) is not None:
+                    memo[d.raw] = hit
+            elif d.size == full and n - pos >= full:
+                memo[d.raw] = hit
+            append(f"{hit[0]}{d.offset:012X}{hit[1]}" if show_raw else hit[2])
+        else:
+            if d.warning:
+                bad.append(d)
+            for text, address, words, comment in disassembly_lines([d], near, labels, unprinted):
+                append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
+        pos += d.size if d.size else 4
+    return bad
+
+
+def listing(sections: list[TextSection], forms, *, kernel: str | None = None, show_raw: bool = True,
+            unprinted: dict[str, frozenset[str]] | None = None) -> Listing:
     """llvm-objdump's listing of `sections` (as `text_sections` returns them) with the spec `forms`.
 
     Each run of code from one symbol address to the next is decoded on its own, with the symbols starting
     there as `ADDR <name>:` headers; a section with no symbol at its start is headed by its own name, as
     llvm-objdump does. `kernel` keeps only the runs from that symbol up to the next function symbol.
+    `unprinted` is the target profile's `unprinted_modifiers` (what LLVM leaves out of the text for it).
     """
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
-
-    cache = _LINE_CACHES.get(forms)
-    if cache is None:
-        cache = _LINE_CACHES[forms] = {}
+    unprinted = unprinted or {}
+    memos = _LINE_CACHES.get(forms)
+    if memos is None:
+        memos = _LINE_CACHES[forms] = {}
+    memo = memos.setdefault(tuple(sorted(unprinted.items())), {})
     out = Listing()
     found = kernel is None
     for sec in sections:
@@ -143,22 +197,8 @@ def listing(sections: list[TextSection], forms, *, kernel: str | None = None, sh
                 out.lines += ["", f"{start:016x} <{s.name}>:"]
             # objdump decodes up to the next symbol but lets the last instruction read past it
             offset = start - sec.address
-            decoded = decode(sec.body[offset:end - sec.address + forms.max_size], forms, base=start)
-            decoded = [d for d in decoded if d.offset < end]
-            append = out.lines.append
-            for d in decoded:
-                if d.target is None and d.instruction is not None:  # the same text wherever it is
-                    hit = cache.get(d.raw)
-                    if hit is None:
-                        if len(cache) > _LINE_CACHE_LIMIT:
-                            cache.clear()
-                        text = format_instruction(d.instruction)
-                        hit = cache[d.raw] = (*objdump_parts(text, d.words), f"\t{text}")
-                    append(f"{hit[0]}{d.offset:012X}{hit[1]}" if show_raw else hit[2])
-                    continue
-                for text, address, words, comment in disassembly_lines([d], near, labels):
-                    append(objdump_line(text, address, words, comment) if show_raw else f"\t{text}")
-            bad = [d for d in decoded if d.warning]
+            data = sec.body[offset:end - sec.address + forms.max_size]
+            bad = _list_run(data, end - start, start, forms, memo, near, labels, show_raw, out.lines, unprinted)
             out.unknown += len(bad)
             out.first_warnings.extend(f"{here[0].name}+0x{d.offset - start:x}: {d.warning}"
                                       for d in bad[: max(0, 3 - len(out.first_warnings))])
@@ -184,6 +224,18 @@ def run(args: argparse.Namespace) -> int:
     return status
 
 
+@functools.cache
+def _unprinted(target: str) -> dict[str, frozenset[str]]:
+    """The target profile's modifiers a listing leaves out ({} for a target without a profile)."""
+    from jitgemm.isa.errors import SpecError
+    from jitgemm.isa.targets import target_profile
+
+    try:
+        return target_profile(target).unprinted_modifiers
+    except SpecError:
+        return {}
+
+
 def _run_one(args: argparse.Namespace, file: str) -> int:
     from jitgemm import isa
     from jitgemm.isa.forms import forms_of
@@ -200,7 +252,8 @@ def _run_one(args: argparse.Namespace, file: str) -> int:
             raise CliError(f"{file}: {exc}") from None
     spec = isa.load_spec(args.spec if args.spec else (args.arch or processor or "gfx942"))
     try:
-        result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw)
+        result = listing(sections, forms_of(spec), kernel=args.kernel, show_raw=args.show_raw,
+                         unprinted=_unprinted(args.arch or processor or "gfx942"))
     except CliError as exc:
         raise CliError(f"{file}: {exc}") from None
     if not args.raw:
