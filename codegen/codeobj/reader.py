@@ -5,6 +5,11 @@ STT_OBJECT named `<kernel>.kd`); its code starts at the descriptor's address plu
 kernel_code_entry_byte_offset, and its metadata is the `amdhsa.kernels` entry whose `.symbol` names the
 descriptor. Relocatable objects (ET_REL) are read too: there the entry offset is still a relocation, so the
 code is located through the kernel's STT_FUNC symbol instead.
+
+A loadable object also yields its image: every PT_LOAD segment with its virtual address, memory size, file
+bytes and permissions (AMDGPUUsage "Code Object" / ELF "Program Headers": the loader places the segments of
+one object in one contiguous allocation at base + p_vaddr, zero-filling p_memsz past p_filesz), which is what
+a kernel reaching its .rodata/.data PC-relatively (s_getpc_b64 + @rel32 relocations) needs mapped.
 """
 
 from __future__ import annotations
@@ -21,6 +26,24 @@ from .targets import decode_e_flags
 
 
 @dataclass(frozen=True)
+class LoadSegment:
+    """One PT_LOAD program header: `memsz` bytes at virtual address `vaddr`, the first len(data) from the file
+    and the rest zero (.bss); `writable`/`executable` from p_flags (PF_W, PF_X)."""
+
+    vaddr: int
+    memsz: int
+    data: bytes
+    writable: bool
+    executable: bool
+    sections: tuple[str, ...] = ()  # the allocated sections it holds, for messages (".rodata", ".text")
+
+    @property
+    def name(self) -> str:
+        perms = "r" + ("w" if self.writable else "-") + ("x" if self.executable else "-")
+        return f"code object segment {perms} [{' '.join(self.sections) or 'no sections'}]"
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     code: bytes
@@ -29,6 +52,7 @@ class Kernel:
     descriptor_bytes: bytes
     descriptor_address: int
     metadata: dict[str, Any] = field(default_factory=dict)  # this kernel's amdhsa.kernels map ({} if none)
+    image: tuple[LoadSegment, ...] = ()  # its code object's loadable segments (none for ET_REL)
 
     @property
     def args(self) -> list[dict[str, Any]]:
@@ -53,6 +77,7 @@ class CodeObject:
     code_object_version: int | None
     metadata: dict[str, Any]
     kernels: tuple[Kernel, ...]
+    image: tuple[LoadSegment, ...] = ()  # PT_LOAD segments in address order (none for ET_REL)
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
@@ -123,6 +148,7 @@ def read(data: bytes) -> CodeObject:
         raise CodeObjectError(f"metadata describes kernel descriptor(s) {', '.join(missing)} that no symbol "
                               "defines")
     order += [s.name for s in kd_symbols if s.name not in meta_by_symbol]
+    image = load_segments(elf) if dyn else ()
     kernels = []
     for kd_name in order:
         kd = by_name[kd_name]
@@ -159,13 +185,35 @@ def read(data: bytes) -> CodeObject:
                                       f"{section.name} ({len(body):#x} bytes)")
             code = body[entry:end]
         kernels.append(Kernel(name, bytes(code), entry, desc, bytes(raw), kd.value,
-                              meta_by_symbol.get(kd_name, {})))
+                              meta_by_symbol.get(kd_name, {}), image))
     flags = decode_e_flags(elf.flags)
     return CodeObject(
         elf_type="ET_DYN" if dyn else "ET_REL", e_flags=elf.flags, processor=flags.processor, mach=flags.mach,
         xnack=flags.xnack, sramecc=flags.sramecc, abi_version=elf.abi_version,
         code_object_version=E.CODE_OBJECT_OF_ABI_VERSION.get(elf.abi_version), metadata=metadata,
-        kernels=tuple(kernels))
+        kernels=tuple(kernels), image=image)
+
+
+def load_segments(elf: ElfFile) -> tuple[LoadSegment, ...]:
+    """The PT_LOAD segments of a loadable object, sorted by address; overlapping segments or a file size
+    larger than the memory size are a CodeObjectError (the loader could not place them)."""
+    out = []
+    for i, seg in enumerate(elf.segments):
+        if seg.type != E.PT_LOAD or seg.memsz == 0:
+            continue
+        if seg.filesz > seg.memsz:
+            raise CodeObjectError(f"program header {i}: PT_LOAD p_filesz {seg.filesz:#x} exceeds p_memsz "
+                                  f"{seg.memsz:#x}")
+        names = tuple(s.name for s in elf.sections if s.alloc and s.size and seg.vaddr <= s.addr
+                      and s.addr + s.size <= seg.vaddr + seg.memsz)
+        out.append(LoadSegment(seg.vaddr, seg.memsz, elf.data[seg.offset:seg.offset + seg.filesz],
+                               bool(seg.flags & E.PF_W), bool(seg.flags & E.PF_X), names))
+    out.sort(key=lambda s: s.vaddr)
+    for a, b in zip(out, out[1:], strict=False):
+        if a.vaddr + a.memsz > b.vaddr:
+            raise CodeObjectError(f"PT_LOAD segments overlap: [{a.vaddr:#x}, {a.vaddr + a.memsz:#x}) and "
+                                  f"[{b.vaddr:#x}, {b.vaddr + b.memsz:#x})")
+    return tuple(out)
 
 
 def _symtab(elf: ElfFile) -> list[Symbol]:
