@@ -12,12 +12,12 @@ info after the user SGPRs; work-item ids packed in v0 (X [9:0], Y [19:10], Z [29
 preloads kernargs starts 256 bytes into its code, as on firmware that supports preloading (the first 256
 bytes are the compatibility prologue that loads the same values).
 
-PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64
-reads them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets
-into the kernel, memory faults print both. Every PT_LOAD segment of the object is mapped at CODE_BASE + its
-virtual address (memory.GlobalMemory.map_image), so .rodata/.data reached PC-relatively are there. Private (scratch) memory is one region of WAVE *
-private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The default step limit stops a
-runaway kernel within seconds and names the PC range its last steps stayed in.
+PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64 reads
+them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets into the
+kernel, memory faults print both. Every PT_LOAD segment of the object is mapped at CODE_BASE + its virtual
+address (memory.GlobalMemory.map_image), so .rodata/.data reached PC-relatively are there. Private (scratch)
+memory is one region of WAVE * private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The
+default step limit stops a runaway kernel within seconds and names the PC range its last steps stayed in.
 """
 
 from __future__ import annotations
@@ -317,7 +317,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     n = n_wg * waves_per_wg
     wave_scratch = WAVE * private  # bytes of one wave's private memory
     scratch_address = mem.map("private segment (scratch)", np.zeros(n * wave_scratch, np.uint8)) if private else 0
-    mem.map_image(getattr(k, "image", ()))  # the code object's PT_LOAD segments at CODE_BASE + p_vaddr
+    mem.map_image(k.image)  # the code object's PT_LOAD segments at CODE_BASE + p_vaddr
     mem.freeze()
 
     # --- waves ---------------------------------------------------------------------------------------
