@@ -126,7 +126,7 @@ pad:
 def test_data_is_mapped_and_bss_is_zero_filled_and_writable(tmp_path):
     x = np.random.default_rng(11).standard_normal(64).astype(np.float32)
     for who, blob in both(tmp_path, DATA_BSS_BODY, DATA_BSS).items():
-        image = read(blob).image
+        image = read(blob).image.segments
         bss = [s for s in image if ".bss" in s.sections]
         assert bss and bss[0].writable and len(bss[0].data) < bss[0].memsz, who  # the zero fill is exercised
         y = np.full(64, np.nan, np.float32)  # poisoned
@@ -192,7 +192,7 @@ def test_gap_between_segments_is_unmapped(tmp_path):
   s_waitcnt lgkmcnt(0)
 """
     for who, blob in both(tmp_path, body, RODATA).items():
-        image = read(blob).image
+        image = read(blob).image.segments
         holder = next(s for s in image if ".rodata" in s.sections)
         after = next(s for s in image if s.vaddr > holder.vaddr)
         table = local_symbol(blob, "table")
@@ -248,3 +248,78 @@ def test_clang_constant_table_read_with_data_dependent_index(lut_objects):
         emulate(blob, "lut", grid=-(-n // 64), block=64, args=[idx, x, y, n])
         # fp32: a multiply and an add (possibly fused), so within 2 ulp of the float64 value
         np.testing.assert_allclose(y.astype(np.float64), want, rtol=2.5e-7, atol=1e-6, err_msg=who)
+
+
+# -- dynamic relocations: a pointer table in .data, patched by the loader for the load base
+
+POINTERS_BODY = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_getpc_b64 s[8:9]
+  s_add_u32 s8, s8, ptrs@rel32@lo+4
+  s_addc_u32 s9, s9, ptrs@rel32@hi+12
+  s_load_dwordx4 s[12:15], s[8:9], 0x0
+  v_lshlrev_b32 v1, 2, v0
+  s_waitcnt lgkmcnt(0)
+  global_load_dword v2, v1, s[4:5]
+  s_waitcnt vmcnt(0)
+  v_and_b32 v3, 15, v2
+  v_lshlrev_b32 v3, 2, v3
+  global_load_dword v4, v3, s[12:13]
+  v_bfe_u32 v5, v2, 4, 4
+  v_lshlrev_b32 v5, 2, v5
+  global_load_dword v6, v5, s[14:15]
+  s_waitcnt vmcnt(0)
+  v_add_f32 v4, v4, v6
+  global_store_dword v1, v4, s[6:7]
+"""
+
+
+def _pointer_data(local: np.ndarray, exported: np.ndarray) -> str:
+    words = lambda a: ", ".join(f"0x{int(w):08x}" for w in a.view(np.uint32))  # noqa: E731
+    return f"""
+.rodata
+.p2align 4
+table:
+  .long {words(local)}
+.globl gtable
+.type gtable,@object
+gtable:
+  .long {words(exported)}
+.size gtable, 64
+.data
+.p2align 3
+ptrs:
+  .quad table
+  .quad gtable
+"""
+
+
+def test_dynamic_relocations_are_applied_for_the_load_base(tmp_path):
+    """ptrs[0] = &table (local: R_AMDGPU_RELATIVE64, B + A) and ptrs[1] = &gtable (exported, so preemptible:
+    R_AMDGPU_ABS64 against .dynsym, B + S + A), both written by the loader; the kernel loads them and reads
+    y[i] = table[idx & 15] + gtable[(idx >> 4) & 15]."""
+    rng = np.random.default_rng(23)
+    local, exported = rng.standard_normal(16).astype(np.float32), rng.standard_normal(16).astype(np.float32)
+    idx = rng.integers(0, 256, 64).astype(np.int32)
+    want = local.astype(np.float64)[idx & 15] + exported.astype(np.float64)[(idx >> 4) & 15]
+    for who, blob in both(tmp_path, POINTERS_BODY, _pointer_data(local, exported)).items():
+        kinds = {r.type for r in read(blob).image.relocations}
+        assert kinds == {E.R_AMDGPU_RELATIVE64, E.R_AMDGPU_ABS64}, who
+        y = np.full(64, np.nan, np.float32)  # poisoned
+        emulate(blob, "k", grid=1, block=64, args=[idx, y])
+        # one fp32 add of two exact table values: within half an ulp
+        np.testing.assert_allclose(y.astype(np.float64), want, rtol=6e-8, atol=0, err_msg=who)
+
+
+def test_unsupported_dynamic_relocation_is_a_clear_error(tmp_path):
+    from jitgemm.codegen.codeobj import CodeObjectError
+
+    local = np.ones(16, np.float32)
+    blob = bytearray(both(tmp_path, POINTERS_BODY, _pointer_data(local, local))["llvm-mc + ld.lld"])
+    elf = ElfFile(bytes(blob))
+    rela = next(s for s in elf.sections if s.name == ".rela.dyn")
+    # the first entry's r_info type becomes R_AMDGPU_REL32 (4), which a loader does not apply
+    blob[rela.offset + 8:rela.offset + 12] = (E.R_AMDGPU_REL32).to_bytes(4, "little")
+    with pytest.raises(CodeObjectError, match=r"\.rela\.dyn entry 0 \(R_AMDGPU_REL32 at 0x[0-9a-f]+\): not a dynamic "
+                       r"relocation a loader applies \(accepted: R_AMDGPU_ABS32_LO"):
+        read(bytes(blob))

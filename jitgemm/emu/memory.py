@@ -14,7 +14,6 @@ callers pass byte offsets into the store (`offsets()` maps both regions onto it)
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
@@ -23,7 +22,7 @@ import numpy as np
 from .errors import EmulatorError
 
 if TYPE_CHECKING:
-    from jitgemm.codegen.codeobj.reader import LoadSegment
+    from jitgemm.codegen.codeobj.reader import LoadImage
 
 BASE = 1 << 32  # first buffer address: above 4 GiB, so a pointer truncated to 32 bits faults
 CODE_BASE = 1 << 44  # where the code object is loaded: its PCs are CODE_BASE + the ELF's virtual addresses
@@ -82,9 +81,11 @@ class GlobalMemory(ByteStore):
         self._image_lo = self._image_hi = 0  # the image's extent, relative to CODE_BASE
         self._image_delta = 0  # store offset of an image address = address + _image_delta (0: no image)
 
-    def map_image(self, segments: Sequence[LoadSegment]) -> None:
-        """Load a code object's PT_LOAD segments at CODE_BASE + p_vaddr, each with its permissions (PF_W) and
-        zero-filled from p_filesz to p_memsz; call once, before `freeze()`."""
+    def map_image(self, image: LoadImage) -> None:
+        """Load a code object's PT_LOAD segments at CODE_BASE + p_vaddr, each with its permissions (PF_W),
+        zero-filled from p_filesz to p_memsz and with its dynamic relocations applied for that base, as the
+        ROCm loader leaves them; call once, before `freeze()`."""
+        segments = image.relocated(CODE_BASE)
         if not segments:
             return
         lo = min(seg.vaddr for seg in segments)
