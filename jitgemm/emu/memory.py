@@ -5,12 +5,12 @@ Buffers are laid out from BASE upwards, each followed by an unmapped guard gap, 
 of a buffer (or through a null or truncated pointer) lands outside every buffer and is reported as a
 fault naming the address, instead of silently reading a neighbour or wrapping around a numpy array.
 The code object is loaded as one image at CODE_BASE (AMDGPUUsage "Code Object": the loader places every
-PT_LOAD segment at load base + p_vaddr): each segment is mapped with its own permissions — .text and
-.rodata read-only, .data/.bss writable and zero past the file's bytes, the .rela.dyn relocations applied for
-that base — and the page gaps between segments
-stay unmapped, so a kernel reading its constant tables PC-relatively (s_getpc_b64 + @rel32) finds them and
-a store into read-only code or data faults. Every access is a vectorized gather/scatter over lanes;
-callers pass byte offsets into the store (`offsets()` maps both regions onto it).
+PT_LOAD segment at load base + p_vaddr): each segment is mapped with its own permissions — .text and .rodata
+read-only, .data/.bss writable and zero past the file's bytes, the .rela.dyn relocations applied for that
+base — and the page gaps between segments stay unmapped, so a kernel reading its constant tables PC-
+relatively (s_getpc_b64 + @rel32) finds them and a store into read-only code or data faults. Every access is
+a vectorized gather/scatter over lanes; callers pass byte offsets into the store (`offsets()` maps both
+regions onto it).
 """
 
 from __future__ import annotations
