@@ -190,7 +190,16 @@ def test_out_of_bounds_load_names_address_pc_wave_lane(tmp_path):
     assert fault.wave == 1 and fault.lane == 37 and fault.kernel == "k"
     assert fault.pc == _pc_of(co, "global_load_dword")
     msg = str(fault)
-    assert f"0x{fault.address:x}" in msg and f"PC 0x{fault.pc:x}" in msg and "wave 1, lane 37" in msg
+    # the PC printed is the loaded address (CODE_BASE + the kernel symbol's ELF address, as ld.lld placed it) and
+    # the kernel offset beside it, as s_getpc_b64 would read it
+    from jitgemm.codegen.codeobj.elf_reader import ElfFile
+
+    from jitgemm.emu.memory import CODE_BASE
+
+    symbol = next(s for s in ElfFile(co).symbol_table if s.name == "k")
+    assert fault.loaded_pc == CODE_BASE + symbol.value + fault.pc
+    assert f"PC 0x{fault.loaded_pc:x} (kernel offset 0x{fault.pc:x})" in msg
+    assert f"0x{fault.address:x}" in msg and "wave 1, lane 37" in msg
     assert "past the end" in msg
     # 37*4 + 0x1000 bytes from the start of the 512-byte buffer
     assert f"{37 * 4 + 0x1000 - 512} bytes past the end" in msg
@@ -204,7 +213,8 @@ def test_null_pointer_store_faults(tmp_path):
   global_store_dword v1, v0, s[4:5]
 """
     co = assemble(tmp_path, body, [BUF])
-    with pytest.raises(MemoryFault, match=r"store .* at address 0x0, PC 0x[0-9a-f]+, wave 0, lane 0 \(null"):
+    with pytest.raises(MemoryFault, match=r"store .* at address 0x0, PC 0x[0-9a-f]+ \(kernel offset 0x[0-9a-f]+\), "
+                                         r"wave 0, lane 0 \(null"):
         emulate(co, "k", grid=1, block=64, args=[None])
 
 

@@ -5,6 +5,12 @@ STT_OBJECT named `<kernel>.kd`); its code starts at the descriptor's address plu
 kernel_code_entry_byte_offset, and its metadata is the `amdhsa.kernels` entry whose `.symbol` names the
 descriptor. Relocatable objects (ET_REL) are read too: there the entry offset is still a relocation, so the
 code is located through the kernel's STT_FUNC symbol instead.
+
+A loadable object also yields its image: every PT_LOAD segment with its virtual address, memory size, file
+bytes and permissions (AMDGPUUsage "Code Object" / ELF "Program Headers": the loader places the segments of
+one object in one contiguous allocation at base + p_vaddr, zero-filling p_memsz past p_filesz), which is what
+a kernel reaching its .rodata/.data PC-relatively (s_getpc_b64 + @rel32 relocations) needs mapped, and the
+dynamic relocations (.rela.dyn) the loader applies once it knows the load base (`LoadImage.relocated`).
 """
 
 from __future__ import annotations
@@ -21,6 +27,67 @@ from .targets import decode_e_flags
 
 
 @dataclass(frozen=True)
+class LoadSegment:
+    """One PT_LOAD program header: `memsz` bytes at virtual address `vaddr`, the first len(data) from the file
+    and the rest zero (.bss); `writable`/`executable` from p_flags (PF_W, PF_X)."""
+
+    vaddr: int
+    memsz: int
+    data: bytes
+    writable: bool
+    executable: bool
+    sections: tuple[str, ...] = ()  # the allocated sections it holds, for messages (".rodata", ".text")
+
+    @property
+    def name(self) -> str:
+        perms = "r" + ("w" if self.writable else "-") + ("x" if self.executable else "-")
+        return f"code object segment {perms} [{' '.join(self.sections) or 'no sections'}]"
+
+
+# dynamic relocations a code object loader applies (AMDGPUUsage "Relocation Records": ABS32_LO/HI, ABS64 take
+# S + A; RELATIVE64 takes B + A), with the byte width each writes
+_DYNAMIC_WIDTH = {E.R_AMDGPU_ABS32_LO: 4, E.R_AMDGPU_ABS32_HI: 4, E.R_AMDGPU_ABS32: 4, E.R_AMDGPU_ABS64: 8,
+                  E.R_AMDGPU_RELATIVE64: 8}
+
+
+@dataclass(frozen=True)
+class DynamicRelocation:
+    """One .rela.dyn entry: patch `offset` (a virtual address) with B + A (RELATIVE64) or B + S + A, where S is
+    the defined symbol's virtual address (`symbol_value`)."""
+
+    offset: int
+    type: int
+    addend: int
+    symbol: str = ""
+    symbol_value: int = 0
+
+
+@dataclass(frozen=True)
+class LoadImage:
+    """What a loader places in memory: the PT_LOAD segments in address order and the dynamic relocations."""
+
+    segments: tuple[LoadSegment, ...] = ()
+    relocations: tuple[DynamicRelocation, ...] = ()
+
+    def relocated(self, base: int) -> tuple[LoadSegment, ...]:
+        """The segments as they are once loaded at `base`: every dynamic relocation applied."""
+        if not self.relocations:
+            return self.segments
+        patched = {i: bytearray(seg.data.ljust(seg.memsz, b"\0")) for i, seg in enumerate(self.segments)}
+        for r in self.relocations:
+            width = _DYNAMIC_WIDTH[r.type]
+            value = base + r.addend + (0 if r.type == E.R_AMDGPU_RELATIVE64 else r.symbol_value)
+            if r.type == E.R_AMDGPU_ABS32_HI:
+                value >>= 32
+            i = next(i for i, seg in enumerate(self.segments)
+                     if seg.vaddr <= r.offset and r.offset + width <= seg.vaddr + seg.memsz)
+            at = r.offset - self.segments[i].vaddr
+            patched[i][at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+        return tuple(LoadSegment(seg.vaddr, seg.memsz, bytes(patched[i]), seg.writable, seg.executable,
+                                 seg.sections) for i, seg in enumerate(self.segments))
+
+
+@dataclass(frozen=True)
 class Kernel:
     name: str
     code: bytes
@@ -29,6 +96,7 @@ class Kernel:
     descriptor_bytes: bytes
     descriptor_address: int
     metadata: dict[str, Any] = field(default_factory=dict)  # this kernel's amdhsa.kernels map ({} if none)
+    image: LoadImage = LoadImage()  # its code object's loadable image (empty for ET_REL)
 
     @property
     def args(self) -> list[dict[str, Any]]:
@@ -53,6 +121,7 @@ class CodeObject:
     code_object_version: int | None
     metadata: dict[str, Any]
     kernels: tuple[Kernel, ...]
+    image: LoadImage = LoadImage()  # PT_LOAD segments and dynamic relocations (empty for ET_REL)
 
     def kernel(self, name: str) -> Kernel:
         for k in self.kernels:
@@ -123,6 +192,7 @@ def read(data: bytes) -> CodeObject:
         raise CodeObjectError(f"metadata describes kernel descriptor(s) {', '.join(missing)} that no symbol "
                               "defines")
     order += [s.name for s in kd_symbols if s.name not in meta_by_symbol]
+    image = load_image(elf) if dyn else LoadImage()
     kernels = []
     for kd_name in order:
         kd = by_name[kd_name]
@@ -159,13 +229,59 @@ def read(data: bytes) -> CodeObject:
                                       f"{section.name} ({len(body):#x} bytes)")
             code = body[entry:end]
         kernels.append(Kernel(name, bytes(code), entry, desc, bytes(raw), kd.value,
-                              meta_by_symbol.get(kd_name, {})))
+                              meta_by_symbol.get(kd_name, {}), image))
     flags = decode_e_flags(elf.flags)
     return CodeObject(
         elf_type="ET_DYN" if dyn else "ET_REL", e_flags=elf.flags, processor=flags.processor, mach=flags.mach,
         xnack=flags.xnack, sramecc=flags.sramecc, abi_version=elf.abi_version,
         code_object_version=E.CODE_OBJECT_OF_ABI_VERSION.get(elf.abi_version), metadata=metadata,
-        kernels=tuple(kernels))
+        kernels=tuple(kernels), image=image)
+
+
+def load_image(elf: ElfFile) -> LoadImage:
+    """The PT_LOAD segments of a loadable object, sorted by address, and its dynamic relocations; overlapping
+    segments, a file size larger than the memory size, a relocation outside every segment, of a type the loader
+    does not apply, or against an undefined symbol are a CodeObjectError (the loader could not load it)."""
+    out = []
+    for i, seg in enumerate(elf.segments):
+        if seg.type != E.PT_LOAD or seg.memsz == 0:
+            continue
+        if seg.filesz > seg.memsz:
+            raise CodeObjectError(f"program header {i}: PT_LOAD p_filesz {seg.filesz:#x} exceeds p_memsz "
+                                  f"{seg.memsz:#x}")
+        names = tuple(s.name for s in elf.sections if s.alloc and s.size and seg.vaddr <= s.addr
+                      and s.addr + s.size <= seg.vaddr + seg.memsz)
+        out.append(LoadSegment(seg.vaddr, seg.memsz, elf.data[seg.offset:seg.offset + seg.filesz],
+                               bool(seg.flags & E.PF_W), bool(seg.flags & E.PF_X), names))
+    out.sort(key=lambda s: s.vaddr)
+    for a, b in zip(out, out[1:], strict=False):
+        if a.vaddr + a.memsz > b.vaddr:
+            raise CodeObjectError(f"PT_LOAD segments overlap: [{a.vaddr:#x}, {a.vaddr + a.memsz:#x}) and "
+                                  f"[{b.vaddr:#x}, {b.vaddr + b.memsz:#x})")
+    relocations = []
+    for table in elf.sections_of_type(E.SHT_RELA):
+        if not table.alloc:  # a linked object's static relocations (--emit-relocs) are not the loader's
+            continue
+        symbols = elf.symbols(elf.section(table.link, f"relocation section {table.name} symbol table")) \
+            if table.link else []
+        for i, r in enumerate(elf.relocations(table)):
+            what = f"{table.name} entry {i} ({E.RELOCATION_NAMES.get(r.type, r.type)} at {r.offset:#x})"
+            if r.type == E.R_AMDGPU_NONE:
+                continue
+            width = _DYNAMIC_WIDTH.get(r.type)
+            if width is None:
+                raise CodeObjectError(f"{what}: not a dynamic relocation a loader applies (accepted: "
+                                      f"{', '.join(E.RELOCATION_NAMES[t] for t in _DYNAMIC_WIDTH)})")
+            if not any(s.vaddr <= r.offset and r.offset + width <= s.vaddr + s.memsz for s in out):
+                raise CodeObjectError(f"{what}: patches bytes outside every PT_LOAD segment")
+            name, value = "", 0
+            if r.type != E.R_AMDGPU_RELATIVE64:
+                if not 0 < r.symbol < len(symbols) or symbols[r.symbol].shndx == E.SHN_UNDEF:
+                    raise CodeObjectError(f"{what}: symbol #{r.symbol} is not defined in the code object (the "
+                                          "emulator loads one object; nothing else can provide it)")
+                name, value = symbols[r.symbol].name, symbols[r.symbol].value
+            relocations.append(DynamicRelocation(r.offset, r.type, r.addend, name, value))
+    return LoadImage(tuple(out), tuple(relocations))
 
 
 def _symtab(elf: ElfFile) -> list[Symbol]:

@@ -21,7 +21,7 @@ from jitgemm.isa.model import Spec
 
 from . import semantics_buffer, semantics_mem
 from . import semantics_gfx950 as gfx950
-from .errors import EmulatorError, NoSemantics
+from .errors import EmulatorError, NoSemantics, pc_text
 from .mfma import MfmaShapeError, mfma, mfma_shape
 from .modes import MODE_INSTRUCTIONS, mode_op
 from .operands import Operands
@@ -806,7 +806,7 @@ def _setpc(b: Builder, d: Decoded) -> RunFn:
         if outside.any():
             i = int(np.argmax(outside))
             wave = int((np.arange(st.count)[w] if isinstance(w, slice) else np.asarray(w))[i])
-            raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC 0x{d.pc:x} (address 0x{base + d.pc:x}), wave "
+            raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC {pc_text(d.pc, base)}, wave "
                                 f"{wave}: jump to address 0x{int(target[i]) & 0xFFFFFFFFFFFFFFFF:x}, outside the "
                                 f"kernel's code [0x{base:x}, 0x{base + size:x})")
         if dst is not None:

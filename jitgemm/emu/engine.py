@@ -12,11 +12,12 @@ info after the user SGPRs; work-item ids packed in v0 (X [9:0], Y [19:10], Z [29
 preloads kernargs starts 256 bytes into its code, as on firmware that supports preloading (the first 256
 bytes are the compatibility prologue that loads the same values).
 
-PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64
-reads them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets
-into the kernel (what fault messages print). Private (scratch) memory is one region of WAVE *
-private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The default step limit stops a
-runaway kernel within seconds and names the PC range its last steps stayed in.
+PCs are the code's addresses in the loaded object (the ELF's virtual addresses + CODE_BASE): s_getpc_b64 reads
+them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets into the
+kernel, memory faults print both. Every PT_LOAD segment of the object is mapped at CODE_BASE + its virtual
+address (memory.GlobalMemory.map_image), so .rodata/.data reached PC-relatively are there. Private (scratch)
+memory is one region of WAVE * private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The
+default step limit stops a runaway kernel within seconds and names the PC range its last steps stayed in.
 """
 
 from __future__ import annotations
@@ -154,6 +155,7 @@ class Context:
         self.modes = False  # some wave has VSKIP or GPR indexing on (see modes.py)
         self.scratch_address = 0  # the private segment: WAVE * private_size bytes per wave, in wave order
         self.private_size = 0
+        self.code_address = 0  # where the kernel's PC 0 is loaded (fault messages print loaded PCs)
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -168,7 +170,8 @@ class Context:
         if bad.any():
             i = int(np.argmax(bad))
             raise MemoryFault(f"LDS access outside the workgroup's {self.lds_size} bytes ({d.text})",
-                              int(addr[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), self.kernel)
+                              int(addr[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), self.kernel,
+                              code_address=self.code_address)
         return self.st.workgroup[waves] * self.lds_size + addr
 
     def release_barriers(self) -> None:
@@ -314,6 +317,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     n = n_wg * waves_per_wg
     wave_scratch = WAVE * private  # bytes of one wave's private memory
     scratch_address = mem.map("private segment (scratch)", np.zeros(n * wave_scratch, np.uint8)) if private else 0
+    mem.map_image(k.image)  # the code object's PT_LOAD segments at CODE_BASE + p_vaddr
     mem.freeze()
 
     # --- waves ---------------------------------------------------------------------------------------
@@ -386,6 +390,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
     ctx.scratch_address, ctx.private_size = scratch_address, private
+    ctx.code_address = prog.code_address
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)

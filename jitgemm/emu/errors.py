@@ -21,18 +21,27 @@ class UnsupportedInstruction(EmulatorError):
                          f"(`jitgemm emulate FILE --check` lists every unsupported instruction)")
 
 
-class MemoryFault(EmulatorError):
-    """An access outside every launched buffer, like a GPU memory violation."""
+def pc_text(pc: int, code_address: int) -> str:
+    """A PC as fault messages print it: the loaded address (what s_getpc_b64 returns and the data addresses
+    sit beside), then the offset into the kernel (what the disassembly of the kernel shows)."""
+    return f"0x{code_address + pc:x} (kernel offset 0x{pc:x})" if code_address else f"0x{pc:x}"
 
-    def __init__(self, what: str, address: int, pc: int, wave: int, lane: int, kernel: str, detail: str = "") -> None:
+
+class MemoryFault(EmulatorError):
+    """An access outside every launched buffer or code object segment (or a store into a read-only one), like
+    a GPU memory violation. `pc` is the offset into the kernel, `loaded_pc` its address in the loaded object."""
+
+    def __init__(self, what: str, address: int, pc: int, wave: int, lane: int, kernel: str, detail: str = "",
+                 *, code_address: int = 0) -> None:
         self.address = address
         self.pc = pc
+        self.loaded_pc = code_address + pc
         self.wave = wave
         self.lane = lane
         self.kernel = kernel
         extra = f" ({detail})" if detail else ""
-        super().__init__(f"memory fault in kernel {kernel!r}: {what} at address 0x{address:x}, PC 0x{pc:x}, "
-                         f"wave {wave}, lane {lane}{extra}")
+        super().__init__(f"memory fault in kernel {kernel!r}: {what} at address 0x{address:x}, PC "
+                         f"{pc_text(pc, code_address)}, wave {wave}, lane {lane}{extra}")
 
 
 class StepLimitExceeded(EmulatorError):

@@ -1,21 +1,35 @@
-"""Memory of an emulated launch: a flat global address space made of the launched buffers, and LDS.
+"""Memory of an emulated launch: a flat global address space made of the launched buffers, the loaded code
+object, and LDS.
 
 Buffers are laid out from BASE upwards, each followed by an unmapped guard gap, so an access past the end
 of a buffer (or through a null or truncated pointer) lands outside every buffer and is reported as a
 fault naming the address, instead of silently reading a neighbour or wrapping around a numpy array.
-Every access is a vectorized gather/scatter over lanes; callers pass byte offsets into the store.
+The code object is loaded as one image at CODE_BASE (AMDGPUUsage "Code Object": the loader places every
+PT_LOAD segment at load base + p_vaddr): each segment is mapped with its own permissions — .text and .rodata
+read-only, .data/.bss writable and zero past the file's bytes, the .rela.dyn relocations applied for that
+base — and the page gaps between segments stay unmapped, so a kernel reading its constant tables PC-
+relatively (s_getpc_b64 + @rel32) finds them and a store into read-only code or data faults. Every access is
+a vectorized gather/scatter over lanes; callers pass byte offsets into the store (`offsets()` maps both
+regions onto it).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
+
+from .errors import EmulatorError
+
+if TYPE_CHECKING:
+    from jitgemm.codegen.codeobj.reader import LoadImage
 
 BASE = 1 << 32  # first buffer address: above 4 GiB, so a pointer truncated to 32 bits faults
 CODE_BASE = 1 << 44  # where the code object is loaded: its PCs are CODE_BASE + the ELF's virtual addresses
 GUARD = 1 << 16  # unmapped bytes after each buffer
 ALIGN = 256
+MAX_IMAGE = 1 << 30  # a code object image larger than this is refused (a corrupt p_memsz, not a kernel)
 
 
 class ByteStore:
@@ -64,6 +78,27 @@ class GlobalMemory(ByteStore):
         self._next = BASE
         self._pending: list[tuple[Segment, np.ndarray]] = []
         self._by_id: dict[int, int] = {}
+        self._image: list[tuple[Segment, np.ndarray]] = []
+        self._image_lo = self._image_hi = 0  # the image's extent, relative to CODE_BASE
+        self._image_delta = 0  # store offset of an image address = address + _image_delta (0: no image)
+
+    def map_image(self, image: LoadImage) -> None:
+        """Load a code object's PT_LOAD segments at CODE_BASE + p_vaddr, each with its permissions (PF_W),
+        zero-filled from p_filesz to p_memsz and with its dynamic relocations applied for that base, as the
+        ROCm loader leaves them; call once, before `freeze()`."""
+        segments = image.relocated(CODE_BASE)
+        if not segments:
+            return
+        lo = min(seg.vaddr for seg in segments)
+        hi = max(seg.vaddr + seg.memsz for seg in segments)
+        if hi - lo > MAX_IMAGE:
+            raise EmulatorError(f"the code object's PT_LOAD segments span {hi - lo:#x} bytes "
+                                f"([{lo:#x}, {hi:#x})); the emulator loads images up to {MAX_IMAGE:#x} bytes")
+        for seg in sorted(segments, key=lambda seg: seg.vaddr):
+            raw = np.zeros(seg.memsz, np.uint8)
+            raw[:len(seg.data)] = np.frombuffer(seg.data, np.uint8)
+            self._image.append((Segment(seg.name, CODE_BASE + seg.vaddr, seg.memsz, None, seg.writable), raw))
+        self._image_lo, self._image_hi = lo, hi
 
     def map(self, name: str, data: np.ndarray | bytes, *, target: np.ndarray | None = None,
             writable: bool = True) -> int:
@@ -82,10 +117,15 @@ class GlobalMemory(ByteStore):
         return seg.address
 
     def freeze(self) -> None:
-        heap = np.zeros(_align(self._next - BASE, 4), np.uint8)
+        buffers = _align(self._next - BASE, 4)
+        heap = np.zeros(buffers + _align(self._image_hi - self._image_lo, 4), np.uint8)
         for seg, raw in self._pending:
             heap[seg.address - BASE:seg.address - BASE + seg.size] = raw
-        self._pending = []
+        self._image_delta = buffers - (CODE_BASE + self._image_lo) if self._image else 0
+        for seg, raw in self._image:  # after the buffers in the store, above them in the address space
+            heap[seg.address + self._image_delta:seg.address + self._image_delta + seg.size] = raw
+            self.segments.append(seg)
+        self._pending, self._image = [], []
         super().__init__(heap)
         self._starts = np.array([s.address for s in self.segments] or [0], np.uint64)
         self._ends = np.array([s.address + s.size for s in self.segments] or [0], np.uint64)
@@ -101,7 +141,13 @@ class GlobalMemory(ByteStore):
         return ok
 
     def offsets(self, addr: np.ndarray) -> np.ndarray:
-        return (addr - np.uint64(BASE)).astype(np.int64)
+        """Store offsets of valid addresses (buffers from BASE, the code object image from CODE_BASE)."""
+        off = (addr - np.uint64(BASE)).astype(np.int64)
+        if self._image_delta:
+            in_image = addr >= np.uint64(CODE_BASE)
+            if in_image.any():
+                off = np.where(in_image, addr.astype(np.int64) + self._image_delta, off)
+        return off
 
     def segment_at(self, address: int) -> Segment | None:
         for seg in self.segments:
@@ -114,7 +160,8 @@ class GlobalMemory(ByteStore):
         best = None
         for seg in self.segments:
             if seg.address <= address < seg.address + seg.size:
-                return f"inside {seg.name} at offset {address - seg.address}"
+                return f"inside {seg.name} at offset {address - seg.address}" + \
+                    ("" if seg.writable else ", which is read-only")
             if address >= seg.address + seg.size:
                 best = seg
         if address == 0 or address < BASE:
@@ -128,7 +175,7 @@ class GlobalMemory(ByteStore):
         for seg in self.segments:
             if seg.target is None or not seg.writable or seg.size == 0:
                 continue
-            raw = self.data[seg.address - BASE:seg.address - BASE + seg.size]
+            raw = self.data[seg.address - BASE:seg.address - BASE + seg.size]  # buffers: below the image
             flat = raw.view(seg.target.dtype).reshape(seg.target.shape)
             np.copyto(seg.target, flat)
 

@@ -52,7 +52,8 @@ def _fault(ctx, d, what, addr, w, lanes_bad, detail_fn=None):
     gi, li = np.argwhere(lanes_bad)[0]
     address = int(np.asarray(addr)[gi, li])
     detail = detail_fn(address) if detail_fn else ""
-    raise MemoryFault(f"{what} ({d.text})", address, d.pc, int(waves[gi]), int(li), ctx.kernel, detail)
+    raise MemoryFault(f"{what} ({d.text})", address, d.pc, int(waves[gi]), int(li), ctx.kernel, detail,
+                      code_address=ctx.code_address)
 
 
 def _extend(raw_bytes: np.ndarray, fmt: Fmt | None, nbytes: int) -> np.ndarray:
@@ -294,7 +295,7 @@ def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[n
         i = int(np.argmax(bad))
         raise MemoryFault(f"private (scratch) access outside the {size} bytes per work-item ({d.text})",
                           int(off[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), ctx.kernel,
-                          "the kernel descriptor's private_segment_fixed_size")
+                          "the kernel descriptor's private_segment_fixed_size", code_address=ctx.code_address)
     waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
     base = ctx.scratch_address - BASE + waves.astype(np.int64) * 64 * size
     lane = np.asarray(sel[1], np.int64)
@@ -418,7 +419,8 @@ def flat(b, d):
             addr = addresses(ctx, w)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
             if lds_lanes.any():
-                raise MemoryFault(f"flat atomic to LDS ({d.text}) is not modelled", 0, d.pc, 0, 0, ctx.kernel)
+                raise MemoryFault(f"flat atomic to LDS ({d.text}) is not modelled", 0, d.pc, 0, 0, ctx.kernel,
+                                  code_address=ctx.code_address)
             data = _data_regs(data_src, st, w, data_regs)
             sel = np.nonzero(glanes)
             offs = ctx.mem.offsets(addr[sel])

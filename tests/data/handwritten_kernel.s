@@ -1,5 +1,5 @@
-// A hand-written kernel: y[i] = x[i] + UNROLL * 3.0 for i < n; s[10:11] gets table[]'s address in .rodata
-// PC-relatively (s_getpc_b64 + @rel32@lo/@hi), macros from an .include, .rept/.irp/.irpc, .if/.ifdef,
+// A hand-written kernel: y[i] = x[i] + UNROLL * table[0] (3.0) for i < n, table[0] loaded from .rodata through
+// its address computed PC-relatively (s_getpc_b64 + @rel32@lo/@hi relocations), macros from an .include, .rept/.irp/.irpc, .if/.ifdef,
 // expressions in operands, data and .amdhsa_* values, an .amdhsa_kernel block and .amdgpu_metadata.
 	.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
 	.amdhsa_code_object_version 5
@@ -18,9 +18,9 @@ addtab:
 	s_getpc_b64 s[10:11]
 	s_add_u32 s10, s10, .Ltable@rel32@lo+4
 	s_addc_u32 s11, s11, .Ltable@rel32@hi+12
+	s_load_dword s12, s[10:11], 0x0         ; table[0] (3.0)
 	s_mov_b32 s16, .Lend-addtab
 	s_waitcnt lgkmcnt(0)
-	s_mov_b32 s12, 0x40400000               ; table[0] (3.0); the emulator maps no .rodata to load it from
 	v_lshl_add_u32 v0, s2, (WAVE == 64) * -6, v0
 	v_cmp_gt_u32 vcc, s8, v0
 	s_and_saveexec_b64 s[14:15], vcc
