@@ -138,7 +138,7 @@ class Emitter:
         self.code: list = []
         self._counter_of = counter_of
         self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
-        self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards]
+        self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards if h.get("emitter", True)]
         self._horizon = max([w for _, _, w in self._rules] + [0])
         self._recent: list[tuple[str, set[RegKey], int]] = []   # (class, written, wait states it covers)
         self._log: list[tuple[str, set[RegKey], set[RegKey], int]] = []   # every item: class, read, written, covers
