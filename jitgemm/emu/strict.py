@@ -41,7 +41,6 @@ import numpy as np
 from jitgemm.isa.instruction import Counters, Imm, Reg, SrcMods
 
 from .errors import EmulatorError
-from .mfma import _NAME as _MFMA_NAME
 from .state import WAVE
 
 SGPR_SLOTS = 128
@@ -90,8 +89,11 @@ class Rule:
     source: str = ""
 
     def required(self, passes: int, kind: str) -> int:
-        if self.passes_plus and passes:
-            return passes + int(self.passes_plus.get(kind, self.passes_plus.get("smfma", 0)))
+        if self.passes_plus and passes and kind in self.passes_plus:
+            plus = self.passes_plus[kind]
+            if isinstance(plus, dict):   # DGEMM: wait states by pass count, not a sum
+                return int(plus.get(passes, self.wait_states))
+            return passes + int(plus)
         return self.wait_states
 
 
@@ -104,20 +106,16 @@ def hazard_rules(profile: dict) -> list[Rule]:
     return out
 
 
-def mfma_timing(spec_inst, profile: dict) -> tuple[int, str]:
-    """(passes, kind) of an MFMA: passes by the M of its shape (the profile's `mfma.passes`), kind `dgemm` for
-    f64 accumulators, `smfma` for f32 inputs (the non-XDL path), else `xdl` (LLVM SIInstrInfo::isXDL,
-    GCNHazardRecognizer for gfx940)."""
+def mfma_timing(spec_inst, profile) -> tuple[int, str]:
+    """(passes, kind) of an MFMA: passes from the profile's `mfma.passes` (0 when it has none: the rule's
+    worst case applies), kind `dgemm` for f64 inputs, `smfma` for the profile's non-XDL input formats (f32),
+    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940)."""
     table = profile.get("mfma") or {}
-    m = _MFMA_NAME.match(spec_inst.name.upper())
-    if not m:
-        return 0, "xdl"
-    size = int(m["m"])
-    if m["acc"] == "F64":
-        return int((table.get("dgemm_passes") or {}).get(size, 0)), "dgemm"
-    passes = int((table.get("passes") or {}).get(size, 0))
+    passes = int((table.get("passes") or {}).get(spec_inst.name.upper(), 0))
     src = next((o for ie in spec_inst.encodings for o in ie.operands if o.field_name == "SRC0"), None)
     fmt = (src.data_format or "") if src is not None else ""
+    if fmt.endswith("_F64"):
+        return passes, "dgemm"
     return passes, "smfma" if fmt in set(table.get("smfma_input_formats") or ()) else "xdl"
 
 
@@ -232,8 +230,12 @@ def instruction_facts(d, ops, counter_of, profile: dict, rules: list[Rule]) -> F
             classes.add("trans")
         if sgpr_dst32:
             classes.add("readlane")   # v_readlane / v_readfirstlane: a VALU result in one SGPR
-    elif group in ("VMEM", "SMEM"):
-        classes.add("memory")
+    elif group == "VMEM":
+        classes.add("memory")       # vector memory, LDS included (LLVM: isVMEM || isFLAT || isDS)
+        if "DATA_SHARE" not in subgroups:
+            classes.add("vmem")     # LLVM: isVMEM || isFLAT
+    elif group == "SMEM":
+        classes.add("smem")
     elif group == "SALU" or group in ("WAVE_CONTROL", "MESSAGE", "BRANCH"):
         classes.add("salu")
     if name.startswith("S_SETREG"):
@@ -603,17 +605,19 @@ class Strict:
             pend = has & (self.lds_dma_seq[byte] >= self.vm_done[np.where(has, dma, 0)])
             if pend.any():
                 i = int(np.argmax(pend))
-                self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f, "touches LDS bytes a buffer load-to-LDS has "
-                           "not written yet (vmcnt)", where=f"LDS byte 0x{int(byte[i]):x}")
+                self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
+                           "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)", where=f"LDS byte 0x{int(byte[i]):x}")
             self.lds_dma_wave[byte[has]] = -1
-        if not f.lds_atomic:
+        if not f.lds_atomic and not f.lds_write:
+            # a read of bytes another wave wrote in the same barrier epoch. Two waves writing the same bytes is
+            # not flagged by itself: Triton stores replicated values from several waves; a later read by a wave
+            # that did not write them is, and a randomized schedule exposes writes that differ.
             wr = self.lds_wr_wave[byte]
             clash = (wr >= 0) & (wr != wave) & (self.lds_wr_epoch[byte] >= ep)
             if clash.any():
                 i = int(np.argmax(clash))
-                kind = "write" if f.lds_write else "read"
                 self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_wr_pc[byte[i]]), f,
-                           f"wave {int(wave[i])} {kind}s LDS bytes wave {int(wr[i])} wrote with no s_barrier between "
+                           f"wave {int(wave[i])} reads LDS bytes wave {int(wr[i])} wrote with no s_barrier between "
                            "them (or before the write completed)", where=f"LDS byte 0x{int(byte[i]):x}")
         if f.lds_write and not f.lds_atomic:
             rd = self.lds_rd_wave[byte]
@@ -623,15 +627,6 @@ class Strict:
                 self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_rd_pc[byte[i]]), f,
                            f"wave {int(wave[i])} overwrites LDS bytes another wave read with no s_barrier between",
                            where=f"LDS byte 0x{int(byte[i]):x}")
-            # two waves writing the same byte in this one instruction
-            if len(np.unique(waves_sel)) > 1:
-                order = np.argsort(byte, kind="stable")
-                b, wv = byte[order], wave[order]
-                dup = (b[1:] == b[:-1]) & (wv[1:] != wv[:-1])
-                if dup.any():
-                    i = int(np.argmax(dup))
-                    self._fail("LDS race", wv[i + 1], self._lane_mask(wv[i + 1]), None, f.pc, f, f"waves {int(wv[i])} and {int(wv[i + 1])} "
-                               "write the same LDS bytes in one instruction", where=f"LDS byte 0x{int(b[i]):x}")
         if f.lds_read and not f.lds_write:
             prev = self.lds_rd_wave[byte]
             many = (prev >= 0) & (prev != wave) & (self.lds_rd_epoch[byte] >= ep)
