@@ -117,7 +117,8 @@ def scalar_sources(operands, written: set[RegKey]) -> set:
 
 
 def hazard_class(name: str) -> str:
-    """The class an instruction belongs to for the hazard table (LLVM mnemonic spelling)."""
+    """The class an instruction belongs to for the hazard table (LLVM mnemonic spelling); the fallback of
+    `class_lookup` for names the spec does not have."""
     if name.startswith("v_mfma"):
         return "mfma"
     if name.startswith(("v_readfirstlane", "v_readlane")):
@@ -129,43 +130,98 @@ def hazard_class(name: str) -> str:
     return "salu"
 
 
+SALU = frozenset({"salu"})
+
+
+def hazard_classes(inst) -> frozenset[str]:
+    """The hazard-table classes of a spec instruction, from the spec alone (one classification for the emitter
+    and for strict emulation): `mfma` (functional subgroup MFMA); `valu` (group VALU) plus `trans` (subgroup
+    TRANSCENDENTAL) or `valu_nontrans`, plus `readlane` for a VALU whose result is one 32-bit SGPR
+    (v_readlane, v_readfirstlane); `memory` (group VMEM, LDS included) plus `vmem` when not DATA_SHARE; `smem`;
+    `setreg` / `getreg` (the hardware-register moves); `salu` for everything else."""
+    group = (inst.functional_group or "").upper()
+    sub = {x.upper() for x in inst.functional_subgroups}
+    name = inst.name.upper()
+    if "MFMA" in sub:
+        return frozenset({"mfma"})
+    if group == "VALU":
+        out = {"valu", "trans" if "TRANSCENDENTAL" in sub else "valu_nontrans"}
+        if any(o.output and (o.operand_type or "") == "OPR_SDST" and o.size == 32
+               for ie in inst.encodings for o in ie.operands):
+            out.add("readlane")
+        return frozenset(out)
+    if group == "VMEM":
+        return frozenset({"memory"} if "DATA_SHARE" in sub else {"memory", "vmem"})
+    if group == "SMEM":
+        return frozenset({"smem"})
+    if name.startswith("S_SETREG"):
+        return frozenset({"salu", "setreg"})
+    if name == "S_GETREG_B32":
+        return frozenset({"salu", "getreg"})
+    return SALU
+
+
+def class_lookup(spec) -> Callable[[str], frozenset[str]]:
+    """`name -> hazard classes` (see `hazard_classes`); names the spec lacks fall back to `hazard_class`."""
+
+    @functools.cache
+    def classes(name: str) -> frozenset[str]:
+        inst = spec.find_instruction(name)
+        return hazard_classes(inst) if inst is not None else frozenset({hazard_class(name)})
+
+    return classes
+
+
+def _in_file(keys: set[RegKey], regs: str) -> set[RegKey]:
+    """The keys of one register file, for a hazard-table row's `regs` (vgpr: v and a; sgpr: every other)."""
+    if regs == "vgpr":
+        return {k for k in keys if k[0] in ("v", "a")}
+    if regs == "sgpr":
+        return {k for k in keys if k[0] not in ("v", "a")}
+    return keys
+
+
 class Emitter:
     """An instruction list with automatic waits. `counter_of(name)` gives the counters an instruction
     increments (see `counter_lookup`); `hazards` is the target's table of (writer class, reader class,
     wait states) for data hazards the hardware does not interlock — `s_nop` is inserted to cover them."""
 
-    def __init__(self, counter_of, hazards: Iterable[dict] = ()) -> None:
+    def __init__(self, counter_of, hazards: Iterable[dict] = (), classes_of=None) -> None:
         self.code: list = []
         self._counter_of = counter_of
+        self._classes_of = classes_of or (lambda name: frozenset({hazard_class(name)}))
         self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
-        self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards if h.get("emitter", True)]
-        self._horizon = max([w for _, _, w in self._rules] + [0])
+        self._rules = [(h["writer"], h["reader"], int(h["wait_states"]), h.get("regs", "any"))
+                       for h in hazards if h.get("emitter", True)]
+        self._horizon = max([r[2] for r in self._rules] + [0])
         self._recent: list[tuple[str, set[RegKey], int]] = []   # (class, written, wait states it covers)
         self._log: list[tuple[str, set[RegKey], set[RegKey], int]] = []   # every item: class, read, written, covers
         self._labels: dict[str, int] = {}
         self._label_queues: dict[str, dict] = {}
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
 
-    def _cover_hazards(self, cls: str, read: set[RegKey]) -> None:
+    def _cover_hazards(self, cls: frozenset[str], read: set[RegKey]) -> None:
         need = 0
-        for writer, reader, states in self._rules:
-            if reader != cls:
+        for writer, reader, states, regs in self._rules:
+            if reader not in cls:
                 continue
+            keys = _in_file(read, regs)
             elapsed = 0
             for wcls, written, covers in reversed(self._recent):
                 if elapsed >= states:
                     break
-                if wcls == writer and written & read:
+                if writer in wcls and written & keys:
                     need = max(need, states - elapsed)
                     break
                 elapsed += covers
         while need > 0:
             n = min(need, 8)
             self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
-            self._note("salu", set(), n)
+            self._note(SALU, set(), n)
             need -= n
 
-    def _note(self, cls: str, written: set[RegKey], covers: int = 1, read: set[RegKey] | None = None) -> None:
+    def _note(self, cls: frozenset[str], written: set[RegKey], covers: int = 1,
+              read: set[RegKey] | None = None) -> None:
         self._log.append((cls, read or set(), written, covers))
         self._recent.append((cls, written, covers))
         total, keep = 0, 0
@@ -223,8 +279,8 @@ class Emitter:
         for op in (operands if reads is None else reads):
             read |= reg_keys(op)
         self._wait_for(read | written)
-        cls = hazard_class(name)
-        if cls in ("valu", "mfma") and not name.startswith(("v_readlane", "v_writelane")):
+        cls = self._classes_of(name)
+        if cls & {"valu", "mfma"} and not name.startswith(("v_readlane", "v_writelane")):
             uses = scalar_sources([_operand(o) for o in operands], written)
             if len(uses) > 1:
                 raise ValueError(f"{name} would read {len(uses)} scalar values ({sorted(map(str, uses))}); "
@@ -291,20 +347,21 @@ class Emitter:
             self._settle(self._label_queues[target])
             head = self._log[self._labels[target]:]
             saved = list(self._recent)
-            self._note("salu", set())           # the branch itself is one wait state
+            self._note(SALU, set())           # the branch itself is one wait state
             need = 0
             elapsed_head = 0
             for cls, read, _written, covers in head:
                 if elapsed_head >= self._horizon:
                     break
-                for writer, reader, states in self._rules:
-                    if reader != cls:
+                for writer, reader, states, regs in self._rules:
+                    if reader not in cls:
                         continue
+                    keys = _in_file(read, regs)
                     elapsed = elapsed_head
                     for wcls, written, c in reversed(self._recent):
                         if elapsed >= states:
                             break
-                        if wcls == writer and written & read:
+                        if writer in wcls and written & keys:
                             need = max(need, states - elapsed)
                             break
                         elapsed += c
@@ -314,10 +371,10 @@ class Emitter:
             while need > 0:
                 n = min(need, 8)
                 self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
-                self._note("salu", set(), n)
+                self._note(SALU, set(), n)
                 need -= n
         self.code.append(AsmInstruction(name, (Label(target),)))
-        self._note("salu", set())
+        self._note(SALU, set())
         if target not in self._labels:
             self._forward.setdefault(target, []).append((list(self._recent), self._queue_state()))
 

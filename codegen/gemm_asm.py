@@ -46,7 +46,7 @@ from jitgemm.isa.instruction import VCC, Reg
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, counter_lookup
+from .asm_emit import Emitter, RegAlloc, class_lookup, counter_lookup
 from .gemm_config import SETUP_TEMPS, Staging, fragment_plan, plan_staging, validate_config
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 
@@ -141,7 +141,7 @@ class GemmLowering:
         self.res = validate_config(problem, config, spec, target)
         self.mfma = self.res.mfma
         self.threads = config.workgroup_size
-        self.e = Emitter(counter_lookup(spec, target), target.get("hazards") or ())
+        self.e = Emitter(counter_lookup(spec, target), target.get("hazards") or (), class_lookup(spec))
         self.ra = RegAlloc({"s": int(target.get("sgprs", 102)), "v": int(target.get("arch_vgprs", 256)),
                             "a": int(target.get("agprs", 256))})
         self.A, self.B, self.buffer_bytes = plan_staging(problem, config, self.mfma)

@@ -35,6 +35,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--lds", type=int, default=0, metavar="BYTES", help="dynamic LDS bytes (sharedMemBytes)")
     p.add_argument("--max-steps", type=int, default=None, metavar="N", help="scheduler step limit")
     p.add_argument("--spec", metavar="PATH", help="ISA spec XML (default: gfx942's)")
+    p.add_argument("--strict", nargs="?", const="on", default=False, choices=["on", "all"],
+                   help="check s_waitcnt, s_barrier and wait states as hardware needs them (exit 1 on a violation); "
+                   "--strict=all also refuses uninitialized reads (otherwise warnings)")
+    p.add_argument("--schedule", default="lockstep", choices=["lockstep", "random"],
+                   help="random: delay load results and interleave waves at random (with --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --schedule random (default 0)")
     p.set_defaults(func=_emulate)
 
 
@@ -119,12 +125,26 @@ def _emulate(args: argparse.Namespace) -> int:
     values = [parse_arg(text, i) for i, text in enumerate(args.arg)]
     t0 = time.perf_counter()
     kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
-    stats = engine.emulate(co, args.kernel, grid=_dims(args.grid, "grid"), block=_dims(args.block, "block"),
-                           args=values, lds_bytes=args.lds, spec=spec, **kwargs)
+    import warnings
+
+    from jitgemm.emu.strict import StrictViolation, StrictWarning
+
+    warnings.simplefilter("ignore", StrictWarning)   # printed below, once, without a Python traceback line
+    try:
+        stats = engine.emulate(co, args.kernel, grid=_dims(args.grid, "grid"), block=_dims(args.block, "block"),
+                               args=values, lds_bytes=args.lds, spec=spec, strict=args.strict or False,
+                               schedule=args.schedule, seed=args.seed, **kwargs)
+    except StrictViolation as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     wall = time.perf_counter() - t0
     print(f"kernel {stats.kernel}: {stats.waves} waves, {stats.steps} steps, {stats.wave_instructions} "
           f"wave-instructions, {stats.lane_instructions} lane-instructions in {stats.seconds:.3f} s "
           f"({stats.lane_instructions_per_second / 1e6:.1f} M lane-instr/s; {wall:.3f} s with setup)")
+    if stats.strict:
+        print(f"  {stats.strict}")
+    for text in stats.warnings:
+        print(f"  warning: {text}")
     for i, v in enumerate(values):
         if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
             import numpy as np

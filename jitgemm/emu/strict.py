@@ -173,7 +173,7 @@ def _hwreg_id(op) -> int | None:
     return None
 
 
-def instruction_facts(d, ops, counter_of, profile: dict, rules: list[Rule]) -> Facts:
+def instruction_facts(d, ops, counter_of, classes_of, profile, rules: list[Rule]) -> Facts:
     """What strict mode needs of one decoded instruction, from the spec's operand descriptions."""
     inst = d.spec_inst
     f = Facts(d.pc, d.text, np.zeros(0, np.int64), np.zeros(0, np.int64))
@@ -181,11 +181,9 @@ def instruction_facts(d, ops, counter_of, profile: dict, rules: list[Rule]) -> F
         return f
     name = inst.name.upper()
     group = (inst.functional_group or "").upper()
-    subgroups = {s.upper() for s in inst.functional_subgroups}
     reads: list[int] = []
     writes: list[int] = []
     by_field: dict[str, list[int]] = {}
-    sgpr_dst32 = False
     data: list[int] = []
     data_bits = 0
     for o, a in d.operand_pairs():
@@ -202,8 +200,6 @@ def instruction_facts(d, ops, counter_of, profile: dict, rules: list[Rule]) -> F
         regs = _regs_of(a, o.size or 32, ops)
         if o.output:
             writes += regs
-            if isinstance(a, Reg) and a.kind == "s" and (o.size or 32) == 32 and group == "VALU":
-                sgpr_dst32 = True
         else:
             reads += regs
             if o.field_name:
@@ -220,28 +216,9 @@ def instruction_facts(d, ops, counter_of, profile: dict, rules: list[Rule]) -> F
     f.reads = np.array(sorted(set(reads)), np.int64)
     f.writes = np.array(sorted(set(writes)), np.int64)
     f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
-    classes = set()
-    if "MFMA" in subgroups:
-        classes.add("mfma")
+    classes = set(classes_of(d.inst.name))
+    if "mfma" in classes:
         f.passes, f.mfma_kind = mfma_timing(inst, profile)
-    elif group == "VALU":
-        classes.add("valu")
-        if "TRANSCENDENTAL" in subgroups:
-            classes.add("trans")
-        if sgpr_dst32:
-            classes.add("readlane")   # v_readlane / v_readfirstlane: a VALU result in one SGPR
-    elif group == "VMEM":
-        classes.add("memory")       # vector memory, LDS included (LLVM: isVMEM || isFLAT || isDS)
-        if "DATA_SHARE" not in subgroups:
-            classes.add("vmem")     # LLVM: isVMEM || isFLAT
-    elif group == "SMEM":
-        classes.add("smem")
-    elif group == "SALU" or group in ("WAVE_CONTROL", "MESSAGE", "BRANCH"):
-        classes.add("salu")
-    if name.startswith("S_SETREG"):
-        classes.add("setreg")
-    if name == "S_GETREG_B32":
-        classes.add("getreg")
     f.classes = frozenset(classes)
     f.counters = tuple(counter_of(d.inst.name))
     if f.counters:
@@ -606,7 +583,8 @@ class Strict:
             if pend.any():
                 i = int(np.argmax(pend))
                 self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
-                           "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)", where=f"LDS byte 0x{int(byte[i]):x}")
+                           "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
+                           where=f"LDS byte 0x{int(byte[i]):x}")
             self.lds_dma_wave[byte[has]] = -1
         if not f.lds_atomic and not f.lds_write:
             # a read of bytes another wave wrote in the same barrier epoch. Two waves writing the same bytes is
@@ -781,7 +759,7 @@ def program_facts(prog) -> tuple[dict[int, Facts], list[Rule], object, dict[int,
     cached = getattr(prog, "_strict_facts", None)
     if cached is not None:
         return cached
-    from jitgemm.codegen.asm_emit import counter_lookup
+    from jitgemm.codegen.asm_emit import class_lookup, counter_lookup
 
     from .operands import Operands
 
@@ -789,7 +767,8 @@ def program_facts(prog) -> tuple[dict[int, Facts], list[Rule], object, dict[int,
     rules = hazard_rules(profile)
     ops = Operands(prog.spec, prog.slots, prog.vgprs)
     counter_of = counter_lookup(prog.spec, profile)
-    facts = {d.pc: instruction_facts(d, ops, counter_of, profile, rules) for d in prog.decoded}
+    classes_of = class_lookup(prog.spec)
+    facts = {d.pc: instruction_facts(d, ops, counter_of, classes_of, profile, rules) for d in prog.decoded}
     texts = {d.pc: d.text for d in prog.decoded}
     prog._strict_facts = (facts, rules, ops, texts)
     return prog._strict_facts
