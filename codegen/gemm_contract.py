@@ -16,7 +16,7 @@ if TYPE_CHECKING:
     from .gemm_asm import LoweredKernel
 
 GENERATOR = "jitgemm-asm"
-GENERATOR_VERSION = "0.2.0"
+GENERATOR_VERSION = "0.2.1"  # 0.2.1: s_nop for the hazards strict emulation found (asm_emit.py)
 
 
 def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKernel, target_id: str,

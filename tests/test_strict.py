@@ -16,7 +16,7 @@ import subprocess
 import numpy as np
 import pytest
 
-from jitgemm.emu import emulate
+from jitgemm.emu import EmulatorError, emulate
 from jitgemm.emu.strict import StrictViolation
 from tests.oracles import require_tool
 from tests.test_emu_asm import BUF, assemble
@@ -197,7 +197,8 @@ def test_llvm_mfma_nops_are_exactly_the_table(tmp_path):
 
 
 def _mutation_run(co: bytes, kernel: str, make_args, run_kwargs: dict, seeds=(1, 2, 3)):
-    """Counts (mutants, flagged, harmless under every seed) and the mutants that gave a wrong result unflagged."""
+    """Counts (mutants; flagged; of those, shown wrong by a randomized schedule; unflagged and harmless under
+    every seed) and the mutants that gave a wrong result unflagged."""
     ref_args = make_args()
     emulate(co, kernel, args=ref_args, strict=True, **run_kwargs)
     for seed in seeds:   # the kernel itself gives the same result under every schedule
@@ -206,22 +207,30 @@ def _mutation_run(co: bytes, kernel: str, make_args, run_kwargs: dict, seeds=(1,
         for x, y in zip(ref_args, again, strict=True):
             if isinstance(x, np.ndarray):
                 np.testing.assert_array_equal(x, y)
-    counts = {"mutants": 0, "flagged": 0, "harmless": 0}
+    counts = {"mutants": 0, "flagged": 0, "flagged_shown_wrong": 0, "harmless": 0}
     missed = []
+
+    def wrong_under_some_seed(m) -> bool:
+        for seed in seeds:
+            got = make_args()
+            try:
+                emulate(m, kernel, args=got, schedule="random", seed=seed, **run_kwargs)
+            except EmulatorError:   # a fault, a barrier deadlock: wrong too
+                return True
+            if any(isinstance(x, np.ndarray) and not np.array_equal(x, y, equal_nan=True)
+                   for x, y in zip(ref_args, got, strict=True)):
+                return True
+        return False
+
     for what, m in _mutants(co, kernel):
         counts["mutants"] += 1
         try:
             emulate(m, kernel, args=make_args(), strict=True, **run_kwargs)
         except StrictViolation:
             counts["flagged"] += 1
+            counts["flagged_shown_wrong"] += wrong_under_some_seed(m)
             continue
-        wrong = False
-        for seed in seeds:
-            got = make_args()
-            emulate(m, kernel, args=got, schedule="random", seed=seed, **run_kwargs)
-            wrong |= any(isinstance(x, np.ndarray) and not np.array_equal(x, y, equal_nan=True)
-                         for x, y in zip(ref_args, got, strict=True))
-        if wrong:
+        if wrong_under_some_seed(m):
             missed.append(what)
         else:
             counts["harmless"] += 1
@@ -241,7 +250,7 @@ def test_mutants_of_a_clang_lds_barrier_kernel(tmp_path):
     counts, missed = _mutation_run(co, "reduce_sum", make_args, {"grid": -(-n // 256), "block": 256})
     print("clang reduce_sum mutants:", counts)
     assert not missed, f"mutants with a wrong result that strict mode did not flag: {missed}"
-    assert counts["flagged"] >= 10
+    assert counts["flagged"] >= 10 and counts["flagged_shown_wrong"] >= 3   # the schedules have teeth
 
 
 def test_mutants_of_a_triton_bf16_gemm():
@@ -284,3 +293,33 @@ def test_cli_strict_exit_status(tmp_path, capsys):
     err = capsys.readouterr().err
     assert "missing s_waitcnt" in err and "Traceback" not in err
     assert main(args + ["--schedule", "random", "--seed", "3"]) == 0
+
+
+@pytest.mark.parametrize("generator", ["asm", "llvm"])
+def test_mutants_of_our_generators(generator):
+    """Both generators' kernels: every mutant that a randomized schedule shows wrong is flagged."""
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
+    from jitgemm.api import prepare
+    from jitgemm.contract import Contract
+    from jitgemm.packing import ordered_args
+    from jitgemm.reference import operands
+
+    problem = GemmProblem.make(40, 36, 48, "bf16", d="fp32", layout="NT")
+    k = jitgemm.compile(problem, generator=generator, use_disk_cache=False)
+    contract = Contract.load(k.contract)
+    a, b, c, bias = operands(problem, 0)
+
+    def make_args():
+        call = prepare(a, b, c, out_dtype=problem.d.numpy, bias=bias)
+        call.d[...] = np.nan
+        return ordered_args(contract, call.values)
+
+    grid = contract.grid(problem.m, problem.n, problem.k, problem.batch)
+    counts, missed = _mutation_run(k.code_object, k.name, make_args,
+                                   {"grid": grid, "block": contract.workgroup, "lds_bytes": contract.lds_bytes},
+                                   seeds=(1, 2))
+    print(f"{generator} generator mutants:", counts)
+    assert not missed, f"mutants with a wrong result that strict mode did not flag: {missed}"
+    assert counts["flagged"] >= 3

@@ -147,6 +147,11 @@ class Facts:
     passes: int = 0
     mfma_kind: str = ""
     need: np.ndarray | None = None    # (rules,) wait states this op's writes require before each rule's reader
+    fid: int = 0                      # index into the program's per-writer tables (0: never written, 1: the ABI)
+    hz_k: np.ndarray | None = None    # the hazard rules this instruction is a reader of, one per register in
+    hz_regs: np.ndarray | None = None  # hz_regs (registers read, or written for WAW/WAR rules)
+    war_k: int = -1                   # the wide-store WAR rule, when this instruction writes VGPRs
+    war_regs: np.ndarray | None = None
 
 
 def _regs_of(op, size: int, ops) -> list[int]:
@@ -226,7 +231,7 @@ def instruction_facts(d, ops, counter_of, classes_of, profile, rules: list[Rule]
         f.to_lds = bool(d.modifier("lds"))
         if gpumem_out:
             f.store_data = np.array(sorted(set(data)), np.int64)
-            f.wide_store = group == "VMEM" and data_bits > 64
+            f.wide_store = "vmem" in classes and data_bits > 64   # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT
             f.scalar_store = group == "SMEM"
         f.lds_write = dsmem_out or f.to_lds
         f.lds_read = dsmem_in
@@ -305,26 +310,35 @@ class Strict:
         # hazards
         self.ws = np.zeros(n, np.int64)
         self.w_ws = np.full((n, regs), NEVER, np.int64)
-        self.w_pc = np.full((n, regs), -1, np.int64)
-        self.w_need = np.zeros((len(self.rules), n, regs), np.int16)
+        self.w_id = np.zeros((n, regs), np.int32)            # last writer's fid (0: none, 1: the launch ABI)
+        ids = len(self.facts) + 2
+        self.need_of = np.zeros((max(len(self.rules), 1), ids), np.int64)   # (rule, writer fid) -> wait states
+        self.pc_of = np.full(ids, -1, np.int64)
+        for fx in self.facts.values():
+            if len(self.rules):
+                self.need_of[:, fx.fid] = fx.need
+            self.pc_of[fx.fid] = fx.pc
+        self.any_wide_store = False
+        self.pending = np.zeros((n, regs), np.bool_)         # some memory result for the register is outstanding
+        self.all_waves = np.arange(n)
         self.war_ws = np.full((n, regs), NEVER, np.int64)   # wide store data reads (WAR)
         self.war_pc = np.full((n, regs), -1, np.int64)
         self.war_rules = [i for i, r in enumerate(self.rules) if r.writer == "wide_store"]
-        # initialization
-        self.init = np.zeros((n, regs), np.bool_)
         self.scalar_stores = np.zeros(n, np.int64)
         # LDS
         self.epoch = np.zeros(n, np.int64)
-        size = ctx.lds.data.size if hasattr(ctx.lds, "data") else 0
-        self.lds_wr_wave = np.full(size, -1, np.int64)
-        self.lds_wr_epoch = np.zeros(size, np.int64)
-        self.lds_wr_pc = np.full(size, -1, np.int64)
-        self.lds_rd_wave = np.full(size, -1, np.int64)
-        self.lds_rd_epoch = np.zeros(size, np.int64)
-        self.lds_rd_pc = np.full(size, -1, np.int64)
-        self.lds_dma_wave = np.full(size, -1, np.int64)
+        size = (ctx.lds.data.size + 3) // 4 if hasattr(ctx.lds, "data") else 0   # dwords of LDS
+        self.lds_wr_wave = np.full(size, -1, np.int32)
+        self.lds_wr_epoch = np.full(size, -1, np.int32)
+        self.lds_wr_pc = np.full(size, -1, np.int32)
+        self.lds_wr_mask = np.zeros(size, np.int8)
+        self.lds_rd_wave = np.full(size, -1, np.int32)
+        self.lds_rd_epoch = np.full(size, -1, np.int32)
+        self.lds_rd_pc = np.full(size, -1, np.int32)
+        self.lds_dma_wave = np.full(size, -1, np.int32)
         self.lds_dma_seq = np.full(size, -1, np.int64)
-        self.lds_init = np.zeros(size, np.bool_)
+        self.lds_init = np.zeros(size, np.int8)
+        self.any_dma = False
         self.pending_lds_writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (waves, seqs, bytes)
         self.warned: set[tuple[int, int]] = set()
         self.warnings: list[str] = []
@@ -336,15 +350,15 @@ class Strict:
     # ----- setup -----------------------------------------------------------------------------------------
     def mark_initialized(self, sgprs: int) -> None:
         """What the launch wrote before the first instruction: user/system SGPRs, EXEC, v0 (work-item ids)."""
-        self.init[:, :sgprs] = True
+        self.w_id[:, :sgprs] = 1
         ex = self.ops.slots["exec_lo"]
-        self.init[:, [ex, ex + 1]] = True
-        self.init[:, VREG_BASE] = True
-        self.init[:, SGPR_SLOTS:VREG_BASE] = True   # hardware registers always hold a value
+        self.w_id[:, [ex, ex + 1]] = 1
+        self.w_id[:, VREG_BASE] = 1
+        self.w_id[:, SGPR_SLOTS:VREG_BASE] = 1   # hardware registers always hold a value
 
     # ----- helpers -----------------------------------------------------------------------------------------
     def _waves(self, w) -> np.ndarray:
-        return np.arange(self.n)[w] if isinstance(w, slice) else np.asarray(w)
+        return self.all_waves[w] if isinstance(w, slice) else np.asarray(w)
 
     def _exec(self, waves) -> np.ndarray:
         return self.ctx.st.exec64(waves)
@@ -363,7 +377,7 @@ class Strict:
         f = self.facts[op.pc]
         waves = self._waves(w)
         self.before(f, waves)
-        ex = self.ctx.st.exec64(waves).copy()
+        ex = self.ctx.st.exec64(waves).copy() if f.counters else None
         hold = self.random and f.counters and f.pending_dst is not None and len(f.pending_dst) > 0
         old = self.snapshot(f, waves) if hold else None
         op.run(self.ctx, w)
@@ -394,14 +408,18 @@ class Strict:
             self.scalar_stores[waves] = 0
         if f.barrier:
             self._barrier(waves)
-        ex = self._exec(waves)
-        if len(f.reads):
-            self._check_pending(waves, f.reads, ex, f, "reads a register a memory operation has not returned yet")
-        if len(f.writes):
-            self._check_pending(waves, f.writes, ex, f, "overwrites a register a memory operation has not returned "
-                                "yet (the late result would land on top)", writing=True)
-        self._check_hazards(waves, f)
-        if len(f.reads):
+        wi = waves[:, None]
+        if len(f.reads) and self.pending[wi, f.reads].any():
+            self._check_pending(waves, f.reads, self._exec(waves), f,
+                                "reads a register a memory operation has not returned yet")
+        if len(f.writes) and self.pending[wi, f.writes].any():
+            self._check_pending(waves, f.writes, self._exec(waves), f, "overwrites a register a memory operation "
+                                "has not returned yet (the late result would land on top)", writing=True)
+        if len(f.hz_regs):
+            self._check_hazards(waves, f)
+        if f.war_k >= 0 and self.any_wide_store and len(f.war_regs):
+            self._check_war(waves, f)
+        if len(f.reads) and not self.w_id[wi, f.reads].all():
             self._check_init(waves, f)
 
     def _check_pending(self, waves, regs, ex, f: Facts, what: str, writing: bool = False) -> None:
@@ -425,52 +443,35 @@ class Strict:
             self._fail("missing s_waitcnt", waves[i], int(lanes[i, j]), r, int(self.pend_pc[waves[i], r]), f, what)
 
     def _check_hazards(self, waves, f: Facts) -> None:
-        rules = self.rules
-        for k, r in enumerate(rules):
-            if r.reader not in f.classes:
-                continue
-            if r.writer == "wide_store":
-                if r.access != "write" or not len(f.writes):
-                    continue
-                regs = f.writes[_file_mask(f.writes, r.regs)]
-                if not len(regs):
-                    continue
-                gap = self.ws[waves, None] - self.war_ws[waves[:, None], regs] - 1
-                bad = gap < r.wait_states
-                if bad.any():
-                    i, j = np.argwhere(bad)[0]
-                    reg = int(regs[j])
-                    self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.war_pc[waves[i], reg]),
-                               f, f"a store with more than 64 bits of data still reads its data registers: "
-                               f"{r.wait_states} wait states required, {int(gap[i, j])} given ({r.source})")
-                continue
-            if r.access == "write":
-                regs = f.writes
-            elif r.fields:
-                parts = [f.reads_by_field.get(x) for x in r.fields]
-                parts = [p for p in parts if p is not None and len(p)]
-                regs = np.concatenate(parts) if parts else np.zeros(0, np.int64)
-            else:
-                regs = f.reads
-            if not len(regs):
-                continue
-            regs = regs[_file_mask(regs, r.regs)]
-            if not len(regs):
-                continue
-            need = self.w_need[k][waves[:, None], regs]
-            if not need.any():
-                continue
-            gap = self.ws[waves, None] - self.w_ws[waves[:, None], regs] - 1
-            bad = gap < need
-            if bad.any():
-                i, j = np.argwhere(bad)[0]
-                reg = int(regs[j])
-                self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.w_pc[waves[i], reg]), f,
-                           f"{r.writer} -> {r.reader} {r.access} needs {int(need[i, j])} wait states, "
-                           f"{int(gap[i, j])} given ({r.source})")
+        wi = waves[:, None]
+        ids = self.w_id[wi, f.hz_regs]
+        need = self.need_of[f.hz_k[None, :], ids]
+        if not need.any():
+            return
+        gap = self.ws[waves, None] - self.w_ws[wi, f.hz_regs] - 1
+        bad = gap < need
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            reg = int(f.hz_regs[j])
+            r = self.rules[int(f.hz_k[j])]
+            self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.pc_of[ids[i, j]]), f,
+                       f"{r.writer} -> {r.reader} {r.access} needs {int(need[i, j])} wait states, "
+                       f"{int(gap[i, j])} given ({r.source})")
+
+    def _check_war(self, waves, f: Facts) -> None:
+        r = self.rules[f.war_k]
+        regs = f.war_regs
+        gap = self.ws[waves, None] - self.war_ws[waves[:, None], regs] - 1
+        bad = gap < r.wait_states
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            reg = int(regs[j])
+            self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.war_pc[waves[i], reg]), f,
+                       f"a store with more than 64 bits of data still reads its data registers: {r.wait_states} "
+                       f"wait states required, {int(gap[i, j])} given ({r.source})")
 
     def _check_init(self, waves, f: Facts) -> None:
-        ok = self.init[waves[:, None], f.reads]
+        ok = self.w_id[waves[:, None], f.reads] != 0
         if ok.all():
             return
         i, j = np.argwhere(~ok)[0]
@@ -496,6 +497,8 @@ class Strict:
                 if len(zero):
                     self.any_pend[zero] = False
                     self.any_count[zero] = 0
+        self.pending[waves] = ((self.vm_seq[waves] >= self.vm_done[waves, None])
+                               | (self.lds_seq[waves] >= self.lds_done[waves, None]) | self.any_pend[waves])
         if self.random:
             self._deliver_covered(waves)
         if self.pending_lds_writes:
@@ -546,88 +549,109 @@ class Strict:
                 lanes = np.where(dst[None, :] >= VREG_BASE, ex[:, None], ALL_LANES)
                 self.pend_lanes[wi, dst] = lanes
                 self.pend_pc[wi, dst] = f.pc
+                self.pending[wi, dst] = True
             elif f.lgkm_any_order:
                 self.any_count[waves] += 1
             if f.scalar_store:
                 self.scalar_stores[waves] += 1
             if f.store_data is not None and f.wide_store and len(f.store_data):
+                self.any_wide_store = True
                 self.war_ws[waves[:, None], f.store_data] = self.ws[waves, None]
                 self.war_pc[waves[:, None], f.store_data] = f.pc
         if n_writes:
             wi = waves[:, None]
             self.w_ws[wi, f.writes] = self.ws[waves, None]
-            self.w_pc[wi, f.writes] = f.pc
-            if len(self.rules):
-                self.w_need[:, wi, f.writes] = f.need[:, None, None]
-            self.init[wi, f.writes] = True
-            if not f.counters:
-                # a write by a non-memory instruction replaces any pending (already checked) result
-                pass
+            self.w_id[wi, f.writes] = f.fid
         self.ws[waves] += 1 + f.nop
 
     # ----- LDS ----------------------------------------------------------------------------------------------
     def lds(self, waves_sel: np.ndarray, lanes_sel: np.ndarray, offs: np.ndarray, nbytes: int, d) -> None:
-        """An LDS access by (wave, lane) pairs at byte offsets `offs` into the launch's LDS store."""
+        """An LDS access by (wave, lane) pairs at byte offsets `offs` into the launch's LDS store.
+
+        The shadow state is kept per dword with a mask of the bytes each record covers, so a dword-aligned access
+        of 4, 8 or 16 bytes costs one entry per dword; other accesses take one entry per byte."""
         self._lanes = (np.asarray(waves_sel, np.int64), np.asarray(lanes_sel, np.int64))
         f = self.cur_facts
         if f is None or f.pc != d.pc:
             f = self.facts[d.pc]
-        byte = (np.asarray(offs, np.int64)[:, None] + np.arange(nbytes)).ravel()
-        wave = np.repeat(np.asarray(waves_sel, np.int64), nbytes)
-        ep = self.epoch[wave]
-        # bytes a pending load-to-LDS of some wave still has to write
-        dma = self.lds_dma_wave[byte]
-        has = dma >= 0
-        if has.any():
-            pend = has & (self.lds_dma_seq[byte] >= self.vm_done[np.where(has, dma, 0)])
-            if pend.any():
-                i = int(np.argmax(pend))
-                self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
-                           "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
-                           where=f"LDS byte 0x{int(byte[i]):x}")
-            self.lds_dma_wave[byte[has]] = -1
-        if not f.lds_atomic and not f.lds_write:
+        offs = np.asarray(offs, np.int64)
+        lane_wave = np.asarray(waves_sel, np.int64)
+        if nbytes % 4 == 0 and not (offs & 3).any():
+            per = nbytes // 4
+            unit = ((offs >> 2)[:, None] + np.arange(per)).ravel() if per > 1 else offs >> 2
+            mask = np.int8(0xF)
+        else:
+            per = nbytes
+            byte = ((offs)[:, None] + np.arange(nbytes)).ravel()
+            unit = byte >> 2
+            mask = (np.int8(1) << (byte & 3)).astype(np.int8)
+        wave = np.repeat(lane_wave, per) if per > 1 else lane_wave
+        ep = np.repeat(self.epoch[lane_wave], per) if per > 1 else self.epoch[lane_wave]
+        if self.any_dma:   # dwords a pending load-to-LDS of some wave still has to write
+            dma = self.lds_dma_wave[unit]
+            has = dma >= 0
+            if has.any():
+                pend = has & (self.lds_dma_seq[unit] >= self.vm_done[np.where(has, dma, 0)])
+                if pend.any():
+                    i = int(np.argmax(pend))
+                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
+                               "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
+                               where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+                self.lds_dma_wave[unit[has]] = -1
+        if f.lds_atomic:
+            self._or_mask(self.lds_init, unit, mask)
+            return
+        if not f.lds_write:
             # a read of bytes another wave wrote in the same barrier epoch. Two waves writing the same bytes is
             # not flagged by itself: Triton stores replicated values from several waves; a later read by a wave
             # that did not write them is, and a randomized schedule exposes writes that differ.
-            wr = self.lds_wr_wave[byte]
-            clash = (wr >= 0) & (wr != wave) & (self.lds_wr_epoch[byte] >= ep)
+            wr = self.lds_wr_wave[unit]
+            clash = (self.lds_wr_epoch[unit] >= ep) & (wr != wave) & ((self.lds_wr_mask[unit] & mask) != 0)
             if clash.any():
                 i = int(np.argmax(clash))
-                self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_wr_pc[byte[i]]), f,
+                self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_wr_pc[unit[i]]), f,
                            f"wave {int(wave[i])} reads LDS bytes wave {int(wr[i])} wrote with no s_barrier between "
-                           "them (or before the write completed)", where=f"LDS byte 0x{int(byte[i]):x}")
-        if f.lds_write and not f.lds_atomic:
-            rd = self.lds_rd_wave[byte]
-            clash = (rd != -1) & (rd != wave) & (self.lds_rd_epoch[byte] >= ep)
-            if clash.any():
-                i = int(np.argmax(clash))
-                self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_rd_pc[byte[i]]), f,
-                           f"wave {int(wave[i])} overwrites LDS bytes another wave read with no s_barrier between",
-                           where=f"LDS byte 0x{int(byte[i]):x}")
-        if f.lds_read and not f.lds_write:
-            prev = self.lds_rd_wave[byte]
-            many = (prev >= 0) & (prev != wave) & (self.lds_rd_epoch[byte] >= ep)
-            self.lds_rd_wave[byte] = np.where(many, -2, wave)
-            self.lds_rd_epoch[byte] = ep
-            self.lds_rd_pc[byte] = f.pc
-            if not self.lds_init[byte].all():
-                i = int(np.argmax(~self.lds_init[byte]))
-                self._uninit_lds(wave[i], int(byte[i]), f)
-        if f.lds_write:
-            self.lds_wr_wave[byte] = wave
-            self.lds_wr_epoch[byte] = ep
-            self.lds_wr_pc[byte] = f.pc
-            self.lds_init[byte] = True
-            if f.lds_atomic:
-                return
-            if f.to_lds:
-                self.lds_dma_wave[byte] = wave
-                self.lds_dma_seq[byte] = self.vm_issued[wave]
-            elif "lgkmcnt" in f.counters:
-                per = np.asarray(offs, np.int64)[:, None] + np.arange(nbytes)
-                pw = np.asarray(waves_sel, np.int64)
-                self.pending_lds_writes.append((pw, self.lds_issued[pw].copy(), per))
+                           "them (or before the write completed)", where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+            prev = self.lds_rd_wave[unit]
+            many = (self.lds_rd_epoch[unit] >= ep) & (prev != wave) & (prev != -1)
+            self.lds_rd_wave[unit] = np.where(many, -2, wave)
+            self.lds_rd_epoch[unit] = ep
+            self.lds_rd_pc[unit] = f.pc
+            init = self.lds_init[unit]
+            if ((init & mask) != mask).any():
+                i = int(np.argmax((init & mask) != mask))
+                self._uninit_lds(wave[i], int(unit[i]) * 4, f)
+            return
+        rd = self.lds_rd_wave[unit]
+        clash = (self.lds_rd_epoch[unit] >= ep) & (rd != wave) & (rd != -1)
+        if clash.any():
+            i = int(np.argmax(clash))
+            self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_rd_pc[unit[i]]), f,
+                       f"wave {int(wave[i])} overwrites LDS bytes another wave read with no s_barrier between",
+                       where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+        self.lds_wr_wave[unit] = wave
+        self.lds_wr_epoch[unit] = ep
+        self.lds_wr_pc[unit] = f.pc
+        if isinstance(mask, np.ndarray):   # several entries per dword: the masks accumulate
+            self.lds_wr_mask[unit] = 0
+            np.bitwise_or.at(self.lds_wr_mask, unit, mask)
+        else:
+            self.lds_wr_mask[unit] = mask
+        self._or_mask(self.lds_init, unit, mask)
+        if f.to_lds:
+            self.any_dma = True
+            self.lds_dma_wave[unit] = wave
+            self.lds_dma_seq[unit] = self.vm_issued[wave]
+        elif "lgkmcnt" in f.counters:
+            self.pending_lds_writes.append((lane_wave, self.lds_issued[lane_wave].copy(),
+                                            unit.reshape(len(offs), -1)))
+
+    @staticmethod
+    def _or_mask(arr: np.ndarray, unit: np.ndarray, mask) -> None:
+        if isinstance(mask, np.ndarray):
+            np.bitwise_or.at(arr, unit, mask)
+        else:
+            arr[unit] |= mask
 
     def _lane_mask(self, wave: int) -> int:
         waves, lanes = self._lanes
@@ -754,6 +778,33 @@ def strict_level(strict: bool | str, schedule: str) -> str | None:
     raise EmulatorError(f"strict={strict!r}: expected True, False or 'all'")
 
 
+def _reader_tables(f: Facts, rules: list[Rule]) -> None:
+    """The (rule, register) pairs an instruction must be checked on as a reader, flattened for one gather."""
+    ks: list[int] = []
+    regs: list[int] = []
+    f.war_regs = np.zeros(0, np.int64)
+    for k, r in enumerate(rules):
+        if r.reader not in f.classes:
+            continue
+        if r.writer == "wide_store":
+            if r.access == "write" and len(f.writes):
+                f.war_k = k
+                f.war_regs = f.writes[_file_mask(f.writes, r.regs)]
+            continue
+        if r.access == "write":
+            cand = f.writes
+        elif r.fields:
+            parts = [f.reads_by_field[x] for x in r.fields if x in f.reads_by_field]
+            cand = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        else:
+            cand = f.reads
+        cand = cand[_file_mask(cand, r.regs)] if len(cand) else cand
+        ks += [k] * len(cand)
+        regs += [int(x) for x in cand]
+    f.hz_k = np.array(ks, np.int64)
+    f.hz_regs = np.array(regs, np.int64)
+
+
 def program_facts(prog) -> tuple[dict[int, Facts], list[Rule], object, dict[int, str]]:
     """The facts of every instruction of a program, made once per program (cached on it)."""
     cached = getattr(prog, "_strict_facts", None)
@@ -769,6 +820,9 @@ def program_facts(prog) -> tuple[dict[int, Facts], list[Rule], object, dict[int,
     counter_of = counter_lookup(prog.spec, profile)
     classes_of = class_lookup(prog.spec)
     facts = {d.pc: instruction_facts(d, ops, counter_of, classes_of, profile, rules) for d in prog.decoded}
+    for i, f in enumerate(facts.values()):
+        f.fid = i + 2
+        _reader_tables(f, rules)
     texts = {d.pc: d.text for d in prog.decoded}
     prog._strict_facts = (facts, rules, ops, texts)
     return prog._strict_facts
