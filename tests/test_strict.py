@@ -323,3 +323,26 @@ def test_mutants_of_our_generators(generator):
     print(f"{generator} generator mutants:", counts)
     assert not missed, f"mutants with a wrong result that strict mode did not flag: {missed}"
     assert counts["flagged"] >= 3
+
+
+def test_qualify_is_strict_by_default(tmp_path, monkeypatch, capsys):
+    """A prebuilt kernel with a removed wait state gives numpy's answer in plain emulation; `jitgemm qualify`
+    quarantines it (strict is the default) and passes it only with --no-strict."""
+    import yaml
+
+    from jitgemm.cli import main
+    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    k = compile_gemm(GemmProblem.make(64, 64, 64, "fp16", layout="NN"), name="nop_less", embed_contract=False)
+    nop = next(m for what, m in _mutants(k.code_object, "nop_less") if "s_nop" in what)
+    folder = tmp_path / "prebuilt"
+    folder.mkdir()
+    (folder / "k.co").write_bytes(nop)
+    (folder / "k.yaml").write_text(yaml.safe_dump(k.contract))
+    assert main(["qualify", str(folder), "--cases", "1", "--no-strict"]) == 0
+    assert "ok          k.co:nop_less (not strict)" in capsys.readouterr().out
+    assert main(["qualify", str(folder), "--cases", "1"]) == 1
+    out = capsys.readouterr().out
+    assert "QUARANTINED k.co:nop_less (strict=on)" in out and "hazard" in out and "first:  PC 0x" in out
