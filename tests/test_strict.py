@@ -329,10 +329,10 @@ def test_qualify_is_strict_by_default(tmp_path, monkeypatch, capsys):
     """A prebuilt kernel with a removed wait state gives numpy's answer in plain emulation; `jitgemm qualify`
     quarantines it (strict is the default) and passes it only with --no-strict."""
     import yaml
-
-    from jitgemm.cli import main
     from jitgemm.codegen.gemm_compile import compile_gemm
     from jitgemm.codegen.gemm_ir import GemmProblem
+
+    from jitgemm.cli import main
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
     k = compile_gemm(GemmProblem.make(64, 64, 64, "fp16", layout="NN"), name="nop_less", embed_contract=False)
