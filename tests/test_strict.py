@@ -130,6 +130,11 @@ __kernel void f32(__global const float *A, __global const float *B, __global flo
     float4v d = __builtin_amdgcn_mfma_f32_16x16x4f32(A[x], B[x], (float4v){0, 0, 0, 0}, 0, 0, 0);
     for (int i = 0; i < 4; ++i) D[x * 4 + i] = d[i];
 }
+__kernel void sel(__global const float *A, __global const float *B, __global float *D) {
+    uint x = __builtin_amdgcn_workitem_id_x();
+    float a = A[x], b = B[x];
+    D[x] = a > b ? a * 3.0f : b + 1.0f;    /* LLVM: v_cmp vcc; s_nop 1; v_cndmask (VALU SGPR write -> read) */
+}
 __kernel void bf16(__global const short4v *A, __global const short4v *B, __global float *D) {
     uint x = __builtin_amdgcn_workitem_id_x();
     float16v d = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A[x], B[x], (float16v)(0.0f), 0, 0, 0);
@@ -179,6 +184,22 @@ def _mutants(co: bytes, kernel: str):
                 nw = ((w & ~0xC00F) | (v & 0xF) | ((v >> 4) << 14)) if counter == "vmcnt" else ((w & ~0xF00) | v << 8)
                 word = (d.word & 0xFFFF0000) | nw
                 yield f"weaken 0x{d.pc:x} {d.text} {counter} to {v}", co[:at] + word.to_bytes(4, "little") + co[at + 4:]
+
+
+def test_llvm_vcc_nop_is_the_table(tmp_path):
+    """LLVM's s_nop 1 between a v_cmp writing VCC and the v_cndmask reading it passes; removing it is flagged."""
+    kernel = "sel"
+    co = _clang(tmp_path, MFMA_SOURCE)
+    rng = np.random.default_rng(2)
+    a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
+    d = np.full(64, np.nan, np.float32)
+    emulate(co, kernel, grid=1, block=64, args=[a, b, d], strict=True)
+    np.testing.assert_allclose(d, np.where(a > b, a * 3.0, b + 1.0), rtol=1e-6)
+    removed = [m for what, m in _mutants(co, kernel) if what.startswith("remove") and "s_nop 1" in what]
+    assert removed, "LLVM inserted no s_nop 1 for the VCC hazard"
+    for m in removed:
+        with pytest.raises(StrictViolation, match="valu -> valu read needs 2 wait states"):
+            emulate(m, kernel, grid=1, block=64, args=[a, b, d], strict=True)
 
 
 def test_llvm_mfma_nops_are_exactly_the_table(tmp_path):
