@@ -146,7 +146,7 @@ def hazard_classes(inst) -> frozenset[str]:
         return frozenset({"mfma"})
     if group == "VALU":
         out = {"valu", "trans" if "TRANSCENDENTAL" in sub else "valu_nontrans"}
-        if any(o.output and (o.operand_type or "") == "OPR_SDST" and o.size == 32
+        if any(o.output and (o.operand_type or "").startswith(("OPR_SDST", "OPR_SREG")) and o.size == 32
                for ie in inst.encodings for o in ie.operands):
             out.add("readlane")
         return frozenset(out)
@@ -167,6 +167,11 @@ def class_lookup(spec) -> Callable[[str], frozenset[str]]:
     @functools.cache
     def classes(name: str) -> frozenset[str]:
         inst = spec.find_instruction(name)
+        if inst is None:   # LLVM's encoding suffixes name the same spec instruction
+            for suffix in ("_e32", "_e64", "_sdwa", "_dpp"):
+                if name.endswith(suffix):
+                    inst = spec.find_instruction(name[: -len(suffix)])
+                    break
         return hazard_classes(inst) if inst is not None else frozenset({hazard_class(name)})
 
     return classes
