@@ -367,3 +367,29 @@ def test_qualify_is_strict_by_default(tmp_path, monkeypatch, capsys):
     assert main(["qualify", str(folder), "--cases", "1"]) == 1
     out = capsys.readouterr().out
     assert "QUARANTINED k.co:nop_less (strict=on)" in out and "hazard" in out and "first:  PC 0x" in out
+
+
+LDS_IN_ORDER = """
+  v_lshlrev_b32 v1, 2, v0
+  ds_write_b32 v1, v0
+  s_waitcnt lgkmcnt(0)
+  ds_read_b32 v2, v1
+  ds_read_b32 v3, v1
+  s_waitcnt lgkmcnt(1)
+  v_add_u32 v4, v2, 1
+  s_load_dwordx2 s[8:9], s[0:1], 0x0
+  s_waitcnt lgkmcnt(0)
+  v_add_u32 v4, v4, v3
+  global_store_dword v1, v4, s[8:9]
+"""
+
+
+def test_lds_results_return_in_order(tmp_path):
+    """lgkmcnt(1) after two LDS reads completes the first (LDS returns in order); the second is still pending."""
+    out = np.zeros(64, np.uint32)
+    co = assemble(tmp_path, LDS_IN_ORDER, [BUF], lds=256)
+    emulate(co, "k", grid=1, block=64, args=[out], strict=True)
+    np.testing.assert_array_equal(out, 2 * np.arange(64) + 1)
+    co = assemble(tmp_path, LDS_IN_ORDER.replace("v_add_u32 v4, v2, 1", "v_add_u32 v4, v3, 1"), [BUF], lds=256)
+    with pytest.raises(StrictViolation, match="missing s_waitcnt on v3"):
+        emulate(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)], strict=True)

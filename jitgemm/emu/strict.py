@@ -431,8 +431,11 @@ class Strict:
         if writing and f.counters:
             # a later load on the same in-order counter lands after the earlier one: no WAW hazard
             same = np.zeros_like(pend)
+            other = self.any_pend[waves[:, None], regs]
             if "vmcnt" in f.counters and not f.lgkm_any_order:
-                same |= vm & ~lg & ~self.any_pend[waves[:, None], regs]
+                same |= vm & ~lg & ~other
+            elif "lgkmcnt" in f.counters and not f.lgkm_any_order:   # LDS after LDS: in order too
+                same |= lg & ~vm & ~other
             pend &= ~same
         lanes = self.pend_lanes[waves[:, None], regs] & (ex[:, None] if not (regs < VREG_BASE).all() else ALL_LANES)
         lanes = np.where(regs[None, :] >= VREG_BASE, lanes, self.pend_lanes[waves[:, None], regs])
