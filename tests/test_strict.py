@@ -135,6 +135,11 @@ __kernel void sel(__global const float *A, __global const float *B, __global flo
     float a = A[x], b = B[x];
     D[x] = a > b ? a * 3.0f : b + 1.0f;    /* LLVM: v_cmp vcc; s_nop 1; v_cndmask (VALU SGPR write -> read) */
 }
+__kernel void tr(__global const float *A, __global float *D) {
+    uint x = __builtin_amdgcn_workitem_id_x();
+    float e = __builtin_amdgcn_exp2f(A[x]);   /* LLVM: v_exp_f32; s_nop 0; v_fma (trans forwarding) */
+    D[x] = e * A[x] + 1.0f;
+}
 __kernel void bf16(__global const short4v *A, __global const short4v *B, __global float *D) {
     uint x = __builtin_amdgcn_workitem_id_x();
     float16v d = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A[x], B[x], (float16v)(0.0f), 0, 0, 0);
@@ -154,8 +159,9 @@ def _clang(tmp_path, source: str) -> bytes:
 
 
 def _mutants(co: bytes, kernel: str):
-    """(description, code object) for every s_waitcnt / s_barrier / s_nop of `kernel` replaced in place by
-    s_nop 0 (the same size, one wait state: branch offsets stay valid), and every waitcnt counter weakened by one."""
+    """(description, code object) for every s_waitcnt / s_barrier / s_nop N>0 of `kernel` replaced in place by
+    s_nop 0 (the same size, one wait state: branch offsets stay valid), every s_nop 0 no branch crosses deleted,
+    and every waitcnt counter weakened by one."""
     from jitgemm.codegen.codeobj.reader import read
 
     from jitgemm import isa
@@ -165,12 +171,24 @@ def _mutants(co: bytes, kernel: str):
     k = read(co).kernel(kernel)
     start = co.find(k.code)
     nop0 = (0xBF800000).to_bytes(4, "little")
-    for d in decode_kernel(k.code, spec):
+    code = decode_kernel(k.code, spec)
+    branches = []   # (low, high) PC ranges a relative branch spans (SOPP SIMM16 dword offsets)
+    for d in code:
+        if d.spec_inst is not None and d.spec_inst.is_branch and d.encoding == "ENC_SOPP":
+            simm = d.word & 0xFFFF
+            target = d.pc + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
+            branches.append((min(d.pc, target), max(d.pc, target) + 4))
+    for d in code:
         if d.name not in ("S_WAITCNT", "S_BARRIER", "S_NOP"):
             continue
         at = start + d.pc
         if d.name == "S_NOP" and d.word & 0xF == 0:
-            continue   # s_nop 0 is already the filler
+            # s_nop 0 is the filler itself: delete it for real, shifting the rest of the kernel down by one
+            # word (an s_nop 0 at the kernel's end keeps its size), when no branch crosses it
+            if not any(lo <= d.pc < hi for lo, hi in branches):
+                end = start + len(k.code)
+                yield f"remove 0x{d.pc:x} {d.text}", co[:at] + co[at + 4:end] + nop0 + co[end:]
+            continue
         yield f"remove 0x{d.pc:x} {d.text}", co[:at] + nop0 + co[at + 4:]
         if d.name == "S_WAITCNT":
             # gfx9 SIMM16: vmcnt [3:0] + [15:14], expcnt [6:4], lgkmcnt [11:8] (OPR_WAITCNT in the spec)
@@ -186,35 +204,41 @@ def _mutants(co: bytes, kernel: str):
                 yield f"weaken 0x{d.pc:x} {d.text} {counter} to {v}", co[:at] + word.to_bytes(4, "little") + co[at + 4:]
 
 
-def test_llvm_vcc_nop_is_the_table(tmp_path):
-    """LLVM's s_nop 1 between a v_cmp writing VCC and the v_cndmask reading it passes; removing it is flagged."""
-    kernel = "sel"
-    co = _clang(tmp_path, MFMA_SOURCE)
+def _llvm_args(kernel: str):
+    """Inputs (random), poisoned outputs and the numpy expectation (None: only "every output written")."""
     rng = np.random.default_rng(2)
     a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
-    d = np.full(64, np.nan, np.float32)
-    emulate(co, kernel, grid=1, block=64, args=[a, b, d], strict=True)
-    np.testing.assert_allclose(d, np.where(a > b, a * 3.0, b + 1.0), rtol=1e-6)
-    removed = [m for what, m in _mutants(co, kernel) if what.startswith("remove") and "s_nop 1" in what]
-    assert removed, "LLVM inserted no s_nop 1 for the VCC hazard"
-    for m in removed:
-        with pytest.raises(StrictViolation, match="valu -> valu read needs 2 wait states"):
-            emulate(m, kernel, grid=1, block=64, args=[a, b, d], strict=True)
+    if kernel == "sel":
+        return [a, b, np.full(64, np.nan, np.float32)], np.where(a > b, a * 3.0, b + 1.0)
+    if kernel == "tr":
+        return [a, np.full(64, np.nan, np.float32)], np.exp2(a.astype(np.float64)) * a + 1.0
+    if kernel == "f32":
+        return [a, b, np.full(256, np.nan, np.float32)], None
+    bits = rng.standard_normal((2, 256)).astype(np.float32).view(np.uint32) >> 16
+    return [bits[0].astype(np.int16), bits[1].astype(np.int16), np.full(1024, np.nan, np.float32)], None
 
 
-def test_llvm_mfma_nops_are_exactly_the_table(tmp_path):
-    """LLVM's s_nop after an MFMA whose result is stored at once pass strict; removing it is flagged."""
+@pytest.mark.parametrize("kernel, rule", [
+    ("sel", "valu -> valu read needs 2"),          # v_cmp writes VCC, v_cndmask reads it: s_nop 1
+    ("tr", "trans -> valu_nontrans read needs 1"),  # v_exp_f32 result into a v_fma: s_nop 0
+    ("f32", "mfma -> memory read needs 10"),        # 8-pass SMFMA result stored: s_nop 9
+    ("bf16", "mfma -> valu read needs 11"),         # 8-pass XDL result into a VALU: s_nop 10
+])
+def test_llvm_nops_are_exactly_the_table(tmp_path, kernel, rule):
+    """Kernels clang compiled pass strict mode with the s_nop LLVM's GCNHazardRecognizer put in, and removing
+    any of those s_nop is flagged by the rule the profile's table cites for it."""
     co = _clang(tmp_path, MFMA_SOURCE)
-    rng = np.random.default_rng(0)
-    a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
-    d = np.full(256, np.nan, np.float32)
-    emulate(co, "f32", grid=1, block=64, args=[a, b, d], strict=True)
-    assert np.isfinite(d).all()
-    removed = [(what, m) for what, m in _mutants(co, "f32") if what.startswith("remove") and "s_nop" in what]
-    assert removed, "LLVM inserted no s_nop for the MFMA -> store hazard"
-    for _what, m in removed:
-        with pytest.raises(StrictViolation, match="hazard"):
-            emulate(m, "f32", grid=1, block=64, args=[a, b, d], strict=True)
+    args, expect = _llvm_args(kernel)
+    emulate(co, kernel, grid=1, block=64, args=args, strict=True)
+    out = args[-1]
+    assert np.isfinite(out).all()
+    if expect is not None:
+        np.testing.assert_allclose(out, expect, rtol=1e-5)
+    removed = [m for what, m in _mutants(co, kernel) if what.startswith("remove") and "s_nop" in what]
+    assert removed, f"LLVM inserted no s_nop in {kernel}"
+    for m in removed:
+        with pytest.raises(StrictViolation, match=rule):
+            emulate(m, kernel, grid=1, block=64, args=_llvm_args(kernel)[0], strict=True)
 
 
 def _mutation_run(co: bytes, kernel: str, make_args, run_kwargs: dict, seeds=(1, 2, 3)):
