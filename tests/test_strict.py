@@ -417,3 +417,47 @@ def test_lds_results_return_in_order(tmp_path):
     co = assemble(tmp_path, LDS_IN_ORDER.replace("v_add_u32 v4, v2, 1", "v_add_u32 v4, v3, 1"), [BUF], lds=256)
     with pytest.raises(StrictViolation, match="missing s_waitcnt on v3"):
         emulate(co, "k", grid=1, block=64, args=[np.zeros(64, np.uint32)], strict=True)
+
+
+WIDE_STORE = """
+  s_load_dwordx2 s[8:9], s[0:1], 0x0
+  v_lshlrev_b32 v1, 4, v0
+  v_mov_b32 v2, v0
+  v_add_u32 v3, 1, v0
+  v_add_u32 v4, 2, v0
+  v_add_u32 v5, 3, v0
+  s_waitcnt lgkmcnt(0)
+  global_store_dwordx4 v1, v[2:5], s[8:9]
+  s_nop 1
+  v_mov_b32 v3, 0
+"""
+
+
+def test_wide_store_data_hazard(tmp_path):
+    """A VMEM store of more than 64 bits still reads its data VGPRs after issue: a VALU overwriting them needs
+    2 wait states on gfx940+ (LLVM checkVALUHazardsHelper); s_nop 1 gives them."""
+    out = np.zeros((64, 4), np.uint32)
+    emulate(assemble(tmp_path, WIDE_STORE, [BUF]), "k", grid=1, block=64, args=[out], strict=True)
+    np.testing.assert_array_equal(out, np.arange(64)[:, None] + np.arange(4))
+    co = assemble(tmp_path, WIDE_STORE.replace("  s_nop 1\n", ""), [BUF])
+    with pytest.raises(StrictViolation, match="more than 64 bits of data") as err:
+        emulate(co, "k", grid=1, block=64, args=[np.zeros((64, 4), np.uint32)], strict=True)
+    assert "global_store_dwordx4" in str(err.value) and "v_mov_b32" in str(err.value) and "on v3" in str(err.value)
+
+
+def test_setreg_getreg_hazard(tmp_path):
+    """s_setreg then s_getreg of the same hardware register needs 2 wait states (LLVM checkGetRegHazards);
+    a different register does not."""
+    body = """
+  s_setreg_imm32_b32 hwreg(HW_REG_MODE, 0, 4), 0xc
+  s_nop 1
+  s_getreg_b32 s10, hwreg(HW_REG_MODE, 0, 4)
+  s_getreg_b32 s11, hwreg(HW_REG_TRAPSTS, 0, 4)
+"""
+    emulate(assemble(tmp_path, body, [BUF]), "k", grid=1, block=64, args=[np.zeros(4, np.uint32)], strict=True)
+    other = body.replace("  s_nop 1\n  s_getreg_b32 s10, hwreg(HW_REG_MODE, 0, 4)\n", "")
+    emulate(assemble(tmp_path, other, [BUF]), "k", grid=1, block=64, args=[np.zeros(4, np.uint32)], strict=True)
+    with pytest.raises(StrictViolation, match="setreg -> getreg read needs 2 wait states, 0 given") as err:
+        emulate(assemble(tmp_path, body.replace("  s_nop 1\n", ""), [BUF]), "k", grid=1, block=64,
+                args=[np.zeros(4, np.uint32)], strict=True)
+    assert "s_setreg_imm32_b32" in str(err.value) and "s_getreg_b32 s10" in str(err.value)
