@@ -97,7 +97,9 @@ class Rule:
         return self.wait_states
 
 
-def hazard_rules(profile: dict) -> list[Rule]:
+def hazard_rules(profile) -> list[Rule]:
+    """The rows of the profile's `hazards` table (the same rows the direct generator's emitter inserts s_nop
+    from; this checker also reads the rows marked `emitter: false`)."""
     out = []
     for h in profile.get("hazards") or ():
         out.append(Rule(h["writer"], h["reader"], int(h["wait_states"]), h.get("regs", "any"),
@@ -123,6 +125,9 @@ def mfma_timing(spec_inst, profile) -> tuple[int, str]:
 
 @dataclass
 class Facts:
+    """What strict mode needs of one instruction, made once per program from the spec's operand descriptions
+    (registers read and written as indices into one per-wave register space, memory roles, counters, classes)."""
+
     pc: int
     text: str
     reads: np.ndarray                 # register indices (SGPR slot / VREG_BASE + v / hwreg pseudo)
