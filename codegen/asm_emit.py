@@ -137,7 +137,8 @@ def hazard_classes(inst) -> frozenset[str]:
     """The hazard-table classes of a spec instruction, from the spec alone (one classification for the emitter
     and for strict emulation): `mfma` (functional subgroup MFMA); `valu` (group VALU) plus `trans` (subgroup
     TRANSCENDENTAL) or `valu_nontrans`, plus `readlane` for a VALU whose result is one 32-bit SGPR
-    (v_readlane, v_readfirstlane); `memory` (group VMEM, LDS included) plus `vmem` when not DATA_SHARE; `smem`;
+    (v_readlane, v_readfirstlane) and `lanesel` for one whose SRC1 is an SGPR lane select (v_readlane,
+    v_writelane); `memory` (group VMEM, LDS included) plus `vmem` when not DATA_SHARE; `smem`;
     `setreg` / `getreg` (the hardware-register moves); `salu` for everything else."""
     group = (inst.functional_group or "").upper()
     sub = {x.upper() for x in inst.functional_subgroups}
@@ -149,6 +150,9 @@ def hazard_classes(inst) -> frozenset[str]:
         if any(o.output and (o.operand_type or "").startswith(("OPR_SDST", "OPR_SREG")) and o.size == 32
                for ie in inst.encodings for o in ie.operands):
             out.add("readlane")
+        if any(o.field_name == "SRC1" and o.operand_type == "OPR_SSRC_NOLIT" for ie in inst.encodings
+               for o in ie.operands):
+            out.add("lanesel")    # an SGPR lane select (v_readlane, v_writelane)
         return frozenset(out)
     if group == "VMEM":
         return frozenset({"memory"} if "DATA_SHARE" in sub else {"memory", "vmem"})

@@ -140,6 +140,11 @@ __kernel void tr(__global const float *A, __global float *D) {
     float e = __builtin_amdgcn_exp2f(A[x]);   /* LLVM: v_exp_f32; s_nop 0; v_fma (trans forwarding) */
     D[x] = e * A[x] + 1.0f;
 }
+__kernel void rl(__global const int *A, __global const int *B, __global int *D) {
+    uint x = __builtin_amdgcn_workitem_id_x();
+    int lane = __builtin_amdgcn_readfirstlane(A[x]);   /* LLVM: s_nop 2 before the v_readlane lane select */
+    D[x] = __builtin_amdgcn_readlane(B[x], lane);
+}
 __kernel void bf16(__global const short4v *A, __global const short4v *B, __global float *D) {
     uint x = __builtin_amdgcn_workitem_id_x();
     float16v d = __builtin_amdgcn_mfma_f32_32x32x8bf16_1k(A[x], B[x], (float16v)(0.0f), 0, 0, 0);
@@ -214,12 +219,16 @@ def _llvm_args(kernel: str):
         return [a, np.full(64, np.nan, np.float32)], np.exp2(a.astype(np.float64)) * a + 1.0
     if kernel == "f32":
         return [a, b, np.full(256, np.nan, np.float32)], None
+    if kernel == "rl":
+        lanes, vals = rng.integers(0, 64, 64).astype(np.int32), rng.integers(-1000, 1000, 64).astype(np.int32)
+        return [lanes, vals, np.full(64, -7, np.int32)], np.full(64, vals[lanes[0]])
     bits = rng.standard_normal((2, 256)).astype(np.float32).view(np.uint32) >> 16
     return [bits[0].astype(np.int16), bits[1].astype(np.int16), np.full(1024, np.nan, np.float32)], None
 
 
 @pytest.mark.parametrize("kernel, rule", [
     ("sel", "valu -> valu read needs 2"),          # v_cmp writes VCC, v_cndmask reads it: s_nop 1
+    ("rl", "(valu|readlane) -> (lanesel|valu) read needs"),   # lane select after readfirstlane: s_nop 2
     ("tr", "trans -> valu_nontrans read needs 1"),  # v_exp_f32 result into a v_fma: s_nop 0
     ("f32", "mfma -> memory read needs 10"),        # 8-pass SMFMA result stored: s_nop 9
     ("bf16", "mfma -> valu read needs 11"),         # 8-pass XDL result into a VALU: s_nop 10
@@ -231,7 +240,7 @@ def test_llvm_nops_are_exactly_the_table(tmp_path, kernel, rule):
     args, expect = _llvm_args(kernel)
     emulate(co, kernel, grid=1, block=64, args=args, strict=True)
     out = args[-1]
-    assert np.isfinite(out).all()
+    assert np.isfinite(out).all() and not (out == -7).all()
     if expect is not None:
         np.testing.assert_allclose(out, expect, rtol=1e-5)
     removed = [m for what, m in _mutants(co, kernel) if what.startswith("remove") and "s_nop" in what]
