@@ -57,6 +57,27 @@ def test_waits_pass_and_a_missing_wait_is_named(tmp_path):
         emulate(co, "k", grid=1, block=64, args=[_buf()], strict=True)
 
 
+def test_gfx950_checks_waits_and_says_that_hazards_are_not_checked(tmp_path):
+    """gfx950's profile has no mfma.passes (strict.hazard_gap): strict mode still checks the counters there, leaves
+    the hazard table out and says so, in a StrictWarning and in RunStats.strict."""
+    from jitgemm import isa
+    from jitgemm.emu.strict import StrictWarning
+
+    spec = isa.load_spec("gfx950")
+    x = _buf()
+    co = assemble(tmp_path, LOAD_ADD_STORE, [BUF])
+    with pytest.warns(StrictWarning, match="hazards NOT checked: specs/targets/gfx950.yaml has no mfma.passes"):
+        stats = emulate(co, "k", grid=1, block=64, args=[x], strict=True, spec=spec)
+    assert "passed" in stats.strict and "hazards NOT checked" in stats.strict
+    np.testing.assert_array_equal(x[128:], x[:64] + x[64:128])
+    co = assemble(tmp_path, LOAD_ADD_STORE.replace("  s_waitcnt vmcnt(0)\n", ""), [BUF])
+    with pytest.warns(StrictWarning), pytest.raises(StrictViolation, match="missing s_waitcnt on v2"):
+        emulate(co, "k", grid=1, block=64, args=[_buf()], strict=True, spec=spec)
+    # gfx942's profile has its passes: nothing is left out there
+    co = assemble(tmp_path, LOAD_ADD_STORE, [BUF])
+    assert "NOT checked" not in emulate(co, "k", grid=1, block=64, args=[_buf()], strict=True).strict
+
+
 # two waves: each writes its lane ids to LDS, then reads the other wave's
 LDS_SWAP = """
   s_load_dwordx2 s[8:9], s[0:1], 0x0
