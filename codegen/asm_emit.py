@@ -107,7 +107,6 @@ class EmitFacts:
             except ValueError:
                 continue
         self.inline_ints = frozenset(ints)      # the integers a source operand encodes without a literal
-        self.hazards: tuple[HazardRule, ...] = profile.hazard_rules
         self._counters = functools.cache(self._counters_of)
         self._classes = functools.cache(self._classes_of)
         self._writes = functools.cache(self._writes_of)
