@@ -117,7 +117,7 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
             if not as_json:
                 print(f"QUARANTINED {cand.label} ({mode}): {failure}")
         elif not as_json:
-            print(f"ok          {cand.label} ({mode}): {cases} random legal problems match numpy; {checks}")
+            print(f"ok          {cand.label}: {cases} random legal problems match numpy ({mode}: {checks})")
     if as_json:
         from jitgemm.commands.json_output import emit
 
