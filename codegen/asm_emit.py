@@ -8,11 +8,11 @@ guarantees the value has arrived is inserted: vector memory and LDS return in or
 barriers.
 
 What it knows about an instruction it asks the spec (`EmitFacts`), never the mnemonic's spelling: which
-operands it writes (the encoding's `<Operand>` output flags, in syntax order), its hazard class (functional
-group and subgroup: VALU/MFMA/VMEM; a VALU writing a 32-bit SGPR value is the readlane class) and the
-largest counts of `s_waitcnt` (the bit fields of OPR_WAITCNT) and the inline integer constants (the
-integer-named predefined values of OPR_SRC). The constant bus is the encoder's to check: one way for generated
-and hand-written code.
+operands it writes (the encoding's `<Operand>` output flags, in syntax order), its hazard classes (functional
+group and subgroup, operand types; see `EmitFacts.classes_of`) and the largest counts of `s_waitcnt` (the bit
+fields of OPR_WAITCNT) and the inline integer constants (the integer-named predefined values of OPR_SRC). The
+same facts drive strict emulation (jitgemm/emu/strict.py), so the emitter and the checker classify an
+instruction one way. The constant bus is the encoder's to check: one way for generated and hand-written code.
 """
 
 from __future__ import annotations
@@ -22,8 +22,14 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
+from jitgemm.isa.targets import HazardRule, hazard_rule
 
 RegKey = tuple[str, int]
+SALU = frozenset({"salu"})
+# The hardware-register moves, by spec instruction name: the spec gives their register id no operand type of its
+# own (it is an OPR_SIMM16 as s_movk's), so the hazard classes setreg/getreg name them (CDNA3 ISA guide 4.5).
+HWREG_WRITERS = frozenset({"S_SETREG_B32", "S_SETREG_IMM32_B32"})
+HWREG_READERS = frozenset({"S_GETREG_B32"})
 
 
 def reg_keys(operand) -> set[RegKey]:
@@ -102,8 +108,9 @@ class EmitFacts:
                 continue
         self.inline_ints = frozenset(ints)      # the integers a source operand encodes without a literal
         self._counters = functools.cache(self._counters_of)
-        self._class = functools.cache(self._class_of)
+        self._classes = functools.cache(self._classes_of)
         self._writes = functools.cache(self._writes_of)
+        self._sgpr_only = functools.cache(self._sgpr_only_of)
 
     def __call__(self, name: str) -> tuple[str, ...]:
         return self._counters(name)
@@ -120,7 +127,11 @@ class EmitFacts:
         return forms[0].spec_inst
 
     def _counters_of(self, name: str) -> tuple[str, ...]:
-        for ie in self.instruction(name).encodings:
+        return self.counters_of(self.instruction(name))
+
+    def counters_of(self, inst) -> tuple[str, ...]:
+        """The wait counters a spec instruction increments (the first of its encodings the profile lists)."""
+        for ie in inst.encodings:
             if ie.encoding_name in self._wait_table:
                 return tuple(self._wait_table[ie.encoding_name])
         return ()
@@ -129,26 +140,50 @@ class EmitFacts:
         """Scalar memory returns out of order (a pending one forces lgkmcnt(0))."""
         return self.instruction(name).functional_group == "SMEM"
 
-    def hazard_class(self, name: str) -> str:
-        """mfma, readlane, valu, memory or salu: the classes of the target profile's hazard table."""
-        return self._class(name)
+    def hazard_classes(self, name: str) -> frozenset[str]:
+        """The classes of the target profile's hazard table `name` belongs to (see `classes_of`)."""
+        return self._classes(name)
 
-    def _class_of(self, name: str) -> str:
-        inst = self.instruction(name)
-        group, subgroups = inst.functional_group, inst.functional_subgroups
-        if group == "VALU" and "MFMA" in subgroups:
-            return "mfma"
+    def _classes_of(self, name: str) -> frozenset[str]:
+        return self.classes_of(self.instruction(name))
+
+    def classes_of(self, inst) -> frozenset[str]:
+        """The hazard-table classes of a spec instruction, from the spec alone (one instruction may be in several):
+        `mfma` (functional subgroup MFMA); `valu` (group VALU) plus `trans` (subgroup TRANSCENDENTAL) or
+        `valu_nontrans`, plus `readlane` for a VALU whose result is a 32-bit value of an SGPR-only operand type
+        (v_readlane, v_readfirstlane) and `lanesel` for one whose SRC1 is SGPR-only (the lane select of
+        v_readlane/v_writelane); `memory` (group VMEM, LDS included) plus `vmem` outside subgroup DATA_SHARE;
+        `smem`; `setreg`/`getreg` beside `salu` for the hardware-register moves; `salu` for the rest."""
+        group = (inst.functional_group or "").upper()
+        sub = {x.upper() for x in inst.functional_subgroups}
+        if "MFMA" in sub:
+            return frozenset({"mfma"})
         if group == "VALU":
-            types = self.spec.operand_types
-            for o in inst.encodings[0].operands:
-                t = types.get(o.operand_type or "")
-                if o.output and o.size == 32 and t is not None and t.value_of("s0") is not None \
-                        and t.value_of("v0") is None:
-                    return "readlane"      # a VALU result in an SGPR: v_readlane, v_readfirstlane
-            return "valu"
+            out = {"valu", "trans" if "TRANSCENDENTAL" in sub else "valu_nontrans"}
+            for ie in inst.encodings:
+                for o in ie.operands:
+                    if o.implicit or not self._sgpr_only(o.operand_type):
+                        continue
+                    if o.output and o.size == 32:
+                        out.add("readlane")      # a VALU result in an SGPR: v_readlane, v_readfirstlane
+                    elif not o.output and o.field_name == "SRC1":
+                        out.add("lanesel")       # an SGPR lane select: v_readlane, v_writelane
+            return frozenset(out)
         if group == "VMEM":
-            return "memory"
-        return "salu"
+            return frozenset({"memory"} if "DATA_SHARE" in sub else {"memory", "vmem"})
+        if group == "SMEM":
+            return frozenset({"smem"})
+        name = inst.name.upper()
+        if name in HWREG_WRITERS:
+            return frozenset({"salu", "setreg"})
+        if name in HWREG_READERS:
+            return frozenset({"salu", "getreg"})
+        return SALU
+
+    def _sgpr_only_of(self, operand_type: str | None) -> bool:
+        """An operand type that names SGPRs (s0) but no VGPR (v0)."""
+        t = self.spec.operand_types.get(operand_type or "")
+        return t is not None and t.value_of("s0") is not None and t.value_of("v0") is None
 
     def written(self, name: str, count: int) -> tuple[int, ...]:
         """Positions (in syntax order) of the operands `name` writes when written with `count` operands."""
@@ -178,43 +213,66 @@ def emit_facts(spec, profile) -> EmitFacts:
 _FACTS: dict[tuple, EmitFacts] = {}
 
 
+def _in_file(keys: set[RegKey], regs: str) -> set[RegKey]:
+    """The keys of one register file, for a hazard row's `regs` (vgpr: v and a; sgpr: every other register;
+    hwreg: none, the emitter tracks no hardware registers; any: all)."""
+    if regs == "vgpr":
+        return {k for k in keys if k[0] in ("v", "a")}
+    if regs == "sgpr":
+        return {k for k in keys if k[0] not in ("v", "a")}
+    if regs == "hwreg":
+        return set()
+    return keys
+
+
 class Emitter:
     """An instruction list with automatic waits. `facts` answers what the spec says about an instruction
-    (`emit_facts`); `hazards` is the target's table of (writer class, reader class, wait states) for data
-    hazards the hardware does not interlock — `s_nop` is inserted to cover them."""
+    (`emit_facts`); `hazards` is the target's table (`TargetProfile.hazards` rows or `HazardRule`s) of data
+    hazards the hardware does not interlock — `s_nop` is inserted to cover the rows meant for the emitter, at
+    each row's worst-case `wait_states`, on the registers of its `regs` file."""
 
-    def __init__(self, facts: EmitFacts, hazards: Iterable[dict] = ()) -> None:
+    def __init__(self, facts: EmitFacts, hazards: Iterable[dict | HazardRule] = ()) -> None:
         self.code: list = []
         self.facts = facts
         self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
-        self._rules = [(h["writer"], h["reader"], int(h["wait_states"])) for h in hazards]
-        self._horizon = max([w for _, _, w in self._rules] + [0])
-        self._recent: list[tuple[str, set[RegKey], int]] = []   # (class, written, wait states it covers)
-        self._log: list[tuple[str, set[RegKey], set[RegKey], int]] = []   # every item: class, read, written, covers
+        rules = [hazard_rule(h, f"hazards[{i}]") for i, h in enumerate(hazards)]
+        self._rules = [(r.writer, r.reader, r.wait_states, r.regs, r.access) for r in rules if r.emitter]
+        self._horizon = max([r[2] for r in self._rules] + [0])
+        self._recent: list[tuple[frozenset[str], set[RegKey], int]] = []   # (classes, written, wait states covered)
+        self._log: list[tuple[frozenset[str], set[RegKey], set[RegKey], int]] = []   # classes, read, written, covers
         self._labels: dict[str, int] = {}
         self._label_queues: dict[str, dict] = {}
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
 
-    def _cover_hazards(self, cls: str, read: set[RegKey]) -> None:
+    def _needed(self, cls: frozenset[str], read: set[RegKey], written: set[RegKey], elapsed_before: int = 0) -> int:
+        """Wait states still missing before an instruction of classes `cls` reading `read` and writing `written`,
+        with `elapsed_before` wait states already between it and the end of the hazard history."""
         need = 0
-        for writer, reader, states in self._rules:
-            if reader != cls:
+        for writer, reader, states, regs, access in self._rules:
+            if reader not in cls:
                 continue
-            elapsed = 0
-            for wcls, written, covers in reversed(self._recent):
+            keys = _in_file(read if access == "read" else written, regs)
+            if not keys:
+                continue
+            elapsed = elapsed_before
+            for wcls, wrote, covers in reversed(self._recent):
                 if elapsed >= states:
                     break
-                if wcls == writer and written & read:
+                if writer in wcls and wrote & keys:
                     need = max(need, states - elapsed)
                     break
                 elapsed += covers
+        return need
+
+    def _nops(self, need: int) -> None:
         while need > 0:
             n = min(need, 8)
             self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
-            self._note("salu", set(), n)
+            self._note(SALU, set(), n)
             need -= n
 
-    def _note(self, cls: str, written: set[RegKey], covers: int = 1, read: set[RegKey] | None = None) -> None:
+    def _note(self, cls: frozenset[str], written: set[RegKey], covers: int = 1,
+              read: set[RegKey] | None = None) -> None:
         self._log.append((cls, read or set(), written, covers))
         self._recent.append((cls, written, covers))
         total, keep = 0, 0
@@ -271,8 +329,8 @@ class Emitter:
         for op in (operands if reads is None else reads):
             read |= reg_keys(op)
         self._wait_for(read | written)
-        cls = self.facts.hazard_class(name)
-        self._cover_hazards(cls, read)
+        cls = self.facts.hazard_classes(name)
+        self._nops(self._needed(cls, read, written))
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
         inst = AsmInstruction(name, tuple(_operand(o, self.facts.inline_ints) for o in operands), mods)
         self.code.append(inst)
@@ -334,33 +392,19 @@ class Emitter:
             self._settle(self._label_queues[target])
             head = self._log[self._labels[target]:]
             saved = list(self._recent)
-            self._note("salu", set())           # the branch itself is one wait state
+            self._note(SALU, set())           # the branch itself is one wait state
             need = 0
             elapsed_head = 0
-            for cls, read, _written, covers in head:
+            for cls, read, written, covers in head:
                 if elapsed_head >= self._horizon:
                     break
-                for writer, reader, states in self._rules:
-                    if reader != cls:
-                        continue
-                    elapsed = elapsed_head
-                    for wcls, written, c in reversed(self._recent):
-                        if elapsed >= states:
-                            break
-                        if wcls == writer and written & read:
-                            need = max(need, states - elapsed)
-                            break
-                        elapsed += c
+                need = max(need, self._needed(cls, read, written, elapsed_head))
                 elapsed_head += covers
             self._recent = saved
             del self._log[-1]
-            while need > 0:
-                n = min(need, 8)
-                self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
-                self._note("salu", set(), n)
-                need -= n
+            self._nops(need)
         self.code.append(AsmInstruction(name, (Label(target),)))
-        self._note("salu", set())
+        self._note(SALU, set())
         if target not in self._labels:
             self._forward.setdefault(target, []).append((list(self._recent), self._queue_state()))
 

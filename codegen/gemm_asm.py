@@ -60,7 +60,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         self.plan: GemmPlan = validate_config(problem, config, spec, target)
         self.mfma = self.plan.mfma
         self.threads = config.workgroup_size
-        self.e = Emitter(emit_facts(spec, target), target.hazards)
+        self.e = Emitter(emit_facts(spec, target), target.hazard_rules)
         self.ra = RegAlloc({"s": target.sgprs, "v": target.arch_vgprs, "a": target.agprs})
         self.A, self.B, self.buffer_bytes = self.plan.a, self.plan.b, self.plan.buffer_bytes
         self.lds_bytes = self.plan.lds_bytes

@@ -18,7 +18,7 @@ from .kernel_abi import KERNARGS
 
 __all__ = ["DirectGenerator", "compile_gemm"]
 
-VERSION = "0.2.0"
+VERSION = "0.2.1"  # 0.2.1: s_nop for the hazards strict emulation found (asm_emit.py, gfx942.yaml hazards)
 
 
 def _ir(build: Build) -> str:

@@ -1,13 +1,14 @@
 """A static pipeline model of one wave's GEMM main loop: how many passes an iteration of the loop takes, and
 so how many clocks each MFMA costs, from the kernel's own instructions and the target profile's rates.
 
-What an instruction is comes from the spec, never from its spelling: the MFMA functional subgroup (its
-passes from the MFMA's shape, `mfma_catalog`), the encoding for LDS (`ENC_DS`) and scalar memory, the VMEM
-group for global/buffer memory, VALU and SALU groups; which wait counter a memory instruction counts on is
-the profile's `wait_counters` (as the emitter reads it, `codegen.asm_emit.emit_facts`). Rates are the profile's
-`pipeline` section (with its sources there): one instruction issues per pass (a pass is 4 clocks, the time
-a 16-lane SIMD takes to issue a wave64 instruction); an MFMA holds the matrix pipe for its passes, derived
-from the peak matrix rate (`peak_matrix_tflops / (compute_units x SIMDs x clock)`); LDS, vector-memory and
+What an instruction is comes from the spec, never from its spelling: the MFMA functional subgroup, the
+encoding for LDS (`ENC_DS`) and scalar memory, the VMEM group for global/buffer memory, VALU and SALU groups;
+which wait counter a memory instruction counts on is the profile's `wait_counters` (as the emitter reads it,
+`codegen.asm_emit.EmitFacts`). Rates are the profile's `pipeline` section (with its sources there): one
+instruction issues per pass (a pass is 4 clocks, the time a 16-lane SIMD takes to issue a wave64
+instruction); an MFMA holds the matrix pipe for its passes, the profile's `mfma.passes` table (the one source
+of MFMA timing, which strict emulation's hazard checks read too; multi-block and sparse MFMAs do not run at
+the peak matrix rate, so passes are a table checked against llvm-mca, not a division); LDS, vector-memory and
 scalar-memory results arrive after the profile's latencies, and `s_waitcnt` stalls issue until the counters
 it names have dropped to its values.
 
@@ -30,7 +31,6 @@ from jitgemm.isa.operand_syntax import split_suffix
 from jitgemm.isa.targets import TargetProfile
 
 from .asm_emit import emit_facts
-from .mfma_catalog import mfma_catalog
 
 CLASSES = ("mfma", "valu", "salu", "lds", "vmem", "smem", "branch", "wait")
 
@@ -42,7 +42,7 @@ class PipelineModelError(ValueError):
 @dataclass(frozen=True)
 class Rates:
     """The profile's `pipeline` section, resolved: issue passes per class, result latencies in passes,
-    clocks per pass and the MFMA passes per instruction name."""
+    clocks per pass and the MFMA passes per instruction name (the profile's `mfma.passes`)."""
 
     clocks_per_pass: int
     issue: dict[str, int]
@@ -84,25 +84,12 @@ def rates(spec: Spec, profile: TargetProfile) -> Rates:
     for key in ("clocks_per_pass", "simds_per_cu", "issue_passes", "latency_passes"):
         if key not in pipe:
             raise PipelineModelError(f"{where}: pipeline.{key} is missing; the static model needs it")
-    peaks = profile.peak_matrix_tflops or {}
-    cus, clock = profile.compute_units or 0, float(profile.get("clock_mhz") or 0)
-    if not cus or not clock:
-        raise PipelineModelError(f"{where}: compute_units and clock_mhz are needed for MFMA passes")
+    passes = profile.mfma_passes
+    if not passes:
+        raise PipelineModelError(f"{where}: mfma.passes is missing; the static model needs each MFMA's passes")
     clocks = int(pipe["clocks_per_pass"])
-    passes = {}
-    for m in mfma_catalog(spec):
-        peak = peaks.get(_rate_key(m.a.name))
-        if peak is None:
-            continue
-        per_clock = float(peak) * 1e12 / (cus * int(pipe["simds_per_cu"]) * clock * 1e6)   # flops/clock/SIMD
-        passes[m.name] = max(1, round(m.flops / per_clock / clocks))
     return Rates(clocks, {k: int(v) for k, v in pipe["issue_passes"].items()},
                  {k: int(v) for k, v in pipe["latency_passes"].items()}, passes)
-
-
-def _rate_key(dtype: str) -> str:
-    """The `peak_matrix_tflops` entry of an MFMA input dtype (bf8 runs at the fp8 rate)."""
-    return {"bf8": "fp8"}.get(dtype, dtype)
 
 
 def classify(decoded: Decoded, spec: Spec) -> str:
@@ -158,7 +145,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
     if not body:
         raise PipelineModelError("the kernel has no loop with an MFMA (no backward branch around one)")
     r = rates(spec, profile)
-    counters_of = emit_facts(spec, profile).counters
+    facts = emit_facts(spec, profile)
     items = []
     classes: dict[str, int] = {}
     mfma_busy = 0
@@ -166,15 +153,15 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
         cls = classify(d, spec)
         classes[cls] = classes.get(cls, 0) + 1
         name = d.instruction.name if d.instruction else ""
+        info = spec_instruction(name, spec) if name else None
         passes = 0
         if cls == "mfma":
-            info = spec_instruction(name, spec)
             passes = r.mfma_passes.get(info.name if info else name, 0)
             if not passes:
-                raise PipelineModelError(f"{name}: no peak rate for its dtype in the profile's peak_matrix_tflops")
+                raise PipelineModelError(f"{name}: no entry in the profile's mfma.passes")
             mfma_busy += passes
         waits = {k: v for op in d.instruction.operands if isinstance(op, Counters) for k, v in op.parts}
-        counted = counters_of(name) if cls in ("lds", "vmem", "smem") else ()
+        counted = facts.counters_of(info) if info is not None and cls in ("lds", "vmem", "smem") else ()
         items.append((cls, passes, waits, counted, r.latency.get(cls, 1)))
     t = 0.0
     matrix_free = 0.0

@@ -40,6 +40,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "peak_matrix_tflops": ((dict,), ...),
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
+    "mfma": ((dict,), {}),                            # MFMA timing (passes, SMFMA input formats); see below
     "wait_counters": ((dict,), {}),
     "unprinted_modifiers": ((dict,), {}),             # {encoding: [modifier, ...]} a listing leaves out
     "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
@@ -58,6 +59,75 @@ class CodeObjectFacts:
     vgpr_encoding_granule: int
     sgpr_encoding_granule: int
     max_user_sgprs: int
+
+
+# One row of the `hazards` table: key -> (accepted types, default; ... = required). `regs` names the register
+# file the rule is about, `access` whether the reader reads (RAW) or overwrites (WAW/WAR) the register, `fields`
+# narrows the reader to some operand fields, `passes_plus` makes the requirement MFMA passes + N per MFMA kind
+# (xdl / smfma / dgemm; for dgemm a {passes: wait states} map), `emitter: false` rows are for the checker only.
+_HAZARD_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
+    "writer": ((str,), ...), "reader": ((str,), ...), "wait_states": ((int,), ...), "regs": ((str,), "any"),
+    "access": ((str,), "read"), "fields": ((list,), []), "passes_plus": ((dict, type(None)), None),
+    "emitter": ((bool,), True), "source": ((str,), ""),
+}
+_HAZARD_CHOICES = {"regs": ("any", "vgpr", "sgpr", "hwreg"), "access": ("read", "write")}
+_MFMA_KEYS = {"passes": dict, "smfma_input_formats": list}
+
+
+@dataclass(frozen=True)
+class HazardRule:
+    """One row of the profile's hazard table: `wait_states` (each instruction is one, `s_nop N` is N + 1)
+    required between an instruction of class `writer` writing a register and a later one of class `reader`
+    touching it. The direct generator's emitter inserts s_nop from the rows with `emitter` set; strict
+    emulation (jitgemm/emu/strict.py) checks every row, with the MFMA pass-count terms."""
+
+    writer: str
+    reader: str
+    wait_states: int
+    regs: str = "any"
+    access: str = "read"
+    fields: tuple[str, ...] = ()
+    passes_plus: dict | None = None
+    emitter: bool = True
+    source: str = ""
+
+    def required(self, passes: int, kind: str) -> int:
+        """Wait states after an MFMA of `passes` passes and kind xdl/smfma/dgemm (the row's worst case when
+        the row has no term for the kind or the passes are unknown)."""
+        if self.passes_plus and passes and kind in self.passes_plus:
+            plus = self.passes_plus[kind]
+            if isinstance(plus, dict):   # DGEMM: wait states by pass count, not a sum
+                return int(plus.get(passes, self.wait_states))
+            return passes + int(plus)
+        return self.wait_states
+
+
+def hazard_rule(row: dict, where: str = "hazards") -> HazardRule:
+    """A hazard-table row checked for its keys, their types and values (SpecError naming `where` and the key,
+    and what is accepted)."""
+    if isinstance(row, HazardRule):
+        return row
+    if not isinstance(row, dict):
+        raise SpecError(f"{where} is {row!r}; accepted: a mapping with keys {', '.join(_HAZARD_KEYS)}")
+    unknown = sorted(set(row) - set(_HAZARD_KEYS))
+    if unknown:
+        raise SpecError(f"{where} has unknown keys {', '.join(unknown)}; accepted: {', '.join(_HAZARD_KEYS)}")
+    values = {}
+    for key, (types, default) in _HAZARD_KEYS.items():
+        if key not in row:
+            if default is ...:
+                raise SpecError(f"{where} lacks {key!r}")
+            values[key] = copy.deepcopy(default)
+            continue
+        value = row[key]
+        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
+            accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
+            raise SpecError(f"{where}.{key} is {value!r}; accepted: {accepted}")
+        if key in _HAZARD_CHOICES and value not in _HAZARD_CHOICES[key]:
+            raise SpecError(f"{where}.{key} is {value!r}; accepted: {', '.join(_HAZARD_CHOICES[key])}")
+        values[key] = value
+    values["fields"] = tuple(values["fields"])
+    return HazardRule(**values)
 
 
 @dataclass(frozen=True)
@@ -120,6 +190,22 @@ class TargetProfile:
     @property
     def hazards(self) -> tuple[dict, ...]:
         return tuple(self.values["hazards"])
+
+    @property
+    def hazard_rules(self) -> tuple[HazardRule, ...]:
+        """The hazard table as typed rows (checked when the profile was read)."""
+        return self.values["hazard_rules"]
+
+    @property
+    def mfma_passes(self) -> dict[str, int]:
+        """Passes (4 clocks each) of each MFMA, by spec instruction name: the one source of MFMA timing for the
+        hazard checks and the pipeline model (empty when the profile has no table)."""
+        return self.values["mfma"].get("passes", {})
+
+    @property
+    def smfma_input_formats(self) -> frozenset[str]:
+        """Input data formats whose MFMAs take the non-XDL (SMFMA) path (LLVM SIInstrInfo::isXDL)."""
+        return frozenset(self.values["mfma"].get("smfma_input_formats", ()))
 
     @property
     def wait_counters(self) -> dict[str, list[str]]:
@@ -193,6 +279,20 @@ def parse_profile(text: str, where: str) -> TargetProfile:
             raise SpecError(f"target profile key 'code_object' has unknown keys {', '.join(unknown)}; accepted: "
                             f"{', '.join(_CODE_OBJECT_KEYS)}", path=where)
         values["code_object"] = CodeObjectFacts(**facts)
+    values["hazard_rules"] = tuple(hazard_rule(row, f"{where}: hazards[{i}]")
+                                   for i, row in enumerate(values["hazards"]))
+    mfma = values["mfma"]
+    unknown = sorted(set(mfma) - set(_MFMA_KEYS))
+    if unknown:
+        raise SpecError(f"target profile key 'mfma' has unknown keys {', '.join(unknown)}; accepted: "
+                        f"{', '.join(_MFMA_KEYS)}", path=where)
+    for key, kind in _MFMA_KEYS.items():
+        if key in mfma and not isinstance(mfma[key], kind):
+            raise SpecError(f"target profile key 'mfma.{key}' is {mfma[key]!r}; accepted: {kind.__name__}", path=where)
+    for name, passes in mfma.get("passes", {}).items():
+        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+            raise SpecError(f"target profile key 'mfma.passes.{name}' is {passes!r}; accepted: a positive int",
+                            path=where)
     return TargetProfile(
         target=values["target"], family=values["family"], spec_file=values["spec_file"],
         legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],

@@ -199,8 +199,9 @@ def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha:
 
 
 def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
-           source: str = "") -> np.ndarray:
-    """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed)."""
+           source: str = "", strict: bool | str = False) -> np.ndarray:
+    """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed).
+    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py)."""
     start = time.perf_counter()
     ok, why = contract.admits(call.problem, call.align)
     if not ok:
@@ -216,7 +217,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     else:
         from .emu import emulate
 
-        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes)
+        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes, strict=strict)
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,

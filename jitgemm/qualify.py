@@ -20,6 +20,7 @@ class QualifyResult:
     candidate: Candidate
     cases: int
     failure: str | None
+    strict: bool = True   # whether the cases ran in strict mode (waits, barriers, hazards checked)
 
 
 def _round_up(x: int, multiple: int) -> int:
@@ -59,8 +60,9 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
 
 
 def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
-                      quarantine: Quarantine | None = None) -> QualifyResult:
-    """Run `cases` random legal problems; on the first mismatch or fault, quarantine the kernel."""
+                      quarantine: Quarantine | None = None, strict: bool | str = True) -> QualifyResult:
+    """Run `cases` random legal problems; on the first mismatch, fault or (strict, the default) missing wait,
+    barrier or wait state, quarantine the kernel: a kernel that races on hardware is refused, not passed."""
     from .api import MatmulError, launch, prepare
     from .emu import EmulatorError
 
@@ -76,14 +78,14 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
         call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
                        activation=problem.activation)
         try:
-            d = launch(call, blob, name, candidate.contract, backend="emu", source=candidate.label)
+            d = launch(call, blob, name, candidate.contract, backend="emu", source=candidate.label, strict=strict)
             check(problem, d, reference(problem, a, b, c, bias))
         except (Mismatch, EmulatorError, MatmulError) as exc:
             failure = f"{problem_text(problem)}: {exc}"
             break
     if failure and quarantine is not None:
         quarantine.add(candidate.key, failure)
-    return QualifyResult(candidate, len(problems), failure)
+    return QualifyResult(candidate, len(problems), failure, bool(strict))
 
 
 def problem_text(problem: GemmProblem) -> str:

@@ -105,20 +105,25 @@ def test_waitcnt_limits_come_from_the_spec_and_llvm_agrees():
 
 def test_writes_and_classes_come_from_the_spec():
     """Destinations are the encoding's output operands in syntax order (VOPC's vcc, MUBUF's vdata, an MFMA's
-    accumulators, v_readfirstlane's SGPR); classes from functional groups: MFMA subgroup, VMEM, a VALU
-    producing a 32-bit SGPR value (readlane), other VALU, the rest."""
+    accumulators, v_readfirstlane's SGPR); classes (sets: one classification for the emitter and strict mode)
+    from functional groups: MFMA subgroup, VMEM (vmem outside DATA_SHARE), SMEM, a VALU producing a 32-bit SGPR
+    value (readlane) or taking an SGPR lane select (lanesel), trans or other VALU, the hardware-register moves,
+    the rest."""
     facts = emit_facts(isa.load_spec("gfx942"), PROFILE)
     assert facts.written("v_cmp_gt_i32", 3) == (0,) and facts.written("v_cmp_gt_u32_e64", 3) == (0,)
     assert facts.written("buffer_load_dwordx4", 4) == (0,) and facts.written("buffer_store_dword", 4) == ()
     assert facts.written("ds_write_b64", 2) == () and facts.written("ds_read2_b64", 2) == (0,)
     assert facts.written("v_mfma_f32_32x32x8_bf16", 4) == (0,) and facts.written("s_load_dwordx8", 3) == (0,)
-    classes = {n: facts.hazard_class(n) for n in ("v_mfma_f32_32x32x8_bf16", "v_readfirstlane_b32",
-                                                  "v_readlane_b32", "v_cmp_gt_i32", "v_add_u32", "ds_read_b64",
-                                                  "buffer_load_dword", "s_load_dwordx8", "s_add_u32")}
-    assert classes == {"v_mfma_f32_32x32x8_bf16": "mfma", "v_readfirstlane_b32": "readlane",
-                       "v_readlane_b32": "readlane", "v_cmp_gt_i32": "valu", "v_add_u32": "valu",
-                       "ds_read_b64": "memory", "buffer_load_dword": "memory", "s_load_dwordx8": "salu",
-                       "s_add_u32": "salu"}
+    classes = {n: facts.hazard_classes(n) for n in ("v_mfma_f32_32x32x8_bf16", "v_readfirstlane_b32",
+                                                    "v_readlane_b32", "v_cmp_gt_i32", "v_add_u32", "ds_read_b64",
+                                                    "buffer_load_dword", "s_load_dwordx8", "s_add_u32",
+                                                    "v_writelane_b32", "v_exp_f32", "s_setreg_b32", "s_getreg_b32")}
+    vn = {"valu", "valu_nontrans"}
+    assert classes == {"v_mfma_f32_32x32x8_bf16": {"mfma"}, "v_readfirstlane_b32": vn | {"readlane"},
+                       "v_readlane_b32": vn | {"readlane", "lanesel"}, "v_cmp_gt_i32": vn, "v_add_u32": vn,
+                       "ds_read_b64": {"memory"}, "buffer_load_dword": {"memory", "vmem"}, "s_load_dwordx8": {"smem"},
+                       "s_add_u32": {"salu"}, "v_writelane_b32": vn | {"lanesel"}, "v_exp_f32": {"valu", "trans"},
+                       "s_setreg_b32": {"salu", "setreg"}, "s_getreg_b32": {"salu", "getreg"}}
     assert facts.scalar_memory("s_load_dwordx8") and not facts.scalar_memory("ds_read_b64")
     with pytest.raises(ValueError, match="takes 3 operands, not 2"):
         emitter().emit("v_add_u32", v(1), v(2))

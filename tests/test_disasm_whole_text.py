@@ -54,7 +54,7 @@ def test_emulator_runs_the_f64_kernel(tmp_path):
     c = rng.integers(0, 1000, size=n).astype(np.int32)
     h = rng.integers(-100, 100, size=n).astype(np.int16)
     a0, b0 = a.copy(), b.copy()
-    jitgemm.emulate(co.read_bytes(), "mix", grid=(4, 1, 1), block=(64, 1, 1), args=[a, b, c, h, n])
+    jitgemm.emulate(co.read_bytes(), "mix", grid=(4, 1, 1), block=(64, 1, 1), args=[a, b, c, h, n], strict=True)
     ref_a = np.sqrt(a0) * (a0 * 2 + 1) / (a0 + 3)
     assert np.max(np.abs(a - ref_a) / np.abs(ref_a)) < 4 * np.finfo(np.float64).eps   # a few ulp of f64
     assert np.array_equal(b, np.floor(b0 * np.float32(3.5)) + a0.astype(np.float32))

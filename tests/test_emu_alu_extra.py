@@ -50,7 +50,7 @@ def _run(body: str, inputs: np.ndarray, out_words: int, groups: int, vgprs: int 
     desc = KernelDescription("k", code, args=(KernelArg.buffer("in"), KernelArg.buffer("out")),
                              next_free_vgpr=vgprs, next_free_sgpr=40)
     out = np.zeros((inputs.shape[0], out_words), np.uint32)
-    emulate(write(desc), "k", grid=groups, block=64, args=[inputs, out])
+    emulate(write(desc), "k", grid=groups, block=64, args=[inputs, out], strict=True)
     return out
 
 

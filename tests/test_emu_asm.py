@@ -178,6 +178,7 @@ def test_out_of_bounds_load_names_address_pc_wave_lane(tmp_path):
   s_cselect_b32 s6, 0x1000, 0
   v_mov_b32 v3, s6
   v_cmp_eq_u32 vcc, 37, v0
+  s_nop 1                       // gfx942: a VALU write of VCC needs 2 wait states before a VALU reads it
   v_cndmask_b32 v2, 0, v3, vcc
   v_add_u32 v1, v1, v2
   global_load_dword v3, v1, s[4:5]
@@ -185,7 +186,7 @@ def test_out_of_bounds_load_names_address_pc_wave_lane(tmp_path):
     co = assemble(tmp_path, body, [BUF])
     buf = np.zeros(128, np.float32)
     with pytest.raises(MemoryFault) as info:
-        emulate(co, "k", grid=2, block=64, args=[buf])
+        emulate(co, "k", grid=2, block=64, args=[buf], strict=True)
     fault = info.value
     assert fault.wave == 1 and fault.lane == 37 and fault.kernel == "k"
     assert fault.pc == _pc_of(co, "global_load_dword")
@@ -356,6 +357,7 @@ ALU_BODY = """
   v_mad_u64_u32 v[6:7], s[8:9], v2, v3, v[4:5]
   global_store_dwordx2 v15, v[6:7], s[6:7] offset:12
   v_add_co_u32 v6, vcc, v2, v3
+  s_nop 1                       // gfx942: VALU write of VCC -> VALU read, 2 wait states (strict mode)
   v_addc_co_u32 v7, vcc, v4, v2, vcc
   global_store_dwordx2 v15, v[6:7], s[6:7] offset:20
   v_mul_hi_i32 v5, v2, v3
@@ -389,7 +391,7 @@ def test_integer_alu_against_numpy(tmp_path):
     a[:4] = [np.float32(3.7).view(np.uint32), np.float32(-2.5e9).view(np.uint32), 0x7FC00000, 0xFF800000]
     ins = np.concatenate([a, b, c]).astype(np.uint32)
     out = np.zeros((64, 16), np.uint32)
-    emulate(co, "k", grid=1, block=64, args=[ins, out])
+    emulate(co, "k", grid=1, block=64, args=[ins, out], strict=True)
     u = np.uint64
     M32 = u(0xFFFFFFFF)
 

@@ -29,7 +29,9 @@ __kernel void reduce_sum(__global const float *x, __global float *out, int n) {
     uint lid = lid_x();
     uint gid = __builtin_amdgcn_workgroup_id_x() * WG + lid;
     buf[lid] = gid < (uint)n ? x[gid] : 0.0f;
-    __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");   /* without the fences the LDS store may still */
+    __builtin_amdgcn_s_barrier();                            /* be in flight at the barrier (strict mode) */
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
     for (uint s = WG / 2; s > 0; s >>= 1) {
         if (lid < s) buf[lid] += buf[lid + s];
         __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
@@ -49,7 +51,9 @@ __kernel void transpose(__global const float *in, __global float *out, int rows,
     uint tx = __builtin_amdgcn_workitem_id_x(), ty = __builtin_amdgcn_workitem_id_y();
     uint bx = __builtin_amdgcn_workgroup_id_x() * 16, by = __builtin_amdgcn_workgroup_id_y() * 16;
     if (by + ty < (uint)rows && bx + tx < (uint)cols) tile[ty][tx] = in[(by + ty) * cols + bx + tx];
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
     __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
     if (bx + ty < (uint)cols && by + tx < (uint)rows) out[(bx + ty) * rows + by + tx] = tile[tx][ty];
 }
 
@@ -65,7 +69,9 @@ __kernel void histogram(__global const uint *x, __global uint *hist, int n) {
     __local uint h[64];
     uint lid = lid_x();
     if (lid < 64) h[lid] = 0;
+    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
     __builtin_amdgcn_s_barrier();
+    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
     uint i = gid_x();
     if (i < (uint)n) __hip_atomic_fetch_add(&h[x[i] & 63u], 1u, __ATOMIC_RELAXED, 2);
     __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
@@ -129,7 +135,7 @@ def test_reduce_sum_lds_barrier_atomic(code_object):
     n = 1000
     x = np.random.default_rng(0).standard_normal(n).astype(np.float32)
     out = np.zeros(1, np.float32)
-    emulate(code_object, "reduce_sum", grid=-(-n // 256), block=256, args=[x, out, n])
+    emulate(code_object, "reduce_sum", grid=-(-n // 256), block=256, args=[x, out, n], strict=True)
     # four partial sums of 256 fp32 values, added atomically: 1e-5 of the sum of magnitudes
     assert abs(out[0] - x.astype(np.float64).sum()) <= 1e-5 * np.abs(x).sum()
 
@@ -140,7 +146,7 @@ def test_saxpy_hidden_group_size(code_object):
     x = rng.standard_normal(n).astype(np.float32)
     y = rng.standard_normal(n).astype(np.float32)
     expect = np.float32(2.5) * x + y  # one fp32 multiply and add (or fma): within 1 ulp
-    emulate(code_object, "saxpy", grid=-(-n // 128), block=128, args=[y, x, 2.5, n])
+    emulate(code_object, "saxpy", grid=-(-n // 128), block=128, args=[y, x, 2.5, n], strict=True)
     np.testing.assert_allclose(y, expect, rtol=2e-7, atol=1e-7)
 
 
@@ -148,7 +154,8 @@ def test_transpose_2d_workgroups(code_object):
     rows, cols = 37, 50
     a = np.random.default_rng(2).standard_normal((rows, cols)).astype(np.float32)
     t = np.full((cols, rows), np.nan, np.float32)
-    emulate(code_object, "transpose", grid=(-(-cols // 16), -(-rows // 16)), block=(16, 16), args=[a, t, rows, cols])
+    emulate(code_object, "transpose", grid=(-(-cols // 16), -(-rows // 16)), block=(16, 16), args=[a, t, rows, cols],
+            strict=True)
     np.testing.assert_array_equal(t, a.T)
 
 
@@ -156,7 +163,7 @@ def test_collatz_divergent_loops(code_object):
     n = 300
     x = np.random.default_rng(3).integers(1, 100000, n).astype(np.uint32)
     steps = np.zeros(n, np.uint32)
-    emulate(code_object, "collatz", grid=-(-n // 64), block=64, args=[x, steps, n])
+    emulate(code_object, "collatz", grid=-(-n // 64), block=64, args=[x, steps, n], strict=True)
 
     def count(v):
         s = 0
@@ -172,7 +179,7 @@ def test_histogram_lds_and_global_atomics(code_object):
     n = 1000
     x = np.random.default_rng(4).integers(0, 1 << 30, n).astype(np.uint32)
     hist = np.zeros(64, np.uint32)
-    emulate(code_object, "histogram", grid=-(-n // 256), block=256, args=[x, hist, n])
+    emulate(code_object, "histogram", grid=-(-n // 256), block=256, args=[x, hist, n], strict=True)
     np.testing.assert_array_equal(hist, np.bincount(x & 63, minlength=64))
 
 
@@ -183,7 +190,7 @@ def test_mixed_integer_and_float(code_object):
     f = (rng.standard_normal(n) * 10).astype(np.float32)
     out = np.zeros(n, np.float32)
     iout = np.zeros(n, np.int32)
-    emulate(code_object, "mixed", grid=-(-n // 256), block=256, args=[a, f, out, iout, n, 13])
+    emulate(code_object, "mixed", grid=-(-n // 256), block=256, args=[a, f, out, iout, n, 13], strict=True)
     a64 = a.astype(np.int64)
     trunc_div = np.trunc(a64 / 13).astype(np.int64)
     rem7 = a64 - np.trunc(a64 / 7).astype(np.int64) * 7
@@ -201,13 +208,13 @@ def test_mixed_integer_and_float(code_object):
 def test_buffer_load_to_lds(code_object):
     x = np.random.default_rng(7).standard_normal(68).astype(np.float32)
     out = np.zeros(64, np.float32)
-    emulate(code_object, "lds_direct", grid=1, block=64, args=[x, out, 68])
+    emulate(code_object, "lds_direct", grid=1, block=64, args=[x, out, 68], strict=True)
     np.testing.assert_array_equal(out, x[4 + 63 - np.arange(64)])
 
 
 def test_lane_ids_readfirstlane_bpermute(code_object):
     out = np.zeros(128, np.uint32)
-    emulate(code_object, "lanes", grid=2, block=64, args=[out])
+    emulate(code_object, "lanes", grid=2, block=64, args=[out], strict=True)
     i = np.arange(128)
     lane = i % 64
     first = (i // 64) * 64  # work-item id of each wave's first lane
@@ -244,7 +251,7 @@ def test_dpp_wave_scan_of_atomic_optimizer(dpp_code_object):
     x = np.random.default_rng(6).integers(0, 1000, n).astype(np.uint32)
     counter = np.zeros(1, np.uint32)
     prefix = np.zeros(n, np.uint32)
-    emulate(dpp_code_object, "scan_add", grid=-(-n // 64), block=64, args=[x, counter, prefix, n])
+    emulate(dpp_code_object, "scan_add", grid=-(-n // 64), block=64, args=[x, counter, prefix, n], strict=True)
     assert counter[0] == x.sum()
     bases = []
     for start in range(0, n, 64):

@@ -70,7 +70,7 @@ def test_16x16x4_single_block(code_object):
     a = rng.standard_normal((16, 4)).astype(np.float32)  # A[row][k], stored row-major as in the notes
     b = rng.standard_normal((4, 16)).astype(np.float32)
     d = np.zeros((16, 16), np.float32)
-    emulate(code_object, "mfma_16x16x4", grid=1, block=(16, 4), args=[a, b, d])
+    emulate(code_object, "mfma_16x16x4", grid=1, block=(16, 4), args=[a, b, d], strict=True)
     np.testing.assert_allclose(d, a.astype(np.float64) @ b.astype(np.float64), rtol=1e-6, atol=1e-6)
 
 
@@ -80,7 +80,7 @@ def _blocks(name: str, cbsz: int, abid: int, blgp: int, code_object):
     blanes = rng.standard_normal(64).astype(np.float32)  # B value of lane x + 16y (block y, column x)
     c = rng.standard_normal((4, 16, 16)).astype(np.float32)  # C block l, row, column
     d = np.zeros((4, 16, 16), np.float32)
-    emulate(code_object, name, grid=1, block=(16, 4), args=[lanes, blanes, c, d])
+    emulate(code_object, name, grid=1, block=(16, 4), args=[lanes, blanes, c, d], strict=True)
     lane = np.arange(64)
     src_lane = {0: lane, 1: lane % 32, 2: 32 + lane % 32, 3: (lane + 16) % 64, 4: lane % 16, 5: 16 + lane % 16,
                 6: 32 + lane % 16, 7: 48 + lane % 16}[blgp]

@@ -81,7 +81,7 @@ def compile_kernel(fn, signature: tuple, constexprs: tuple, options: tuple = ())
     return k.asm["hsaco"], int(k.metadata.shared), int(k.metadata.num_warps), k.asm["amdgcn"]
 
 
-def launch(compiled, grid, args):
+def launch(compiled, grid, args, **kwargs):
     """Run a Triton kernel in the emulator the way Triton's HIP launcher does: `block` = 64 * num_warps,
     the compile metadata's shared bytes as dynamic LDS, and null pointers for the scratch buffers Triton
     appends to every kernel's arguments."""
@@ -91,8 +91,9 @@ def launch(compiled, grid, args):
     kernel = read(hsaco).kernels[0]
     explicit = [a for a in kernel.args if not str(a.get(".value_kind")).startswith("hidden_")]
     extra = len(explicit) - len(args)
+    kwargs.setdefault("strict", True)   # every Triton kernel must also pass strict mode (emu/strict.py)
     return emulate(hsaco, kernel.name, grid=grid, block=64 * warps, args=list(args) + [None] * extra,
-                   lds_bytes=shared)
+                   lds_bytes=shared, **kwargs)
 
 
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8e4b8": ml_dtypes.float8_e4m3fnuz,

@@ -37,7 +37,8 @@ def run_config(problem: GemmProblem, config: GemmConfig, seed: int = 0):
     a, b, c, bias = operands(problem, seed)
     call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
                    activation=problem.activation)
-    d = launch(call, compiled.code_object, compiled.name, Contract.load(compiled.contract), backend="emu")
+    d = launch(call, compiled.code_object, compiled.name, Contract.load(compiled.contract), backend="emu",
+               strict=True)   # the generated kernel must also pass strict emulation
     check(problem, d, reference(problem, a, b, c, bias))
     return compiled
 

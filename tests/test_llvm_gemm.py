@@ -32,7 +32,7 @@ def _run(problem: GemmProblem, blob: bytes, name: str, contract: dict, seed: int
     call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
                    activation=problem.activation)
     assert call.problem.kernel_class() == problem.kernel_class(), "operands() made a different problem"
-    d = launch(call, blob, name, Contract.load(contract), backend="emu")
+    d = launch(call, blob, name, Contract.load(contract), backend="emu", strict=True)
     return d, reference(problem, a, b, c, bias)
 
 

@@ -101,11 +101,23 @@ def test_model_reads_the_profile_and_says_what_is_missing():
     bare = replace(PROFILE, values={k: v for k, v in PROFILE.values.items() if k != "pipeline"})
     with pytest.raises(PipelineModelError, match=r"gfx942.yaml: pipeline.clocks_per_pass is missing"):
         rates(SPEC, bare)
-    # twice the peak matrix rate halves every MFMA's passes
-    fast = replace(PROFILE, values={**PROFILE.values, "peak_matrix_tflops":
-                                    {k: 2 * v for k, v in PROFILE.get("peak_matrix_tflops").items()}})
-    base, doubled = rates(SPEC, PROFILE).mfma_passes, rates(SPEC, fast).mfma_passes
-    assert all(doubled[n] == max(1, base[n] // 2) for n in base)
+    # MFMA passes are the profile's mfma.passes (the one source, shared with strict mode's hazard checks)
+    untimed = replace(PROFILE, values={**PROFILE.values, "mfma": {}})
+    with pytest.raises(PipelineModelError, match=r"gfx942.yaml: mfma.passes is missing"):
+        rates(SPEC, untimed)
+    # and for the single-block MFMAs the generators use they are the data sheet's peak matrix rate:
+    # flops / (compute_units x SIMDs x clock) per clock, 4 clocks a pass
+    peaks, cus, clock = PROFILE.get("peak_matrix_tflops"), PROFILE.compute_units, PROFILE.get("clock_mhz")
+    passes = rates(SPEC, PROFILE).mfma_passes
+    checked = 0
+    for m in mfma_catalog(SPEC):
+        peak = peaks.get({"bf8": "fp8"}.get(m.a.name, m.a.name))
+        if peak is None:
+            continue
+        per_clock = peak * 1e12 / (cus * PROFILE.get("pipeline")["simds_per_cu"] * clock * 1e6)
+        assert passes[m.name] == max(1, round(m.flops / per_clock / 4)), m.name
+        checked += 1
+    assert checked >= 10
 
 
 def test_a_kernel_without_a_loop_is_refused():

@@ -48,6 +48,15 @@ def test_profile_numbers_have_one_owner():
     (lambda t: "\n".join(x for x in t.splitlines() if not x.startswith("sgprs:")), "lacks 'sgprs'"),
     (lambda t: t.replace("elf_mach: 0x04C", "elf_mach: gfx942"), "'code_object.elf_mach' is 'gfx942'"),
     (lambda t: t.replace("  max_user_sgprs: 16", "  max_user_sgprs: 16\n  extra: 1"), "unknown keys extra"),
+    # hazard rows and MFMA timing (strict mode and the emitter read them typed: isa/targets.py HazardRule)
+    (lambda t: t.replace("wait_states: 2, regs: vgpr,", "wait_states: 2, regs: vgprs,", 1),
+     r"hazards\[0\]\.regs is 'vgprs'; accepted: any, vgpr, sgpr, hwreg"),
+    (lambda t: t.replace("{writer: valu, reader: mfma, wait_states: 2,", "{writer: valu, reader: mfma, wait: 2,", 1),
+     r"hazards\[0\] has unknown keys wait; accepted: writer"),
+    (lambda t: t.replace("emitter: false, source", "emitter: no-thanks, source", 1),
+     r"hazards\[4\]\.emitter is 'no-thanks'; accepted: bool"),
+    (lambda t: t.replace("V_MFMA_F32_32X32X8_BF16: 8", "V_MFMA_F32_32X32X8_BF16: 0"),
+     "'mfma.passes.V_MFMA_F32_32X32X8_BF16' is 0; accepted: a positive int"),
 ])
 def test_malformed_profile_is_refused_with_the_key(edit, message):
     from importlib import resources

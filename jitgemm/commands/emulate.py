@@ -40,6 +40,12 @@ def register(subparsers: argparse._SubParsersAction) -> None:
                                   "ELF e_flags)")
     p.add_argument("--json", action="store_true", help="print the result (run statistics, buffer checksums, "
                    "unsupported instructions) or the error as JSON")
+    p.add_argument("--strict", nargs="?", const="on", default=False, choices=["on", "all"],
+                   help="check s_waitcnt, s_barrier and wait states as hardware needs them (exit 1 on a violation); "
+                   "--strict=all also refuses uninitialized reads (otherwise warnings)")
+    p.add_argument("--schedule", default="lockstep", choices=["lockstep", "random"],
+                   help="random: delay load results and interleave waves at random (with --seed)")
+    p.add_argument("--seed", type=int, default=0, help="seed of --schedule random (default 0)")
     p.set_defaults(func=_emulate)
 
 
@@ -167,9 +173,28 @@ def _run(args: argparse.Namespace) -> int:
     values = [parse_arg(text, i) for i, text in enumerate(args.arg)]
     t0 = time.perf_counter()
     kwargs = {"max_steps": args.max_steps} if args.max_steps else {}
-    with progress.task(f"emulating {args.kernel or 'the kernel'}: {waves} waves (Ctrl-C stops)"):
-        stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds, spec=spec,
-                               **kwargs)
+    import warnings
+
+    from jitgemm.emu.strict import StrictViolation, StrictWarning
+
+    warnings.simplefilter("ignore", StrictWarning)   # printed below, once, without a Python traceback line
+    try:
+        with progress.task(f"emulating {args.kernel or 'the kernel'}: {waves} waves (Ctrl-C stops)"):
+            stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds,
+                                   spec=spec, strict=args.strict or False, schedule=args.schedule, seed=args.seed,
+                                   **kwargs)
+    except StrictViolation as exc:
+        if args.json:
+            from jitgemm.commands.json_output import emit
+
+            emit({"command": "emulate", "ok": False, "file": args.file, "strict": {
+                "rule": exc.rule, "kernel": exc.kernel, "wave": exc.wave, "lanes": f"0x{exc.lanes:016x}",
+                "where": exc.where, "first": None if exc.first is None else {"pc": exc.first[0], "text": exc.first[1]},
+                "second": {"pc": exc.second[0], "text": exc.second[1]}, "detail": exc.detail},
+                "diagnostics": [{"severity": "error", "message": str(exc)}]})
+        else:
+            print(str(exc), file=sys.stderr)
+        return 1
     wall = time.perf_counter() - t0
     if args.json:
         import numpy as np
@@ -179,6 +204,7 @@ def _run(args: argparse.Namespace) -> int:
         emit({"command": "emulate", "ok": True, "file": args.file, "kernel": stats.kernel, "waves": stats.waves,
               "steps": stats.steps, "wave_instructions": stats.wave_instructions,
               "lane_instructions": stats.lane_instructions, "seconds": stats.seconds, "wall_seconds": wall,
+              "strict": stats.strict or None, "warnings": list(stats.warnings),
               "buffers": [{"arg": i, "dtype": str(v.dtype), "shape": list(v.shape),
                            "sum": float(v.astype(np.float64).sum()),
                            "abs_max": float(np.abs(v.astype(np.float64)).max())}
@@ -187,6 +213,10 @@ def _run(args: argparse.Namespace) -> int:
     print(f"kernel {stats.kernel}: {stats.waves} waves, {stats.steps} steps, {stats.wave_instructions} "
           f"wave-instructions, {stats.lane_instructions} lane-instructions in {stats.seconds:.3f} s "
           f"({stats.lane_instructions_per_second / 1e6:.1f} M lane-instr/s; {wall:.3f} s with setup)")
+    if stats.strict:
+        print(f"  {stats.strict}")
+    for text in stats.warnings:
+        print(f"  warning: {text}")
     for i, v in enumerate(values):
         if hasattr(v, "shape") and getattr(v, "ndim", 0) > 0:
             import numpy as np

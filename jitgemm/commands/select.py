@@ -93,7 +93,7 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     if args.ray:
         from jitgemm.sweep import SweepError, ray_map
 
-        jobs = [(args.dir, i, args.arch, args.cases, args.seed) for i in range(len(cands))]
+        jobs = [(args.dir, i, args.arch, args.cases, args.seed, args.strict) for i in range(len(cands))]
         try:
             outcomes = dict(ray_map(_qualify_task, jobs, args.ray, args.workers))
         except SweepError as exc:
@@ -102,20 +102,22 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
         outcomes = {}
         with progress.task(f"qualifying {len(cands)} kernel(s) in the emulator", total=len(cands)) as advance:
             for i, cand in enumerate(cands):
-                result = qualify_candidate(cand, cases=args.cases, seed=args.seed)
+                result = qualify_candidate(cand, cases=args.cases, seed=args.seed, strict=args.strict)
                 outcomes[i] = (result.failure, result.cases)
                 advance(1)
+    mode = f"strict={args.strict}" if args.strict else "not strict"
+    checks = "waits, barriers and hazards checked" if args.strict else "waits/barriers/hazards NOT checked"
     for i, cand in enumerate(cands):
         failure, cases = outcomes[i]
-        verdicts.append({"label": cand.label, "kernel": cand.contract.kernel,
+        verdicts.append({"label": cand.label, "kernel": cand.contract.kernel, "strict": args.strict or False,
                          "verdict": "quarantined" if failure else "ok", "cases": cases, "failure": failure})
         if failure:
             quarantine.add(cand.key, failure)
             failed += 1
             if not as_json:
-                print(f"QUARANTINED {cand.label}: {failure}")
+                print(f"QUARANTINED {cand.label} ({mode}): {failure}")
         elif not as_json:
-            print(f"ok          {cand.label}: {cases} random legal problems match numpy")
+            print(f"ok          {cand.label}: {cases} random legal problems match numpy ({mode}: {checks})")
     if as_json:
         from jitgemm.commands.json_output import emit
 
@@ -131,9 +133,9 @@ def _qualify_task(job: tuple) -> tuple[str | None, int]:
     from jitgemm.qualify import qualify_candidate
     from jitgemm.suppliers import PrebuiltSupplier
 
-    folder, index, arch, cases, seed = job
+    folder, index, arch, cases, seed, strict = job
     cand = PrebuiltSupplier(folder).candidates(GemmProblem.make(1, 1, 1, "fp32"), arch)[index]
-    result = qualify_candidate(cand, cases=cases, seed=seed)
+    result = qualify_candidate(cand, cases=cases, seed=seed, strict=strict)
     return result.failure, result.cases
 
 
@@ -168,4 +170,9 @@ def register(sub) -> None:
     q.add_argument("--json", action="store_true", help="print per-kernel verdicts and refusals as JSON")
     q.add_argument("--ray", metavar="ADDRESS", help="qualify on a Ray cluster ('local' starts one here)")
     q.add_argument("--workers", type=positive_int, default=2, help="Ray CPUs with --ray local (default 2)")
+    q.add_argument("--strict", nargs="?", const="on", default="on", choices=["on", "all"],
+                   help="strict emulation (the default): missing s_waitcnt, s_barrier or wait states quarantine "
+                   "the kernel; 'all' also refuses uninitialized reads")
+    q.add_argument("--no-strict", dest="strict", action="store_const", const=False,
+                   help="plain emulation: only the numbers are compared")
     q.set_defaults(func=_cmd_qualify)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from .engine import Program, RunStats, check, emulate
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
+from .strict import StrictViolation, StrictWarning
 
-__all__ = ["EmulatorError", "MemoryFault", "Program", "RunStats", "StepLimitExceeded", "UnsupportedInstruction",
-           "check", "emulate"]
+__all__ = ["EmulatorError", "MemoryFault", "Program", "RunStats", "StepLimitExceeded", "StrictViolation",
+           "StrictWarning", "UnsupportedInstruction", "check", "emulate"]

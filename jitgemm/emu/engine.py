@@ -59,6 +59,8 @@ class RunStats:
     lane_instructions: int = 0
     seconds: float = 0.0
     per_op: dict[str, int] = field(default_factory=dict)
+    strict: str = ""  # strict mode's summary ("" when the run was not strict)
+    warnings: list[str] = field(default_factory=list)  # strict mode's warnings (uninitialized reads)
 
     @property
     def lane_instructions_per_second(self) -> float:
@@ -156,6 +158,7 @@ class Context:
         self.scratch_address = 0  # the private segment: WAVE * private_size bytes per wave, in wave order
         self.private_size = 0
         self.code_address = 0  # where the kernel's PC 0 is loaded (fault messages print loaded PCs)
+        self.strict = None  # a strict.Strict checker, in strict mode or under randomized schedules
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -172,7 +175,10 @@ class Context:
             raise MemoryFault(f"LDS access outside the workgroup's {self.lds_size} bytes ({d.text})",
                               int(addr[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), self.kernel,
                               code_address=self.code_address)
-        return self.st.workgroup[waves] * self.lds_size + addr
+        offsets = self.st.workgroup[waves] * self.lds_size + addr
+        if self.strict is not None:
+            self.strict.lds(waves, sel[1], offsets, nbytes, d)
+        return offsets
 
     def release_barriers(self) -> None:
         st = self.st
@@ -253,24 +259,32 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 
 
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = 64,
-            args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS
-            ) -> RunStats:
+            args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS,
+            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
     """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
     unless `spec` says otherwise.
 
     `grid` counts workgroups, `block` work-items per workgroup; `args` are numpy arrays (global buffers,
     written back in place), Python/numpy scalars, and None for a null pointer, packed by the kernel's
     metadata `.args`. `lds_bytes` adds dynamic LDS (as `sharedMemBytes` of `hipModuleLaunchKernel`).
+
+    `strict=True` checks waits, barriers and wait states as hardware needs them and raises `StrictViolation`
+    on the first break (`strict="all"` also refuses uninitialized reads, otherwise warnings);
+    `schedule="random"` with a `seed` delays load results and interleaves waves at random (see emu/strict.py).
     """
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
     spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
-    return run_program(prog, k, launch, max_steps=max_steps)
+    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed)
 
 
-def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS) -> RunStats:
+def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,
+                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+    from .strict import strict_level
+
+    level = strict_level(strict, schedule)
     desc = k.descriptor
     meta = k.metadata
     wg_size = launch.workgroup_size
@@ -391,10 +405,16 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
     ctx.scratch_address, ctx.private_size = scratch_address, private
     ctx.code_address = prog.code_address
+    if level is not None:
+        from .strict import Strict
+
+        ctx.strict = Strict(prog, ctx, level=level, schedule=schedule, seed=seed, initialized_sgprs=s)
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)
     stats.seconds = time.perf_counter() - t0
+    if ctx.strict is not None:
+        ctx.strict.finish(stats)
     mem.write_back()
     return stats
 
@@ -408,6 +428,8 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
     status = st.status
     pcs = st.pc
     recent = [0] * 1024  # the last PCs run, to name a runaway loop's range
+    watch = ctx.strict
+    shuffle = watch is not None and watch.random
     while True:
         running = status == RUNNING
         if running.all():
@@ -428,6 +450,9 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
                 break
             p = int(pcs[running].min())
             w = np.flatnonzero(running & (pcs == p))
+            g = len(w)
+        if shuffle:
+            p, w = watch.pick(running, pcs)
             g = len(w)
         op = ops.get(p)
         if op is None:
@@ -450,10 +475,15 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
         pcs[w] = p + op.size
         try:
             if ctx.modes and op.lane_ops == 64:
+                # waves in VSKIP or GPR-indexing mode run here; strict mode does not see these (its facts are
+                # per PC, and an indexed instruction's registers depend on M0): it checks the waves left
                 w = run_modal(prog, ctx, op, w)
                 if not len(w):
                     continue
-            op.run(ctx, w)
+            if watch is None:
+                op.run(ctx, w)
+            else:
+                watch.step(op, w)
         except EmulatorError:
             raise
         except (KeyError, IndexError, ValueError, TypeError, ArithmeticError) as exc:

@@ -1,0 +1,827 @@
+"""Strict mode: the emulator checks what hardware does not forgive.
+
+The plain emulator completes every memory operation the moment it issues and ignores wait states, so a kernel
+that forgets an `s_waitcnt`, an `s_barrier` or the wait states after an MFMA still gives the right answer
+there. `Strict` follows each wave through the ISA's rules and raises `StrictViolation` on the first break:
+
+- Outstanding memory operations (CDNA3 ISA guide, "Data Dependency Resolution" / S_WAITCNT; AMDGPUUsage,
+  "Memory Model GFX942"). Every VMEM/FLAT/SMEM/LDS operation leaves its destination registers pending on the
+  counters the target profile's `wait_counters` table gives its encoding. vmcnt returns in issue order, so
+  `vmcnt(N)` completes all but the newest N; LDS returns in order among LDS operations, but SMEM (and FLAT,
+  which may reach LDS) return out of order, so only `lgkmcnt(0)` guarantees them. Reading or overwriting a
+  pending destination is a violation; so is touching LDS bytes a pending buffer load-to-LDS writes.
+  S_ENDPGM implicitly executes S_WAITCNT 0 (its description in the CDNA3 ISA guide), so vector stores may be
+  in flight at the end; scalar stores need S_DCACHE_WB first (AMDGPUUsage, scalar memory stores).
+- LDS races: within a workgroup, bytes written by one wave and read or written by another with no
+  `s_barrier` between them in both waves' program order. A wave's barrier orders only its LDS operations
+  that have completed (AMDGPUUsage "Memory Model GFX942": LDS operations of different waves may be reordered,
+  `s_waitcnt lgkmcnt(0)` is required before the barrier), so a store still pending at the barrier belongs
+  to the epoch after it.
+- Hazards: the target profile's `hazards` table (writer class, reader class, wait states, optional register
+  file / operand field / MFMA pass-count terms), checked per register with a wait-state clock per wave:
+  every instruction is one wait state, `s_nop N` is N + 1.
+- Uninitialized reads: registers and LDS bytes read before any write, other than what the launch ABI
+  initializes (AMDGPUUsage "Initial Kernel Execution State"), are warnings, or violations with `strict="all"`.
+
+Randomized schedules (`schedule="random"`) are the independent check: each load's register result is held
+back for a random number of the wave's issue slots (never past the `s_waitcnt` that covers it) and the waves
+run in a random interleaving, so a kernel that depends on timing gives a different answer under some seed.
+
+Everything here is vectorized over the waves that run an instruction together, as the engine is.
+"""
+
+from __future__ import annotations
+
+import warnings
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from jitgemm.codegen.asm_emit import HWREG_READERS, HWREG_WRITERS
+from jitgemm.isa.instruction import Counters, Imm, Reg, SrcMods
+from jitgemm.isa.targets import HazardRule
+
+from .errors import EmulatorError
+from .state import WAVE
+
+SGPR_SLOTS = 128
+HWREG_SLOTS = 64      # pseudo registers for s_setreg/s_getreg hazards (one per HW_REG id)
+VREG_BASE = SGPR_SLOTS + HWREG_SLOTS
+NEVER = -(1 << 40)
+ALL_LANES = np.uint64(0xFFFFFFFFFFFFFFFF)
+
+
+class StrictViolation(EmulatorError):
+    """A kernel broke a rule hardware relies on (a missing wait, barrier or wait state)."""
+
+    def __init__(self, kernel: str, rule: str, wave: int, lanes: int, where: str, first: tuple[int, str] | None,
+                 second: tuple[int, str], detail: str) -> None:
+        self.kernel, self.rule, self.wave, self.lanes, self.where = kernel, rule, wave, lanes, where
+        self.first, self.second, self.detail = first, second, detail
+        before = f"\n  first:  PC 0x{first[0]:x}  {first[1]}" if first else ""
+        super().__init__(f"strict: kernel {kernel!r}, wave {wave}, lanes 0x{lanes:016x}: {rule} on {where}: {detail}"
+                         f"{before}\n  second: PC 0x{second[0]:x}  {second[1]}")
+
+
+class StrictWarning(UserWarning):
+    """An uninitialized read (a violation only with strict='all')."""
+
+
+# --- the profile's tables ---------------------------------------------------------------------------------
+
+def mfma_timing(spec_inst, profile) -> tuple[int, str]:
+    """(passes, kind) of an MFMA: passes from the profile's `mfma.passes` (0 when it has none: the rule's
+    worst case applies), kind `dgemm` for f64 inputs, `smfma` for the profile's non-XDL input formats (f32),
+    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940)."""
+    passes = int(profile.mfma_passes.get(spec_inst.name.upper(), 0))
+    src = next((o for ie in spec_inst.encodings for o in ie.operands if o.field_name == "SRC0"), None)
+    fmt = (src.data_format or "") if src is not None else ""
+    if fmt.endswith("_F64"):
+        return passes, "dgemm"
+    return passes, "smfma" if fmt in profile.smfma_input_formats else "xdl"
+
+
+def hazard_gap(profile) -> str | None:
+    """Why the profile's hazard table cannot be checked dynamically, or None when it can.
+
+    The table's MFMA rows are `passes + N` by the writer's pass count, so checking them needs the profile's
+    `mfma.passes`; without it every MFMA would be held to the row's worst case and correct compiler output
+    refused. gfx950 is such a profile today: its table is gfx942's four emitter rows, and LLVM's
+    GCNHazardRecognizer gives gfx950 its own terms (one more wait state after an XDL MFMA of more than two
+    passes, scaled MFMAs whose passes follow from their cbsz/blgp formats) that the profile does not hold yet.
+    There strict mode checks waits, barriers, LDS races and uninitialized reads, and says that hazards were
+    not checked (`RunStats.strict`, a StrictWarning)."""
+    if profile.hazard_rules and not profile.mfma_passes:
+        return (f"specs/targets/{profile.target}.yaml has no mfma.passes, so its MFMA hazard rows cannot be checked "
+                "per pass count")
+    return None
+
+
+# --- facts of one instruction ------------------------------------------------------------------------------
+
+@dataclass
+class Facts:
+    """What strict mode needs of one instruction, made once per program from the spec's operand descriptions
+    (registers read and written as indices into one per-wave register space, memory roles, counters, classes)."""
+
+    pc: int
+    text: str
+    reads: np.ndarray                 # register indices (SGPR slot / VREG_BASE + v / hwreg pseudo)
+    writes: np.ndarray
+    reads_by_field: dict[str, np.ndarray] = field(default_factory=dict)
+    classes: frozenset = frozenset()
+    counters: tuple[str, ...] = ()    # vmcnt / lgkmcnt it increments
+    lgkm_any_order: bool = False      # SMEM / FLAT: only lgkmcnt(0) guarantees it
+    store_data: np.ndarray | None = None
+    wide_store: bool = False
+    lds_write: bool = False
+    lds_read: bool = False
+    lds_atomic: bool = False
+    to_lds: bool = False              # buffer load straight to LDS (LDS DMA)
+    scalar_store: bool = False
+    waitcnt: tuple[int | None, int | None] | None = None
+    nop: int = 0                      # wait states an s_nop adds beyond its own
+    barrier: bool = False
+    endpgm: bool = False
+    dcache_wb: bool = False
+    pending_dst: np.ndarray | None = None   # registers a memory op leaves pending
+    passes: int = 0
+    mfma_kind: str = ""
+    need: np.ndarray | None = None    # (rules,) wait states this op's writes require before each rule's reader
+    fid: int = 0                      # index into the program's per-writer tables (0: never written, 1: the ABI)
+    hz_k: np.ndarray | None = None    # the hazard rules this instruction is a reader of, one per register in
+    hz_regs: np.ndarray | None = None  # hz_regs (registers read, or written for WAW/WAR rules)
+    war_k: int = -1                   # the wide-store WAR rule, when this instruction writes VGPRs
+    war_regs: np.ndarray | None = None
+
+
+def _regs_of(op, size: int, ops) -> list[int]:
+    if isinstance(op, SrcMods):
+        op = op.operand
+    if not isinstance(op, Reg):
+        return []
+    if op.kind in ("v", "a"):
+        n = op.count   # the syntax spells every register a VGPR operand covers (v[0:1] for 64 bits)
+        base = VREG_BASE + (ops.agpr_base if op.kind == "a" else 0) + op.index
+        return list(range(base, base + n))
+    if op.kind.startswith("src_") or op.kind in ("scc", "execz", "vccz"):
+        return []
+    slot = ops.sgpr_slot(op)
+    if slot is None:
+        return []
+    n = op.count
+    return [slot + i for i in range(n) if slot + i < SGPR_SLOTS]
+
+
+def _hwreg_id(op) -> int | None:
+    if isinstance(op, Imm) and isinstance(op.value, int):
+        return op.value & 0x3F
+    return None
+
+
+def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Facts:
+    """What strict mode needs of one decoded instruction, from the spec's operand descriptions; its counters and
+    hazard classes are the direct generator's emitter's (`facts`, codegen.asm_emit.EmitFacts)."""
+    inst = d.spec_inst
+    f = Facts(d.pc, d.text, np.zeros(0, np.int64), np.zeros(0, np.int64))
+    if inst is None or d.inst is None:
+        return f
+    name = inst.name.upper()
+    group = (inst.functional_group or "").upper()
+    reads: list[int] = []
+    writes: list[int] = []
+    by_field: dict[str, list[int]] = {}
+    data: list[int] = []
+    data_bits = 0
+    for o, a in d.operand_pairs():
+        if isinstance(a, Counters):
+            parts = dict(a.parts)
+            f.waitcnt = (parts.get("vmcnt"), parts.get("lgkmcnt"))
+            continue
+        ot = (o.operand_type or "").upper()
+        if name in HWREG_WRITERS | HWREG_READERS and ot == "OPR_SIMM16":
+            hw = _hwreg_id(a)
+            if hw is not None:
+                (writes if name in HWREG_WRITERS else reads).append(SGPR_SLOTS + hw)
+            continue
+        regs = _regs_of(a, o.size or 32, ops)
+        if o.output:
+            writes += regs
+        else:
+            reads += regs
+            if o.field_name:
+                by_field.setdefault(o.field_name.upper(), []).extend(regs)
+            if o.field_name in ("DATA", "VDATA", "DATA0", "DATA1") and group in ("VMEM", "SMEM"):
+                data += regs
+                data_bits += o.size or 32
+    gpumem_out = any((o.operand_type or "") == "OPR_GPUMEM" and o.output for o in d.implicit_operands())
+    dsmem_out = any((o.operand_type or "") == "OPR_DSMEM" and o.output for o in d.implicit_operands())
+    dsmem_in = any((o.operand_type or "") == "OPR_DSMEM" and not o.output for o in d.implicit_operands())
+    for o in d.implicit_operands():
+        if (o.operand_type or "") == "OPR_SDST_EXEC":
+            (writes if o.output else reads).extend([ops.slots["exec_lo"], ops.slots["exec_lo"] + 1])
+    f.reads = np.array(sorted(set(reads)), np.int64)
+    f.writes = np.array(sorted(set(writes)), np.int64)
+    f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
+    classes = set(facts.classes_of(inst))
+    if "mfma" in classes:
+        f.passes, f.mfma_kind = mfma_timing(inst, profile)
+    f.classes = frozenset(classes)
+    f.counters = facts.counters_of(inst)
+    if f.counters:
+        f.lgkm_any_order = "lgkmcnt" in f.counters and (group == "SMEM" or "vmcnt" in f.counters)
+        f.to_lds = bool(d.modifier("lds"))
+        if gpumem_out:
+            f.store_data = np.array(sorted(set(data)), np.int64)
+            f.wide_store = "vmem" in classes and data_bits > 64   # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT
+            f.scalar_store = group == "SMEM"
+        f.lds_write = dsmem_out or f.to_lds
+        f.lds_read = dsmem_in
+        f.lds_atomic = dsmem_in and dsmem_out
+        pend = [r for r in f.writes if r >= VREG_BASE or r < SGPR_SLOTS]
+        f.pending_dst = np.array(pend, np.int64)
+    if name == "S_NOP":
+        imm = d.inst.operands[0] if d.inst.operands else Imm(0)
+        f.nop = int(imm.value) & 0xF if isinstance(imm, Imm) and isinstance(imm.value, int) else 0
+    f.barrier = name == "S_BARRIER"
+    f.endpgm = bool(inst.is_program_terminator)
+    f.dcache_wb = name == "S_DCACHE_WB"
+    # the wait states later readers need after this instruction's writes, one per rule
+    need = np.zeros(len(rules), np.int64)
+    for i, r in enumerate(rules):
+        if r.writer in classes and r.writer != "wide_store":
+            need[i] = r.required(f.passes, f.mfma_kind)
+    f.need = need
+    return f
+
+
+def _file_mask(regs: np.ndarray, kind: str) -> np.ndarray:
+    if kind == "vgpr":
+        return regs >= VREG_BASE
+    if kind == "sgpr":
+        return regs < SGPR_SLOTS
+    if kind == "hwreg":
+        return (regs >= SGPR_SLOTS) & (regs < VREG_BASE)
+    return np.ones(len(regs), np.bool_)
+
+
+def _where(reg: int, ops) -> str:
+    if reg >= VREG_BASE:
+        i = reg - VREG_BASE
+        return f"a{i - ops.agpr_base}" if i >= ops.agpr_base else f"v{i}"
+    if reg >= SGPR_SLOTS:
+        return f"hwreg {reg - SGPR_SLOTS}"
+    for name, slot in ops.slots.items():
+        if slot == reg and not name.endswith("_hi"):
+            return name
+    return f"s{reg}"
+
+
+# --- the checker ------------------------------------------------------------------------------------------
+
+class Strict:
+    """Per-launch strict state. The engine calls `before(facts, w)` ahead of running an instruction for waves
+    `w`, `after(facts, w)` once it ran, and `lds(...)` for every LDS access."""
+
+    def __init__(self, prog, ctx, *, level: str = "on", schedule: str = "lockstep", seed: int = 0,
+                 initialized_sgprs: int = 0) -> None:
+        self.prog = prog
+        self.ctx = ctx
+        self.kernel = ctx.kernel
+        self.level = level                 # "on", "all" (uninitialized reads refused) or "off" (schedule only)
+        self.checking = level != "off"
+        self.random = schedule == "random"
+        self.rng = np.random.default_rng(seed)
+        self.seed = seed
+        self.facts, self.rules, self.ops, self.texts, self.hazard_gap = program_facts(prog)
+        if self.hazard_gap and self.checking:
+            text = f"strict: kernel {self.kernel!r}: hazards NOT checked: {self.hazard_gap}"
+            self.warnings_first = [text]
+            warnings.warn(text, StrictWarning, stacklevel=4)
+        else:
+            self.warnings_first = []
+        st = ctx.st
+        n = st.count
+        regs = VREG_BASE + st.v.shape[1]
+        self.n, self.regs = n, regs
+        # memory counters: issue numbers, and what is known complete
+        self.vm_issued = np.zeros(n, np.int64)
+        self.vm_done = np.zeros(n, np.int64)
+        self.lds_issued = np.zeros(n, np.int64)
+        self.lds_done = np.zeros(n, np.int64)
+        self.vm_seq = np.full((n, regs), -1, np.int64)
+        self.lds_seq = np.full((n, regs), -1, np.int64)
+        self.any_pend = np.zeros((n, regs), np.bool_)
+        self.any_count = np.zeros(n, np.int64)
+        self.pend_lanes = np.zeros((n, regs), np.uint64)
+        self.pend_pc = np.full((n, regs), -1, np.int64)
+        # hazards
+        self.ws = np.zeros(n, np.int64)
+        self.w_ws = np.full((n, regs), NEVER, np.int64)
+        self.w_id = np.zeros((n, regs), np.int32)            # last writer's fid (0: none, 1: the launch ABI)
+        ids = len(self.facts) + 2
+        self.need_of = np.zeros((max(len(self.rules), 1), ids), np.int64)   # (rule, writer fid) -> wait states
+        self.pc_of = np.full(ids, -1, np.int64)
+        for fx in self.facts.values():
+            if len(self.rules):
+                self.need_of[:, fx.fid] = fx.need
+            self.pc_of[fx.fid] = fx.pc
+        self.any_wide_store = False
+        self.pending = np.zeros((n, regs), np.bool_)         # some memory result for the register is outstanding
+        self.all_waves = np.arange(n)
+        self.war_ws = np.full((n, regs), NEVER, np.int64)   # wide store data reads (WAR)
+        self.war_pc = np.full((n, regs), -1, np.int64)
+        self.war_rules = [i for i, r in enumerate(self.rules) if r.writer == "wide_store"]
+        self.scalar_stores = np.zeros(n, np.int64)
+        # LDS
+        self.epoch = np.zeros(n, np.int64)
+        size = (ctx.lds.data.size + 3) // 4 if hasattr(ctx.lds, "data") else 0   # dwords of LDS
+        self.lds_wr_wave = np.full(size, -1, np.int32)
+        self.lds_wr_epoch = np.full(size, -1, np.int32)
+        self.lds_wr_pc = np.full(size, -1, np.int32)
+        self.lds_wr_mask = np.zeros(size, np.int8)
+        self.lds_rd_wave = np.full(size, -1, np.int32)
+        self.lds_rd_epoch = np.full(size, -1, np.int32)
+        self.lds_rd_pc = np.full(size, -1, np.int32)
+        self.lds_dma_wave = np.full(size, -1, np.int32)
+        self.lds_dma_seq = np.full(size, -1, np.int64)
+        self.lds_init = np.zeros(size, np.int8)
+        self.any_dma = False
+        self.pending_lds_writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (waves, seqs, bytes)
+        self.warned: set[tuple[int, int]] = set()
+        self.warnings: list[str] = []
+        # delayed results (random schedules): per wave, [(due, counter, seq, regs, values)]
+        self.delayed: list[list] = [[] for _ in range(n)] if self.random else []
+        self.cur_facts: Facts | None = None
+        self.mark_initialized(initialized_sgprs)
+
+    # ----- setup -----------------------------------------------------------------------------------------
+    def mark_initialized(self, sgprs: int) -> None:
+        """What the launch wrote before the first instruction: user/system SGPRs, EXEC, v0 (work-item ids)."""
+        self.w_id[:, :sgprs] = 1
+        ex = self.ops.slots["exec_lo"]
+        self.w_id[:, [ex, ex + 1]] = 1
+        self.w_id[:, VREG_BASE] = 1
+        self.w_id[:, SGPR_SLOTS:VREG_BASE] = 1   # hardware registers always hold a value
+
+    # ----- helpers -----------------------------------------------------------------------------------------
+    def _waves(self, w) -> np.ndarray:
+        return self.all_waves[w] if isinstance(w, slice) else np.asarray(w)
+
+    def _exec(self, waves) -> np.ndarray:
+        return self.ctx.st.exec64(waves)
+
+    def _fail(self, rule: str, wave: int, lanes: int, reg: int | None, first_pc: int, second: Facts, detail: str,
+              where: str | None = None):
+        if not self.checking:
+            return
+        first = (first_pc, self.texts.get(first_pc, "?")) if first_pc >= 0 else None
+        raise StrictViolation(self.kernel, rule, int(wave), int(lanes), where or _where(reg, self.ops), first,
+                              (second.pc, second.text), detail)
+
+    # ----- one instruction ------------------------------------------------------------------------------------
+    def step(self, op, w) -> None:
+        """Check, run and account one instruction for waves `w` (the engine's hook)."""
+        f = self.facts[op.pc]
+        waves = self._waves(w)
+        self.before(f, waves)
+        ex = self.ctx.st.exec64(waves).copy() if f.counters else None
+        hold = self.random and f.counters and f.pending_dst is not None and len(f.pending_dst) > 0
+        old = self.snapshot(f, waves) if hold else None
+        op.run(self.ctx, w)
+        if hold:
+            self.hold_results(f, waves, old)
+        self.after(f, waves, ex)
+
+    def before(self, f: Facts, waves: np.ndarray) -> None:
+        self.cur_facts = f
+        if self.random:
+            self._deliver_due(waves)
+        if not self.checking:
+            if f.waitcnt is not None:
+                self._waitcnt(waves, *f.waitcnt)
+            if f.endpgm:
+                self._waitcnt(waves, 0, 0)
+            return
+        if f.waitcnt is not None:
+            self._waitcnt(waves, *f.waitcnt)
+        if f.endpgm:
+            self._waitcnt(waves, 0, 0)
+            if self.scalar_stores[waves].any():
+                i = int(np.argmax(self.scalar_stores[waves] > 0))
+                self._fail("scalar store not written back at the end", waves[i], ALL_LANES, None, -1, f,
+                           "S_ENDPGM with scalar stores not followed by S_DCACHE_WB (AMDGPUUsage: scalar memory "
+                           "stores must be written back before the kernel ends)", where="scalar cache")
+        if f.dcache_wb:
+            self.scalar_stores[waves] = 0
+        if f.barrier:
+            self._barrier(waves)
+        wi = waves[:, None]
+        if len(f.reads) and self.pending[wi, f.reads].any():
+            self._check_pending(waves, f.reads, self._exec(waves), f,
+                                "reads a register a memory operation has not returned yet")
+        if len(f.writes) and self.pending[wi, f.writes].any():
+            self._check_pending(waves, f.writes, self._exec(waves), f, "overwrites a register a memory operation "
+                                "has not returned yet (the late result would land on top)", writing=True)
+        if len(f.hz_regs):
+            self._check_hazards(waves, f)
+        if f.war_k >= 0 and self.any_wide_store and len(f.war_regs):
+            self._check_war(waves, f)
+        if len(f.reads) and not self.w_id[wi, f.reads].all():
+            self._check_init(waves, f)
+
+    def _check_pending(self, waves, regs, ex, f: Facts, what: str, writing: bool = False) -> None:
+        vm = self.vm_seq[waves[:, None], regs] >= self.vm_done[waves, None]
+        lg = self.lds_seq[waves[:, None], regs] >= self.lds_done[waves, None]
+        pend = vm | lg | self.any_pend[waves[:, None], regs]
+        if not pend.any():
+            return
+        if writing and f.counters:
+            # a later load on the same in-order counter lands after the earlier one: no WAW hazard
+            same = np.zeros_like(pend)
+            other = self.any_pend[waves[:, None], regs]
+            if "vmcnt" in f.counters and not f.lgkm_any_order:
+                same |= vm & ~lg & ~other
+            elif "lgkmcnt" in f.counters and not f.lgkm_any_order:   # LDS after LDS: in order too
+                same |= lg & ~vm & ~other
+            pend &= ~same
+        lanes = self.pend_lanes[waves[:, None], regs] & (ex[:, None] if not (regs < VREG_BASE).all() else ALL_LANES)
+        lanes = np.where(regs[None, :] >= VREG_BASE, lanes, self.pend_lanes[waves[:, None], regs])
+        hit = pend & (lanes != 0)
+        if hit.any():
+            i, j = np.argwhere(hit)[0]
+            r = int(regs[j])
+            self._fail("missing s_waitcnt", waves[i], int(lanes[i, j]), r, int(self.pend_pc[waves[i], r]), f, what)
+
+    def _check_hazards(self, waves, f: Facts) -> None:
+        wi = waves[:, None]
+        ids = self.w_id[wi, f.hz_regs]
+        need = self.need_of[f.hz_k[None, :], ids]
+        if not need.any():
+            return
+        gap = self.ws[waves, None] - self.w_ws[wi, f.hz_regs] - 1
+        bad = gap < need
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            reg = int(f.hz_regs[j])
+            r = self.rules[int(f.hz_k[j])]
+            self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.pc_of[ids[i, j]]), f,
+                       f"{r.writer} -> {r.reader} {r.access} needs {int(need[i, j])} wait states, "
+                       f"{int(gap[i, j])} given ({r.source})")
+
+    def _check_war(self, waves, f: Facts) -> None:
+        r = self.rules[f.war_k]
+        regs = f.war_regs
+        gap = self.ws[waves, None] - self.war_ws[waves[:, None], regs] - 1
+        bad = gap < r.wait_states
+        if bad.any():
+            i, j = np.argwhere(bad)[0]
+            reg = int(regs[j])
+            self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.war_pc[waves[i], reg]), f,
+                       f"a store with more than 64 bits of data still reads its data registers: {r.wait_states} "
+                       f"wait states required, {int(gap[i, j])} given ({r.source})")
+
+    def _check_init(self, waves, f: Facts) -> None:
+        ok = self.w_id[waves[:, None], f.reads] != 0
+        if ok.all():
+            return
+        i, j = np.argwhere(~ok)[0]
+        reg = int(f.reads[j])
+        msg = f"reads {_where(reg, self.ops)} before anything wrote it"
+        if self.level == "all":
+            self._fail("uninitialized read", waves[i], int(self._exec(waves)[i]), reg, -1, f, msg)
+        key = (f.pc, reg)
+        if key not in self.warned:
+            self.warned.add(key)
+            text = f"strict: kernel {self.kernel!r}, wave {int(waves[i])}: PC 0x{f.pc:x} {f.text}: {msg}"
+            self.warnings.append(text)
+            warnings.warn(text, StrictWarning, stacklevel=4)
+
+    # ----- counters ---------------------------------------------------------------------------------------
+    def _waitcnt(self, waves, vm: int | None, lgkm: int | None) -> None:
+        if vm is not None:
+            self.vm_done[waves] = np.maximum(self.vm_done[waves], self.vm_issued[waves] - vm)
+        if lgkm is not None:
+            self.lds_done[waves] = np.maximum(self.lds_done[waves], self.lds_issued[waves] - lgkm)
+            if lgkm == 0:
+                zero = waves[self.any_count[waves] > 0]
+                if len(zero):
+                    self.any_pend[zero] = False
+                    self.any_count[zero] = 0
+        self.pending[waves] = ((self.vm_seq[waves] >= self.vm_done[waves, None])
+                               | (self.lds_seq[waves] >= self.lds_done[waves, None]) | self.any_pend[waves])
+        if self.random:
+            self._deliver_covered(waves)
+        if self.pending_lds_writes:
+            self._retire_lds_writes()
+
+    def _barrier(self, waves) -> None:
+        # LDS stores still pending belong to the epoch after the barrier (nothing orders them yet)
+        if self.pending_lds_writes:
+            keep = []
+            for pw, seqs, offs in self.pending_lds_writes:
+                here = np.isin(pw, waves) & (seqs >= self.lds_done[pw])
+                if here.any():
+                    sel = offs[here].ravel()
+                    self.lds_wr_epoch[sel] = np.maximum(self.lds_wr_epoch[sel], self.epoch[pw[here]].repeat(
+                        offs.shape[1]) + 1)
+                keep.append((pw, seqs, offs))
+            self.pending_lds_writes = keep
+        self.epoch[waves] += 1
+
+    def _retire_lds_writes(self) -> None:
+        keep = []
+        for pw, seqs, offs in self.pending_lds_writes:
+            alive = seqs >= self.lds_done[pw]
+            if alive.any():
+                keep.append((pw[alive], seqs[alive], offs[alive]))
+        self.pending_lds_writes = keep
+
+    # ----- after an instruction ran ---------------------------------------------------------------------------
+    def after(self, f: Facts, waves, ex: np.ndarray) -> None:
+        n_writes = len(f.writes)
+        if f.counters and not f.endpgm:
+            seq_vm = self.vm_issued[waves]
+            seq_lds = self.lds_issued[waves]
+            if "vmcnt" in f.counters:
+                self.vm_issued[waves] += 1
+            if "lgkmcnt" in f.counters and not f.lgkm_any_order:
+                self.lds_issued[waves] += 1
+            dst = f.pending_dst
+            if dst is not None and len(dst):
+                wi = waves[:, None]
+                if "vmcnt" in f.counters:
+                    self.vm_seq[wi, dst] = seq_vm[:, None]
+                elif not f.lgkm_any_order:
+                    self.lds_seq[wi, dst] = seq_lds[:, None]
+                if f.lgkm_any_order:
+                    self.any_pend[wi, dst] = True
+                    self.any_count[waves] += 1
+                lanes = np.where(dst[None, :] >= VREG_BASE, ex[:, None], ALL_LANES)
+                self.pend_lanes[wi, dst] = lanes
+                self.pend_pc[wi, dst] = f.pc
+                self.pending[wi, dst] = True
+            elif f.lgkm_any_order:
+                self.any_count[waves] += 1
+            if f.scalar_store:
+                self.scalar_stores[waves] += 1
+            if f.store_data is not None and f.wide_store and len(f.store_data):
+                self.any_wide_store = True
+                self.war_ws[waves[:, None], f.store_data] = self.ws[waves, None]
+                self.war_pc[waves[:, None], f.store_data] = f.pc
+        if n_writes:
+            wi = waves[:, None]
+            self.w_ws[wi, f.writes] = self.ws[waves, None]
+            self.w_id[wi, f.writes] = f.fid
+        self.ws[waves] += 1 + f.nop
+
+    # ----- LDS ----------------------------------------------------------------------------------------------
+    def lds(self, waves_sel: np.ndarray, lanes_sel: np.ndarray, offs: np.ndarray, nbytes: int, d) -> None:
+        """An LDS access by (wave, lane) pairs at byte offsets `offs` into the launch's LDS store.
+
+        The shadow state is kept per dword with a mask of the bytes each record covers, so a dword-aligned access
+        of 4, 8 or 16 bytes costs one entry per dword; other accesses take one entry per byte."""
+        self._lanes = (np.asarray(waves_sel, np.int64), np.asarray(lanes_sel, np.int64))
+        f = self.cur_facts
+        if f is None or f.pc != d.pc:
+            f = self.facts[d.pc]
+        offs = np.asarray(offs, np.int64)
+        lane_wave = np.asarray(waves_sel, np.int64)
+        if nbytes % 4 == 0 and not (offs & 3).any():
+            per = nbytes // 4
+            unit = ((offs >> 2)[:, None] + np.arange(per)).ravel() if per > 1 else offs >> 2
+            mask = np.int8(0xF)
+        else:
+            per = nbytes
+            byte = ((offs)[:, None] + np.arange(nbytes)).ravel()
+            unit = byte >> 2
+            mask = (np.int8(1) << (byte & 3)).astype(np.int8)
+        wave = np.repeat(lane_wave, per) if per > 1 else lane_wave
+        ep = np.repeat(self.epoch[lane_wave], per) if per > 1 else self.epoch[lane_wave]
+        if self.any_dma:   # dwords a pending load-to-LDS of some wave still has to write
+            dma = self.lds_dma_wave[unit]
+            has = dma >= 0
+            if has.any():
+                pend = has & (self.lds_dma_seq[unit] >= self.vm_done[np.where(has, dma, 0)])
+                if pend.any():
+                    i = int(np.argmax(pend))
+                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
+                               "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
+                               where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+                self.lds_dma_wave[unit[has]] = -1
+        if f.lds_atomic:
+            self._or_mask(self.lds_init, unit, mask)
+            return
+        if not f.lds_write:
+            # a read of bytes another wave wrote in the same barrier epoch. Two waves writing the same bytes is
+            # not flagged by itself: Triton stores replicated values from several waves; a later read by a wave
+            # that did not write them is, and a randomized schedule exposes writes that differ.
+            wr = self.lds_wr_wave[unit]
+            clash = (self.lds_wr_epoch[unit] >= ep) & (wr != wave) & ((self.lds_wr_mask[unit] & mask) != 0)
+            if clash.any():
+                i = int(np.argmax(clash))
+                self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_wr_pc[unit[i]]), f,
+                           f"wave {int(wave[i])} reads LDS bytes wave {int(wr[i])} wrote with no s_barrier between "
+                           "them (or before the write completed)", where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+            prev = self.lds_rd_wave[unit]
+            many = (self.lds_rd_epoch[unit] >= ep) & (prev != wave) & (prev != -1)
+            self.lds_rd_wave[unit] = np.where(many, -2, wave)
+            self.lds_rd_epoch[unit] = ep
+            self.lds_rd_pc[unit] = f.pc
+            init = self.lds_init[unit]
+            if ((init & mask) != mask).any():
+                i = int(np.argmax((init & mask) != mask))
+                self._uninit_lds(wave[i], int(unit[i]) * 4, f)
+            return
+        rd = self.lds_rd_wave[unit]
+        clash = (self.lds_rd_epoch[unit] >= ep) & (rd != wave) & (rd != -1)
+        if clash.any():
+            i = int(np.argmax(clash))
+            self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_rd_pc[unit[i]]), f,
+                       f"wave {int(wave[i])} overwrites LDS bytes another wave read with no s_barrier between",
+                       where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+        self.lds_wr_wave[unit] = wave
+        self.lds_wr_epoch[unit] = ep
+        self.lds_wr_pc[unit] = f.pc
+        if isinstance(mask, np.ndarray):   # several entries per dword: the masks accumulate
+            self.lds_wr_mask[unit] = 0
+            np.bitwise_or.at(self.lds_wr_mask, unit, mask)
+        else:
+            self.lds_wr_mask[unit] = mask
+        self._or_mask(self.lds_init, unit, mask)
+        if f.to_lds:
+            self.any_dma = True
+            self.lds_dma_wave[unit] = wave
+            self.lds_dma_seq[unit] = self.vm_issued[wave]
+        elif "lgkmcnt" in f.counters:
+            self.pending_lds_writes.append((lane_wave, self.lds_issued[lane_wave].copy(),
+                                            unit.reshape(len(offs), -1)))
+
+    @staticmethod
+    def _or_mask(arr: np.ndarray, unit: np.ndarray, mask) -> None:
+        if isinstance(mask, np.ndarray):
+            np.bitwise_or.at(arr, unit, mask)
+        else:
+            arr[unit] |= mask
+
+    def _lane_mask(self, wave: int) -> int:
+        waves, lanes = self._lanes
+        bits = 0
+        for ln in lanes[waves == wave]:
+            bits |= 1 << int(ln)
+        return bits
+
+    def _uninit_lds(self, wave: int, byte: int, f: Facts) -> None:
+        msg = f"reads LDS byte 0x{byte:x} before anything wrote it"
+        if self.level == "all":
+            self._fail("uninitialized read", wave, self._lane_mask(wave), None, -1, f, msg,
+                       where=f"LDS byte 0x{byte:x}")
+        key = (f.pc, -1)
+        if key not in self.warned:
+            self.warned.add(key)
+            text = f"strict: kernel {self.kernel!r}, wave {wave}: PC 0x{f.pc:x} {f.text}: {msg}"
+            self.warnings.append(text)
+            warnings.warn(text, StrictWarning, stacklevel=4)
+
+    # ----- randomized schedules: delayed load results ---------------------------------------------------------
+    def hold_results(self, f: Facts, waves, old: np.ndarray) -> None:
+        """Move the registers a load just wrote back to `old` and queue the new values for later delivery."""
+        st = self.ctx.st
+        dst = f.pending_dst
+        vregs = dst[dst >= VREG_BASE] - VREG_BASE
+        sregs = dst[dst < SGPR_SLOTS]
+        counter = "vmcnt" if "vmcnt" in f.counters else ("any" if f.lgkm_any_order else "lds")
+        for i, wv in enumerate(waves):
+            wv = int(wv)
+            new_v = st.v[wv, vregs].copy() if len(vregs) else None
+            new_s = st.s[wv, sregs].copy() if len(sregs) else None
+            ov, os_ = old[0][i], old[1][i]
+            if len(vregs):
+                st.v[wv, vregs] = ov
+            if len(sregs):
+                st.s[wv, sregs] = os_
+            seq = self.vm_issued[wv] if counter == "vmcnt" else self.lds_issued[wv] if counter == "lds" else -1
+            queue = self.delayed[wv]
+            due = int(self.ws[wv]) + int(self.rng.integers(1, 40))
+            if counter != "any":   # in-order counters deliver in issue order
+                due = max([due] + [q[0] for q in queue if q[1] == counter])
+            queue.append((due, counter, seq, vregs, new_v, sregs, new_s))
+
+    def snapshot(self, f: Facts, waves) -> tuple:
+        st = self.ctx.st
+        dst = f.pending_dst
+        vregs = dst[dst >= VREG_BASE] - VREG_BASE
+        sregs = dst[dst < SGPR_SLOTS]
+        return (st.v[np.ix_(waves, vregs)].copy() if len(vregs) else [None] * len(waves),
+                st.s[np.ix_(waves, sregs)].copy() if len(sregs) else [None] * len(waves))
+
+    def _deliver(self, wv: int, keep) -> None:
+        st = self.ctx.st
+        out = []
+        for item in self.delayed[wv]:
+            if keep(item):
+                out.append(item)
+                continue
+            _, _, _, vregs, new_v, sregs, new_s = item
+            if new_v is not None:
+                st.v[wv, vregs] = new_v
+            if new_s is not None:
+                st.s[wv, sregs] = new_s
+        self.delayed[wv] = out
+
+    def _deliver_due(self, waves) -> None:
+        for wv in waves:
+            wv = int(wv)
+            if self.delayed[wv]:
+                now = int(self.ws[wv])
+                self._deliver(wv, lambda it, now=now: it[0] > now)
+
+    def _deliver_covered(self, waves) -> None:
+        for wv in waves:
+            wv = int(wv)
+            if not self.delayed[wv]:
+                continue
+            vm_done, lds_done, any_clear = self.vm_done[wv], self.lds_done[wv], self.any_count[wv] == 0
+
+            def keep(it, vm_done=vm_done, lds_done=lds_done, any_clear=any_clear):
+                counter, seq = it[1], it[2]
+                if counter == "vmcnt":
+                    return seq >= vm_done
+                if counter == "lds":
+                    return seq >= lds_done
+                return not any_clear
+            self._deliver(wv, keep)
+
+    def finish(self, stats) -> None:
+        if self.random:
+            for wv in range(self.n):
+                if self.delayed[wv]:
+                    self._deliver(wv, lambda it: False)
+        stats.warnings = self.warnings_first + list(self.warnings)
+        if self.checking:
+            stats.strict = (f"strict ({self.level}): passed; {len(self.warnings)} warning(s)"
+                            + (f", schedule random seed {self.seed}" if self.random else "")
+                            + (f"; hazards NOT checked ({self.hazard_gap})" if self.hazard_gap else ""))
+
+    # ----- random interleaving ----------------------------------------------------------------------------
+    def pick(self, running: np.ndarray, pcs: np.ndarray):
+        """A random group to run next: one PC among the running waves', and a random non-empty subset of the
+        waves there."""
+        idx = np.flatnonzero(running)
+        choice = int(self.rng.choice(idx))
+        p = int(pcs[choice])
+        at = idx[pcs[idx] == p]
+        take = at[self.rng.random(len(at)) < 0.5]
+        if not len(take):
+            take = np.array([choice])
+        return p, take
+
+
+def strict_level(strict: bool | str, schedule: str) -> str | None:
+    """The checker's level for `emulate(strict=..., schedule=...)`; None: no checker at all (plain run)."""
+    if schedule not in ("lockstep", "random"):
+        raise EmulatorError(f"schedule={schedule!r}: expected 'lockstep' or 'random'")
+    if strict is True or strict == "on":
+        return "on"
+    if strict == "all":
+        return "all"
+    if strict is False or strict is None or strict == "off":
+        return "off" if schedule == "random" else None
+    raise EmulatorError(f"strict={strict!r}: expected True, False or 'all'")
+
+
+def _reader_tables(f: Facts, rules: Sequence[HazardRule]) -> None:
+    """The (rule, register) pairs an instruction must be checked on as a reader, flattened for one gather."""
+    ks: list[int] = []
+    regs: list[int] = []
+    f.war_regs = np.zeros(0, np.int64)
+    for k, r in enumerate(rules):
+        if r.reader not in f.classes:
+            continue
+        if r.writer == "wide_store":
+            if r.access == "write" and len(f.writes):
+                f.war_k = k
+                f.war_regs = f.writes[_file_mask(f.writes, r.regs)]
+            continue
+        if r.access == "write":
+            cand = f.writes
+        elif r.fields:
+            parts = [f.reads_by_field[x] for x in r.fields if x in f.reads_by_field]
+            cand = np.concatenate(parts) if parts else np.zeros(0, np.int64)
+        else:
+            cand = f.reads
+        cand = cand[_file_mask(cand, r.regs)] if len(cand) else cand
+        ks += [k] * len(cand)
+        regs += [int(x) for x in cand]
+    f.hz_k = np.array(ks, np.int64)
+    f.hz_regs = np.array(regs, np.int64)
+
+
+def program_facts(prog) -> tuple[dict[int, Facts], tuple[HazardRule, ...], object, dict[int, str], str | None]:
+    """The facts of every instruction of a program, made once per program (cached on it), by the target
+    profile of the program's spec: its hazard table, wait counters and MFMA passes; the last item says why the
+    hazard table is left out (`hazard_gap`), or is None."""
+    cached = getattr(prog, "_strict_facts", None)
+    if cached is not None:
+        return cached
+    from jitgemm.codegen.asm_emit import emit_facts
+    from jitgemm.isa.targets import target_of_spec, target_profile
+
+    from .operands import Operands
+
+    profile = target_profile(target_of_spec(prog.spec))
+    gap = hazard_gap(profile)
+    rules = () if gap else profile.hazard_rules
+    ops = Operands(prog.spec, prog.slots, prog.vgprs)
+    emit = emit_facts(prog.spec, profile)
+    facts = {d.pc: instruction_facts(d, ops, emit, profile, rules) for d in prog.decoded}
+    for i, f in enumerate(facts.values()):
+        f.fid = i + 2
+        _reader_tables(f, rules)
+    texts = {d.pc: d.text for d in prog.decoded}
+    prog._strict_facts = (facts, rules, ops, texts, gap)
+    return prog._strict_facts
+
+
+__all__ = ["Strict", "StrictViolation", "StrictWarning", "WAVE", "instruction_facts", "mfma_timing"]
