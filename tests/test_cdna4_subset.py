@@ -287,9 +287,6 @@ AMD_FILE_DIFFERENCES = {
                                    "V_CVT_SCALEF32_SR_FP8_BF16", "V_CVT_SCALEF32_SR_BF8_BF16",
                                    "V_CVT_SCALEF32_SR_PK_FP4_F32", "V_CVT_SCALEF32_SR_PK_FP4_F16",
                                    "V_CVT_SCALEF32_SR_PK_FP4_BF16")},
-    **{(n, 0): "AMD types the 16-bit result (PK2); llvm-mc-22 writes the half op_sel[3] picks of a 32-bit VGPR "
-               "and keeps the other, so the subset types the whole register" for n in ("V_ASHR_PK_I8_I32",
-                                                                                       "V_ASHR_PK_U8_I32")},
 }
 
 
