@@ -451,3 +451,64 @@ def test_ashr_pk_shifts_saturates_and_packs_into_the_half_op_sel_picks():
         packed = (sat[:, 0] | sat[:, 1] << 8).astype(np.uint32)
         want = (old & ~np.uint32(0xFFFF << 16 * half)) | (packed << np.uint32(16 * half))
         np.testing.assert_array_equal(out[:, col], want, err_msg=f"column {col}")
+
+
+PK_BF16_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1), i16, i64, i32)
+declare <2 x bfloat> @llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16(<2 x bfloat>, ptr addrspace(8), i32, i32, i32)
+
+define amdgpu_kernel void @pk(ptr addrspace(1) %g, ptr addrspace(1) %bufmem, ptr addrspace(1) %x,
+                              ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <2 x bfloat>, ptr addrspace(1) %x, i32 %l
+  %v = load <2 x bfloat>, ptr addrspace(1) %px
+  %slot = and i32 %l, 31                              ; lanes l and l + 32 add to the same pair
+  %pg = getelementptr <2 x bfloat>, ptr addrspace(1) %g, i32 %slot
+  %r0 = atomicrmw fadd ptr addrspace(1) %pg, <2 x bfloat> %v syncscope("agent") monotonic
+  ; a raw V# over %bufmem: 128 records, word 3 = LLVM's gfx9 raw-buffer format (DATA_FORMAT 32, FLOAT)
+  %rsrc = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1) %bufmem, i16 0, i64 128,
+      i32 159744)
+  %off = shl i32 %slot, 2
+  %r1 = call <2 x bfloat> @llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16(<2 x bfloat> %v, ptr addrspace(8) %rsrc,
+      i32 %off, i32 0, i32 0)
+  %po = getelementptr [2 x <2 x bfloat>], ptr addrspace(1) %o, i32 %l
+  store <2 x bfloat> %r0, ptr addrspace(1) %po
+  %po1 = getelementptr <2 x bfloat>, ptr addrspace(1) %po, i32 1
+  store <2 x bfloat> %r1, ptr addrspace(1) %po1
+  ret void
+}
+"""
+
+
+def test_bf16_pair_atomic_adds_round_in_bf16():
+    """global_atomic_pk_add_bf16 and buffer_atomic_pk_add_bf16 (LLVM 22's gfx950 selection of an atomicrmw fadd
+    on <2 x bfloat> and of llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16) add each bf16 half and round once to
+    bf16 (numpy float64 -> ml_dtypes.bfloat16, round to nearest even); with sc0 the lane gets the old pair. Lanes
+    l and l + 32 hit the same pair: the emulator applies them in lane order, so lane l + 32 sees lane l's sum.
+    Before, both were run (global) or refused (buffer) as f16 pairs."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(PK_BF16_IR, cpu="gfx950", output="assembly").data
+    assert "global_atomic_pk_add_bf16" in asm and "buffer_atomic_pk_add_bf16" in asm
+    co = link(run_backend(PK_BF16_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(31)
+    bf = ml_dtypes.bfloat16
+    x = (rng.standard_normal((64, 2)) * 2.0 ** rng.integers(-6, 7, (64, 2))).astype(bf)
+    init = rng.standard_normal((32, 2)).astype(bf)
+    g, bufmem = init.copy(), init.copy()
+    out = np.full((64, 2, 2), np.nan, bf)
+    emulate(co, "pk", grid=1, block=64, args=[g, bufmem, x, out])
+    mem = init.astype(np.float64)
+    want_old = np.zeros((64, 2))
+    for lane in range(64):                           # one pair per slot, lanes in order
+        s = lane % 32
+        want_old[lane] = mem[s]
+        mem[s] = (mem[s] + x[lane].astype(np.float64)).astype(bf).astype(np.float64)
+    for col, final in ((0, g), (1, bufmem)):
+        np.testing.assert_array_equal(out[:, col].astype(np.float64), want_old, err_msg=f"old values, column {col}")
+        np.testing.assert_array_equal(final.astype(np.float64), mem, err_msg=f"memory, column {col}")
