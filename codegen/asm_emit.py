@@ -87,6 +87,14 @@ class EmitFacts:
         self.spec = spec
         self._forms = forms_of(spec)
         self._wait_table = profile.wait_counters
+        known = {i.name.upper() for i in spec.instructions}
+        self._named_class: dict[str, str] = {}
+        for cls, names in profile.hazard_classes.items():
+            for name in names:
+                if str(name).upper() not in known:
+                    raise ValueError(f"specs/targets/{profile.target}.yaml: hazard_classes.{cls}: {name} is not an "
+                                     f"instruction of {spec.architecture.name}")
+                self._named_class[str(name).upper()] = cls
         waitcnt = spec.operand_types.get("OPR_WAITCNT")
         fields = {f.name: f.width for f in waitcnt.fields} if waitcnt is not None else {}
         missing = [f for f in ("VM", "LGKM") if f not in fields]
@@ -130,11 +138,14 @@ class EmitFacts:
         return self.instruction(name).functional_group == "SMEM"
 
     def hazard_class(self, name: str) -> str:
-        """mfma, readlane, valu, memory or salu: the classes of the target profile's hazard table."""
+        """mfma, readlane, valu, memory or salu (or a class the profile's hazard_classes names the instruction
+        in): the classes of the target profile's hazard table."""
         return self._class(name)
 
     def _class_of(self, name: str) -> str:
         inst = self.instruction(name)
+        if inst.name.upper() in self._named_class:
+            return self._named_class[inst.name.upper()]
         group, subgroups = inst.functional_group, inst.functional_subgroups
         if group == "VALU" and "MFMA" in subgroups:
             return "mfma"

@@ -40,6 +40,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "peak_matrix_tflops": ((dict,), ...),
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
+    "hazard_classes": ((dict,), {}),                  # class -> instructions in it, before the group rule
     "wait_counters": ((dict,), {}),
     "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
 }
@@ -119,6 +120,12 @@ class TargetProfile:
     @property
     def hazards(self) -> tuple[dict, ...]:
         return tuple(self.values["hazards"])
+
+    @property
+    def hazard_classes(self) -> dict[str, list[str]]:
+        """Hazard classes the target profile names instructions for (a class the functional groups cannot tell
+        apart, e.g. gfx950's v_permlane*_swap readers), checked against the spec by codegen/asm_emit.py."""
+        return self.values["hazard_classes"]
 
     @property
     def wait_counters(self) -> dict[str, list[str]]:
