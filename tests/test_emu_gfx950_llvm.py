@@ -512,3 +512,67 @@ def test_bf16_pair_atomic_adds_round_in_bf16():
     for col, final in ((0, g), (1, bufmem)):
         np.testing.assert_array_equal(out[:, col].astype(np.float64), want_old, err_msg=f"old values, column {col}")
         np.testing.assert_array_equal(final.astype(np.float64), mem, err_msg=f"memory, column {col}")
+
+
+SR_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat>, float, i32, i1 immarg)
+define amdgpu_kernel void @sr(ptr addrspace(1) %x, ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <4 x i32>, ptr addrspace(1) %x, i32 %l
+  %v = load <4 x i32>, ptr addrspace(1) %px
+  %fi = extractelement <4 x i32> %v, i32 0
+  %f = bitcast i32 %fi to float
+  %r = extractelement <4 x i32> %v, i32 1
+  %oldi = extractelement <4 x i32> %v, i32 2
+  %old = bitcast i32 %oldi to <2 x bfloat>
+  %a = call <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat> %old, float %f, i32 %r, i1 false)
+  %b = call <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat> %old, float %f, i32 %r, i1 true)
+  %ai = bitcast <2 x bfloat> %a to i32
+  %bi = bitcast <2 x bfloat> %b to i32
+  %po = getelementptr <2 x i32>, ptr addrspace(1) %o, i32 %l
+  %w0 = insertelement <2 x i32> poison, i32 %ai, i32 0
+  %w1 = insertelement <2 x i32> %w0, i32 %bi, i32 1
+  store <2 x i32> %w1, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+def test_cvt_sr_bf16_adds_the_random_low_bits_then_truncates():
+    """llvm.amdgcn.cvt.sr.bf16.f32 for gfx950 (both destination halves: LLVM writes op_sel:[0,0,1] for the high
+    one) in the emulator = numpy of the CDNA 4 ISA guide's stochastic rounding: the f32 bits plus SRC1[15:0],
+    truncated to the high 16 bits; NaN stays NaN; the other half of the old register is kept. Random 32-bit seeds
+    (their high bits must not matter), finite values over many binades, the largest finite f32, infinities."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(SR_IR, cpu="gfx950", output="assembly").data
+    assert "v_cvt_sr_bf16_f32" in asm and "op_sel:[0,0,1]" in asm
+    co = link(run_backend(SR_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(37)
+    f = (rng.standard_normal(64) * 2.0 ** rng.integers(-100, 100, 64)).astype(np.float32)
+    f[:4] = [np.inf, -np.inf, np.finfo(np.float32).max, -np.finfo(np.float32).max]
+    f[4] = np.nan
+    x = np.zeros((64, 4), np.uint32)
+    x[:, 0] = f.view(np.uint32)
+    x[:, 1] = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    x[:, 2] = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.full((64, 2), 0xDEADBEEF, np.uint32)
+    emulate(co, "sr", grid=1, block=64, args=[x, out])
+    down = x[:, 0] >> 16                                                      # truncated toward zero
+    frac = (x[:, 0] & 0xFFFF).astype(np.int64)                                # the dropped bits
+    up = frac + (x[:, 1] & 0xFFFF) >= 1 << 16                                 # the random bits carry out
+    want = np.where(up, down + 1, down).astype(np.uint32)
+    got = out[:, 0] & 0xFFFF
+    finite = np.isfinite(f)
+    np.testing.assert_array_equal(got[finite], want[finite])
+    nan_bits = np.array([got[4] << 16], np.uint32).view(np.float32)
+    assert np.isnan(nan_bits[0])
+    np.testing.assert_array_equal(got[:2], [0x7F80, 0xFF80])               # +-inf stay infinite
+    np.testing.assert_array_equal(out[:, 0] >> 16, x[:, 2] >> 16)             # old high half kept
+    np.testing.assert_array_equal(out[:, 1] >> 16, out[:, 0] & 0xFFFF)        # op_sel: same value, high half
+    np.testing.assert_array_equal(out[:, 1] & 0xFFFF, x[:, 2] & 0xFFFF)       # old low half kept

@@ -394,6 +394,39 @@ def ashr_pk(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
+def cvt_sr_bf16(b: Builder, d: Decoded) -> RunFn:
+    """v_cvt_sr_bf16_f32: f32 to bf16 with stochastic rounding. The CDNA 4 ISA guide ("Convert instructions":
+    "Stochastic Round - one source has the number to convert and the other has a random number used in rounding
+    - these ops add a random value from the specified VGPR and then truncate to the smaller result data type",
+    using only the random bits below the result's precision): the 16 low bits of SRC1 are added to the f32 bit
+    pattern and the high 16 bits kept, so x rounds away from zero with probability (its dropped bits) / 2^16 and
+    overflow goes to infinity; a NaN stays a (quiet) NaN. The result goes to the half the destination op_sel bit
+    picks, the other half is kept (AMD's cdna4 description: "using OPSEL to determine which word of the
+    destination to overwrite")."""
+    from .errors import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 3:
+        raise NoSemantics(f"{d.name} without its three operands")
+    op_sel = tuple(int(x) for x in (d.modifier("op_sel") or ()))
+    shift = 16 * (op_sel[-1] if op_sel else 0)
+    dst = b.ops.dst(pairs[0][1], 32)
+    srcs = [b.ops.src(p[1], 32) for p in pairs[1:]]
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        x, rnd = (np.broadcast_to(np.asarray(s.read(st, w)).astype(np.uint32).reshape(-1, 1), lanes.shape)
+                  if s.uniform else np.asarray(s.read(st, w)).astype(np.uint32) for s in srcs)
+        nan = (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        rounded = (x.astype(np.uint64) + (rnd & np.uint32(0xFFFF))) >> np.uint64(16)
+        res = np.where(nan, (x >> np.uint32(16)) | np.uint32(0x40), rounded.astype(np.uint32)) & np.uint32(0xFFFF)
+        old = np.asarray(dst.read_old(st, w)).astype(np.uint32)
+        keep = ~np.uint32(0xFFFF << shift)
+        dst.write(st, w, (old & keep) | (res << np.uint32(shift)), lanes)
+    return run
+
+
 def handler(name: str):
     """The gfx950 handler of a VALU instruction, or None."""
     if name in HANDLERS:
@@ -407,4 +440,4 @@ def handler(name: str):
 
 HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
             "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap,
-            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk}
+            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk, "V_CVT_SR_BF16_F32": cvt_sr_bf16}
