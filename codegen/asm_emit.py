@@ -93,6 +93,14 @@ class EmitFacts:
         self.spec = spec
         self._forms = forms_of(spec)
         self._wait_table = profile.wait_counters
+        known = {i.name.upper() for i in spec.instructions}
+        self._named_class: dict[str, str] = {}
+        for cls, names in profile.hazard_classes.items():
+            for name in names:
+                if str(name).upper() not in known:
+                    raise ValueError(f"specs/targets/{profile.target}.yaml: hazard_classes.{cls}: {name} is not an "
+                                     f"instruction of {spec.architecture.name}")
+                self._named_class[str(name).upper()] = cls
         waitcnt = spec.operand_types.get("OPR_WAITCNT")
         fields = {f.name: f.width for f in waitcnt.fields} if waitcnt is not None else {}
         missing = [f for f in ("VM", "LGKM") if f not in fields]
@@ -148,6 +156,14 @@ class EmitFacts:
         return self.classes_of(self.instruction(name))
 
     def classes_of(self, inst) -> frozenset[str]:
+        """The hazard-table classes of a spec instruction (`_group_classes_of`), plus the class the target
+        profile's `hazard_classes` names it in (one the functional groups cannot tell apart, e.g. gfx950's
+        v_permlane*_swap)."""
+        named = self._named_class.get(inst.name.upper())
+        classes = self._group_classes_of(inst)
+        return classes | {named} if named else classes
+
+    def _group_classes_of(self, inst) -> frozenset[str]:
         """The hazard-table classes of a spec instruction, from the spec alone (one instruction may be in several):
         `mfma` (functional subgroup MFMA); `valu` (group VALU) plus `trans` (subgroup TRANSCENDENTAL) or
         `valu_nontrans`, plus `readlane` for a VALU whose result is a 32-bit value of an SGPR-only operand type

@@ -277,6 +277,10 @@ def _selects_parts(form: Form, spec) -> bool:
         bits = df.bit_count // max(1, df.component_count)
         if bits == 16 or (bits <= 8 and df.data_type == "float"):
             return True
+        # a 16-bit packed integer result (gfx950 v_ashr_pk_{i8,u8}_i32, LLVM's VOP_I16_I32_I32_I32 OpSel
+        # profile): op_sel[3] picks the destination half (llvm-mc-22 -mcpu=gfx950 op_sel:[0,0,0,1])
+        if df.bit_count == 16 and o.output:
+            return True
     return False
 
 

@@ -41,6 +41,7 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "hbm_bandwidth_gbs": (_NUM + (type(None),), ...),
     "hazards": ((list,), []),                         # no table: the emitter inserts no wait states
     "mfma": ((dict,), {}),                            # MFMA timing (passes, SMFMA input formats); see below
+    "hazard_classes": ((dict,), {}),                  # class -> instructions in it, before the group rule
     "wait_counters": ((dict,), {}),
     "unprinted_modifiers": ((dict,), {}),             # {encoding: [modifier, ...]} a listing leaves out
     "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
@@ -206,6 +207,12 @@ class TargetProfile:
     def smfma_input_formats(self) -> frozenset[str]:
         """Input data formats whose MFMAs take the non-XDL (SMFMA) path (LLVM SIInstrInfo::isXDL)."""
         return frozenset(self.values["mfma"].get("smfma_input_formats", ()))
+
+    @property
+    def hazard_classes(self) -> dict[str, list[str]]:
+        """Hazard classes the target profile names instructions for (a class the functional groups cannot tell
+        apart, e.g. gfx950's v_permlane*_swap readers), checked against the spec by codegen/asm_emit.py."""
+        return self.values["hazard_classes"]
 
     @property
     def wait_counters(self) -> dict[str, list[str]]:

@@ -145,3 +145,60 @@ def test_inline_integers_come_from_the_spec_and_llvm_agrees():
                          input=text, capture_output=True, text=True, check=True)
     sizes = [len(m.split(",")) for m in re.findall(r"encoding: \[([^\]]*)\]", run.stdout)]
     assert sizes == [8, 4, 4, 8], run.stdout
+
+
+PERMLANE_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare {i32, i32} @llvm.amdgcn.permlane32.swap(i32, i32, i1, i1)
+declare i32 @llvm.amdgcn.workitem.id.x()
+define amdgpu_kernel void @swap(ptr addrspace(1) %x) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
+  %vx = load i32, ptr addrspace(1) %px
+  %a = xor i32 %vx, 12345
+  %b = mul i32 %vx, %l
+  %r = call {i32, i32} @llvm.amdgcn.permlane32.swap(i32 %a, i32 %b, i1 false, i1 false)
+  %r0 = extractvalue {i32, i32} %r, 0
+  %r1 = extractvalue {i32, i32} %r, 1
+  %s = add i32 %r0, %r1
+  store i32 %s, ptr addrspace(1) %px
+  ret void
+}
+"""
+
+
+def _nops_before(lines: list[str], mnemonic: str) -> int:
+    """Wait states of the s_nops right before the first `mnemonic` in an assembly listing."""
+    at = next(i for i, line in enumerate(lines) if line.startswith(mnemonic))
+    total = 0
+    for line in reversed(lines[:at]):
+        if not line.startswith("s_nop"):
+            break
+        total += int(line.split()[1], 0) + 1
+    return total
+
+
+def test_gfx950_valu_write_then_permlane_swap_read_waits_as_llvm_does():
+    """gfx950's profile adds the permlane class (hazard_classes): a VALU-written VGPR read by v_permlane32_swap
+    needs 2 wait states and the swap's results need none before a VALU reads them. LLVM 22 compiling
+    llvm.amdgcn.permlane32.swap for gfx950 (llvmlite) places the same s_nop (gfx942 has no swap)."""
+    from tests.oracles import require_module
+
+    require_module("llvmlite")
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    asm = run_backend(PERMLANE_IR, cpu="gfx950", output="assembly").data
+    asm = asm.decode() if isinstance(asm, bytes) else asm
+    lines = [line.strip() for line in asm.splitlines() if line.strip().startswith(("v_", "s_nop", "global_"))]
+    llvm_before, llvm_after = _nops_before(lines, "v_permlane32_swap"), _nops_before(lines, "v_add_u32")
+    profile = isa.target_profile("gfx950")
+    e = Emitter(emit_facts(isa.load_spec("gfx950"), profile), profile.hazards)
+    e.emit("v_mul_lo_u32", v(0), v(2), v(0))
+    e.emit("v_permlane32_swap_b32", v(3), v(0))
+    e.emit("v_add_u32", v(0), v(3), v(0))
+    names = [i.name for i in e.code]
+    ours = [sum(i.operands[0].value + 1 for i in e.code[names.index(a_) + 1:names.index(b_)] if i.name == "s_nop")
+            for a_, b_ in (("v_mul_lo_u32", "v_permlane32_swap_b32"), ("v_permlane32_swap_b32", "v_add_u32"))]
+    assert (llvm_before, llvm_after) == (2, 0)
+    assert ours == [llvm_before, llvm_after]
+    assert not PROFILE.hazard_classes and e.facts.hazard_class("v_mul_lo_u32") == "valu"

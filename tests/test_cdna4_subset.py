@@ -271,3 +271,83 @@ def test_parsed_spec_cache_holds_128_bit_encodings(tmp_path, monkeypatch):
         assert list(tmp_path.glob("parsed-specs/*.msgpack"))
     finally:
         spec_sources._memo.clear()
+
+
+# AMD's full CDNA 4 file (SOURCES.md: repository saman-amd/rocm-systems, commit 8ec0d00a9e5f..., path
+# shared/machine-readable-isa/isa/amdgpu_isa_cdna4.xml, 8,679,327 bytes) was read for every gfx950-only entry that
+# the excerpt lacks; tools/cdna4_subset/instructions.yaml records per entry `amd:` = `excerpt` (the verbatim
+# excerpt holds it, compared above), `{at: char offset, op, ops}` (AMD's opcode and its non-implicit operands as
+# FORMAT/bits, as read there) or `{absent: offset}` (the opcode is missing there). Operands where AMD's file and
+# the subset (= llvm-mc-22) differ, with the reason:
+_BYTE_DST = ("AMD types only the byte op_sel[3:2] writes; llvm-mc-22 takes a 32-bit VGPR and keeps its other "
+             "bytes, so the subset types the whole register")
+AMD_FILE_DIFFERENCES = {
+    **{(n, 0): _BYTE_DST for n in ("V_CVT_SCALEF32_SR_FP8_F32", "V_CVT_SCALEF32_SR_BF8_F32",
+                                   "V_CVT_SCALEF32_SR_FP8_F16", "V_CVT_SCALEF32_SR_BF8_F16",
+                                   "V_CVT_SCALEF32_SR_FP8_BF16", "V_CVT_SCALEF32_SR_BF8_BF16",
+                                   "V_CVT_SCALEF32_SR_PK_FP4_F32", "V_CVT_SCALEF32_SR_PK_FP4_F16",
+                                   "V_CVT_SCALEF32_SR_PK_FP4_BF16")},
+}
+
+
+def _amd_records() -> dict[str, tuple[object, dict]]:
+    import yaml
+
+    data = yaml.safe_load((REPO / "tools" / "cdna4_subset" / "instructions.yaml").read_text(encoding="utf-8"))
+    return {str(e["name"]).upper(): (e.get("amd"), e) for entries in data["instructions"].values() for e in entries}
+
+
+def test_every_gfx950_instruction_records_its_check_in_amds_file(spec):
+    """Every gfx950-only spelling belongs to an entry that says where AMD's own file was checked for it (or that
+    the file lacks it, which the gfx950 profile then lists as a spec gap the loader reports); every recorded AMD
+    opcode and operand (format and width) equals the built subset's, except AMD_FILE_DIFFERENCES."""
+    from jitgemm.isa.targets import target_profile
+
+    records = _amd_records()
+    owner = {}
+    for name, (_rec, entry) in records.items():
+        for spelling in [name, *(str(a).upper() for a in entry.get("aliases") or [])]:
+            owner[spelling] = name
+    missing = sorted(n for n in GFX950_ONLY if n.upper() not in owner)
+    assert not missing, f"gfx950-only spellings without a subset entry: {missing}"
+    profile_gaps = target_profile("gfx950").get("spec_gaps") or ()
+    gaps = {str(g["instruction"]).upper() for g in profile_gaps if "instruction" in g}
+    excerpt = {i.name.upper() for i in isa.load_spec(str(require_cdna4_excerpt())).instructions}
+    by_name = {i.name: i for i in spec.instructions}
+    problems, counts, used = [], collections.Counter(), set()
+    for name, (rec, _entry) in records.items():
+        if rec == "excerpt":
+            counts["excerpt"] += 1
+            if name not in excerpt:
+                problems.append(f"{name}: recorded as in AMD's excerpt, which lacks it")
+        elif isinstance(rec, dict) and "absent" in rec:
+            counts["absent"] += 1
+            if name not in gaps:
+                problems.append(f"{name}: absent from AMD's file, not a spec_gaps entry of specs/targets/gfx950.yaml")
+        elif isinstance(rec, dict) and {"at", "op", "ops"} <= set(rec):
+            counts["read in the full file"] += 1
+            ours = by_name[name]
+            want = rec.get("enc", ours.encodings[0].encoding_name)
+            enc = next((e for e in ours.encodings if e.encoding_name == want), None)
+            if enc is None:
+                problems.append(f"{name}: the subset has no {want} encoding")
+                continue
+            if enc.opcode != rec["op"]:
+                problems.append(f"{name} {want}: opcode ours {enc.opcode}, AMD's file {rec['op']}")
+            mine = [f"{o.data_format.removeprefix('FMT_NUM_')}/{o.size}" for o in enc.operands if not o.implicit]
+            theirs = str(rec["ops"]).split()
+            if not theirs or len(theirs) > len(mine):
+                problems.append(f"{name}: AMD's operands {theirs} do not fit ours {mine}")
+                continue
+            for k, (a, m) in enumerate(zip(theirs, mine[:len(theirs)], strict=True)):
+                if a != m:
+                    if (name, k) in AMD_FILE_DIFFERENCES:
+                        used.add((name, k))
+                    else:
+                        problems.append(f"{name} operand {k}: ours {m}, AMD's file {a}")
+        else:
+            problems.append(f"{name}: no `amd:` record (excerpt, {{at, op, ops}} or {{absent}})")
+    print(f"\ngfx950 entries and AMD's CDNA4 file: {dict(counts)}; {len(used)} recorded differences")
+    assert not problems, "\n".join(problems)
+    assert used == set(AMD_FILE_DIFFERENCES), f"differences no longer seen: {set(AMD_FILE_DIFFERENCES) - used}"
+    assert counts["absent"] == len(gaps & set(records))

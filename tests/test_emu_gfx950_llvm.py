@@ -11,11 +11,13 @@ are exact in float64), so the results must be equal after that rounding.
 
 from __future__ import annotations
 
+import subprocess
+
 import ml_dtypes
 import numpy as np
 import pytest
 
-from tests.oracles import require_module
+from tests.oracles import require_module, require_tool
 
 require_module("llvmlite")
 
@@ -386,3 +388,191 @@ def test_cvt_scalef32_down_conversions():
     want8 = (old[:, 1] & np.uint32(0xFFFF)) | ((fp8[:, 0] | fp8[:, 1].astype(np.uint32) << 8) << 16)
     np.testing.assert_array_equal(out[:, 0], want4)
     np.testing.assert_array_equal(out[:, 1], want8)
+
+
+ASHR_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+
+define amdgpu_kernel void @ashr(ptr addrspace(1) %x, ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <4 x i32>, ptr addrspace(1) %x, i32 %l
+  %v = load <4 x i32>, ptr addrspace(1) %px
+  %a = extractelement <4 x i32> %v, i32 0
+  %b = extractelement <4 x i32> %v, i32 1
+  %s = extractelement <4 x i32> %v, i32 2
+  %old = extractelement <4 x i32> %v, i32 3
+  ; LLVM has no intrinsic for these: its assembler encodes them (op_sel:[0,0,0,1] = the high half)
+  %r0 = call i32 asm "v_ashr_pk_i8_i32 $0, $1, $2, $3", "=v,v,v,v,0"(i32 %a, i32 %b, i32 %s, i32 %old)
+  %r1 = call i32 asm "v_ashr_pk_u8_i32 $0, $1, $2, $3 op_sel:[0,0,0,1]", "=v,v,v,v,0"(i32 %a, i32 %b, i32 %s,
+      i32 %old)
+  %r2 = call i32 asm "v_ashr_pk_u8_i32 $0, $1, $2, $3", "=v,v,v,v,0"(i32 %a, i32 %b, i32 %s, i32 %old)
+  %r3 = call i32 asm "v_ashr_pk_i8_i32 $0, $1, $2, $3 op_sel:[0,0,0,1]", "=v,v,v,v,0"(i32 %a, i32 %b, i32 %s,
+      i32 %old)
+  %po = getelementptr <4 x i32>, ptr addrspace(1) %o, i32 %l
+  %w0 = insertelement <4 x i32> poison, i32 %r0, i32 0
+  %w1 = insertelement <4 x i32> %w0, i32 %r1, i32 1
+  %w2 = insertelement <4 x i32> %w1, i32 %r2, i32 2
+  %w3 = insertelement <4 x i32> %w2, i32 %r3, i32 3
+  store <4 x i32> %w3, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+def test_ashr_pk_shifts_saturates_and_packs_into_the_half_op_sel_picks():
+    """v_ashr_pk_i8_i32 / v_ashr_pk_u8_i32 as LLVM 22 encodes them for gfx950 (inline asm, both op_sel halves),
+    in the emulator = numpy of AMD's cdna4 description: (SRC >> SRC2[4:0]) saturated to [-128, 127] or [0, 255],
+    SRC0 in byte 0 and SRC1 in byte 1 of the 16-bit result; the other half of the old register is kept."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    # llvmlite has no AMDGPU asm parser for objects: LLVM's own assembly goes through llvm-mc-22
+    mc = require_tool("llvm-mc-22")
+    asm = run_backend(ASHR_IR, cpu="gfx950", output="assembly").data
+    assert "v_ashr_pk_i8_i32" in asm and "v_ashr_pk_u8_i32" in asm
+    obj = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-filetype=obj", "-o", "-"],
+                         input=asm.encode() if isinstance(asm, str) else asm, capture_output=True, check=True).stdout
+    co = link(obj)
+    rng = np.random.default_rng(29)
+    x = rng.integers(0, 1 << 32, (64, 4), dtype=np.uint64).astype(np.uint32)
+    x[:, 2] = rng.integers(0, 32, 64)                  # shift counts 0..31, so large and small values both occur
+    x[:8, 2] = 0                                       # unshifted: most values saturate
+    x[8:16, :2] = rng.integers(-300, 300, (8, 2)).astype(np.int32).view(np.uint32)  # in and near the ranges
+    x[8:16, 2] = rng.integers(0, 3, 8)
+    out = np.full((64, 4), 0xDEADBEEF, np.uint32)
+    emulate(co, "ashr", grid=1, block=64, args=[x, out])
+    shifted = x[:, :2].view(np.int32).astype(np.int64) >> x[:, 2:3].astype(np.int64)
+    old = x[:, 3]
+    for col, (lo, hi), half in ((0, (-128, 127), 0), (1, (0, 255), 1), (2, (0, 255), 0), (3, (-128, 127), 1)):
+        sat = np.clip(shifted, lo, hi) & 0xFF
+        packed = (sat[:, 0] | sat[:, 1] << 8).astype(np.uint32)
+        want = (old & ~np.uint32(0xFFFF << 16 * half)) | (packed << np.uint32(16 * half))
+        np.testing.assert_array_equal(out[:, col], want, err_msg=f"column {col}")
+
+
+PK_BF16_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1), i16, i64, i32)
+declare <2 x bfloat> @llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16(<2 x bfloat>, ptr addrspace(8), i32, i32, i32)
+
+define amdgpu_kernel void @pk(ptr addrspace(1) %g, ptr addrspace(1) %bufmem, ptr addrspace(1) %x,
+                              ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <2 x bfloat>, ptr addrspace(1) %x, i32 %l
+  %v = load <2 x bfloat>, ptr addrspace(1) %px
+  %slot = and i32 %l, 31                              ; lanes l and l + 32 add to the same pair
+  %pg = getelementptr <2 x bfloat>, ptr addrspace(1) %g, i32 %slot
+  %r0 = atomicrmw fadd ptr addrspace(1) %pg, <2 x bfloat> %v syncscope("agent") monotonic
+  ; a raw V# over %bufmem: 128 records, word 3 = LLVM's gfx9 raw-buffer format (DATA_FORMAT 32, FLOAT)
+  %rsrc = call ptr addrspace(8) @llvm.amdgcn.make.buffer.rsrc.p8.p1(ptr addrspace(1) %bufmem, i16 0, i64 128,
+      i32 159744)
+  %off = shl i32 %slot, 2
+  %r1 = call <2 x bfloat> @llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16(<2 x bfloat> %v, ptr addrspace(8) %rsrc,
+      i32 %off, i32 0, i32 0)
+  %po = getelementptr [2 x <2 x bfloat>], ptr addrspace(1) %o, i32 %l
+  store <2 x bfloat> %r0, ptr addrspace(1) %po
+  %po1 = getelementptr <2 x bfloat>, ptr addrspace(1) %po, i32 1
+  store <2 x bfloat> %r1, ptr addrspace(1) %po1
+  ret void
+}
+"""
+
+
+def test_bf16_pair_atomic_adds_round_in_bf16():
+    """global_atomic_pk_add_bf16 and buffer_atomic_pk_add_bf16 (LLVM 22's gfx950 selection of an atomicrmw fadd
+    on <2 x bfloat> and of llvm.amdgcn.raw.ptr.buffer.atomic.fadd.v2bf16) add each bf16 half and round once to
+    bf16 (numpy float64 -> ml_dtypes.bfloat16, round to nearest even); with sc0 the lane gets the old pair. Lanes
+    l and l + 32 hit the same pair: the emulator applies them in lane order, so lane l + 32 sees lane l's sum.
+    Before, both were run (global) or refused (buffer) as f16 pairs."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(PK_BF16_IR, cpu="gfx950", output="assembly").data
+    assert "global_atomic_pk_add_bf16" in asm and "buffer_atomic_pk_add_bf16" in asm
+    co = link(run_backend(PK_BF16_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(31)
+    bf = ml_dtypes.bfloat16
+    x = (rng.standard_normal((64, 2)) * 2.0 ** rng.integers(-6, 7, (64, 2))).astype(bf)
+    init = rng.standard_normal((32, 2)).astype(bf)
+    g, bufmem = init.copy(), init.copy()
+    out = np.full((64, 2, 2), np.nan, bf)
+    emulate(co, "pk", grid=1, block=64, args=[g, bufmem, x, out])
+    mem = init.astype(np.float64)
+    want_old = np.zeros((64, 2))
+    for lane in range(64):                           # one pair per slot, lanes in order
+        s = lane % 32
+        want_old[lane] = mem[s]
+        mem[s] = (mem[s] + x[lane].astype(np.float64)).astype(bf).astype(np.float64)
+    for col, final in ((0, g), (1, bufmem)):
+        np.testing.assert_array_equal(out[:, col].astype(np.float64), want_old, err_msg=f"old values, column {col}")
+        np.testing.assert_array_equal(final.astype(np.float64), mem, err_msg=f"memory, column {col}")
+
+
+SR_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat>, float, i32, i1 immarg)
+define amdgpu_kernel void @sr(ptr addrspace(1) %x, ptr addrspace(1) %o) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %px = getelementptr <4 x i32>, ptr addrspace(1) %x, i32 %l
+  %v = load <4 x i32>, ptr addrspace(1) %px
+  %fi = extractelement <4 x i32> %v, i32 0
+  %f = bitcast i32 %fi to float
+  %r = extractelement <4 x i32> %v, i32 1
+  %oldi = extractelement <4 x i32> %v, i32 2
+  %old = bitcast i32 %oldi to <2 x bfloat>
+  %a = call <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat> %old, float %f, i32 %r, i1 false)
+  %b = call <2 x bfloat> @llvm.amdgcn.cvt.sr.bf16.f32(<2 x bfloat> %old, float %f, i32 %r, i1 true)
+  %ai = bitcast <2 x bfloat> %a to i32
+  %bi = bitcast <2 x bfloat> %b to i32
+  %po = getelementptr <2 x i32>, ptr addrspace(1) %o, i32 %l
+  %w0 = insertelement <2 x i32> poison, i32 %ai, i32 0
+  %w1 = insertelement <2 x i32> %w0, i32 %bi, i32 1
+  store <2 x i32> %w1, ptr addrspace(1) %po
+  ret void
+}
+"""
+
+
+def test_cvt_sr_bf16_adds_the_random_low_bits_then_truncates():
+    """llvm.amdgcn.cvt.sr.bf16.f32 for gfx950 (both destination halves: LLVM writes op_sel:[0,0,1] for the high
+    one) in the emulator = numpy of the CDNA 4 ISA guide's stochastic rounding: the f32 bits plus SRC1[15:0],
+    truncated to the high 16 bits; NaN stays NaN; the other half of the old register is kept. Random 32-bit seeds
+    (their high bits must not matter), finite values over many binades, the largest finite f32, infinities."""
+    from jitgemm.codegen.codeobj.linker import link
+    from jitgemm.codegen.llvm.backend import run_backend
+
+    from jitgemm.emu import emulate
+
+    asm = run_backend(SR_IR, cpu="gfx950", output="assembly").data
+    assert "v_cvt_sr_bf16_f32" in asm and "op_sel:[0,0,1]" in asm
+    co = link(run_backend(SR_IR, cpu="gfx950").data)
+    rng = np.random.default_rng(37)
+    f = (rng.standard_normal(64) * 2.0 ** rng.integers(-100, 100, 64)).astype(np.float32)
+    f[:4] = [np.inf, -np.inf, np.finfo(np.float32).max, -np.finfo(np.float32).max]
+    f[4] = np.nan
+    x = np.zeros((64, 4), np.uint32)
+    x[:, 0] = f.view(np.uint32)
+    x[:, 1] = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    x[:, 2] = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)
+    out = np.full((64, 2), 0xDEADBEEF, np.uint32)
+    emulate(co, "sr", grid=1, block=64, args=[x, out])
+    down = x[:, 0] >> 16                                                      # truncated toward zero
+    frac = (x[:, 0] & 0xFFFF).astype(np.int64)                                # the dropped bits
+    up = frac + (x[:, 1] & 0xFFFF) >= 1 << 16                                 # the random bits carry out
+    want = np.where(up, down + 1, down).astype(np.uint32)
+    got = out[:, 0] & 0xFFFF
+    finite = np.isfinite(f)
+    np.testing.assert_array_equal(got[finite], want[finite])
+    nan_bits = np.array([got[4] << 16], np.uint32).view(np.float32)
+    assert np.isnan(nan_bits[0])
+    np.testing.assert_array_equal(got[:2], [0x7F80, 0xFF80])               # +-inf stay infinite
+    np.testing.assert_array_equal(out[:, 0] >> 16, x[:, 2] >> 16)             # old high half kept
+    np.testing.assert_array_equal(out[:, 1] >> 16, out[:, 0] & 0xFFFF)        # op_sel: same value, high half
+    np.testing.assert_array_equal(out[:, 1] & 0xFFFF, x[:, 2] & 0xFFFF)       # old low half kept

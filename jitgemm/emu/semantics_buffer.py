@@ -36,6 +36,7 @@ from .semantics_mem import (
     _mem_operand,
     _merge_d16,
     _store,
+    pair_dtype,
 )
 
 _CACHE_OPS = ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL")
@@ -234,9 +235,9 @@ def _atomic(b, d, op: str, size_bits: int, mfmt, locate, checked, vdata):
     name = d.name
     nbytes = size_bits // 8
     dtype = _atomic_dtype(op, mfmt, nbytes, name)
-    packed = op == "PK_ADD"
-    if packed and (mfmt is None or mfmt.kind != "f" or mfmt.bits != 16 or mfmt.name.endswith("BF16")):
-        raise Unsupported(f"{name}: only the f16 pair is modelled")
+    packed = pair_dtype(name) if op == "PK_ADD" else None
+    if packed is not None and (mfmt is None or mfmt.kind != "f" or mfmt.bits != 16):
+        raise Unsupported(f"{name}: only the f16 and bf16 pairs are modelled")
     words = max(1, nbytes // 4)
     data_regs = words * (2 if op == "CMPSWAP" else 1)
     data_src = b.ops.src(vdata, 32 * data_regs)

@@ -360,6 +360,73 @@ def cvt_scale_down(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
+def ashr_pk(b: Builder, d: Decoded) -> RunFn:
+    """v_ashr_pk_{i8,u8}_i32: SRC0 and SRC1 shifted right arithmetically by SRC2, each saturated to [-128, 127]
+    (u8: [0, 255]) and packed as bytes 0 (SRC0) and 1 (SRC1) of a 16-bit result (AMD's cdna4 XML description: "Given
+    two signed 32-bit integers and a shift count, calculate the arithmetic shift right ... saturate the two results
+    in the signed 8-bit interval [-128, 127], pack the bytes"). The shift count is SRC2[4:0], the rule of every
+    32-bit VALU shift; the result goes to the half op_sel[3] picks and the other half is kept (llvm-mc-22 writes
+    the destination as a 32-bit VGPR with op_sel:[0,0,0,1] for the high half), as for v_bitop3_b16."""
+    from .errors import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 4:
+        raise NoSemantics(f"{d.name} without its four operands")
+    lo, hi = (0, 255) if "_U8_" in d.name else (-128, 127)
+    op_sel = tuple(int(x) for x in (d.modifier("op_sel") or ())) + (0, 0, 0, 0)
+    shift = 16 if op_sel[3] else 0
+    dst = b.ops.dst(pairs[0][1], 32)
+    srcs = [b.ops.src(p[1], 32) for p in pairs[1:]]
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        vals = []
+        for s in srcs:
+            v = np.asarray(s.read(st, w)).astype(np.uint32)
+            vals.append(np.broadcast_to(v.reshape(-1, 1), lanes.shape) if s.uniform else v)
+        count = (vals[2] & np.uint32(31)).astype(np.int64)
+        a, c = (np.clip(v.view(np.int32).astype(np.int64) >> count, lo, hi) & 0xFF for v in vals[:2])
+        packed = (a | c << 8).astype(np.uint32)
+        old = np.asarray(dst.read_old(st, w)).astype(np.uint32)
+        keep = ~np.uint32(0xFFFF << shift)
+        dst.write(st, w, (old & keep) | (packed << np.uint32(shift)), lanes)
+    return run
+
+
+def cvt_sr_bf16(b: Builder, d: Decoded) -> RunFn:
+    """v_cvt_sr_bf16_f32: f32 to bf16 with stochastic rounding. The CDNA 4 ISA guide ("Convert instructions":
+    "Stochastic Round - one source has the number to convert and the other has a random number used in rounding
+    - these ops add a random value from the specified VGPR and then truncate to the smaller result data type",
+    using only the random bits below the result's precision): the 16 low bits of SRC1 are added to the f32 bit
+    pattern and the high 16 bits kept, so x rounds away from zero with probability (its dropped bits) / 2^16 and
+    overflow goes to infinity; a NaN stays a (quiet) NaN. The result goes to the half the destination op_sel bit
+    picks, the other half is kept (AMD's cdna4 description: "using OPSEL to determine which word of the
+    destination to overwrite")."""
+    from .errors import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 3:
+        raise NoSemantics(f"{d.name} without its three operands")
+    op_sel = tuple(int(x) for x in (d.modifier("op_sel") or ()))
+    shift = 16 * (op_sel[-1] if op_sel else 0)
+    dst = b.ops.dst(pairs[0][1], 32)
+    srcs = [b.ops.src(p[1], 32) for p in pairs[1:]]
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        x, rnd = (np.broadcast_to(np.asarray(s.read(st, w)).astype(np.uint32).reshape(-1, 1), lanes.shape)
+                  if s.uniform else np.asarray(s.read(st, w)).astype(np.uint32) for s in srcs)
+        nan = (x & np.uint32(0x7FFFFFFF)) > np.uint32(0x7F800000)
+        rounded = (x.astype(np.uint64) + (rnd & np.uint32(0xFFFF))) >> np.uint64(16)
+        res = np.where(nan, (x >> np.uint32(16)) | np.uint32(0x40), rounded.astype(np.uint32)) & np.uint32(0xFFFF)
+        old = np.asarray(dst.read_old(st, w)).astype(np.uint32)
+        keep = ~np.uint32(0xFFFF << shift)
+        dst.write(st, w, (old & keep) | (res << np.uint32(shift)), lanes)
+    return run
+
+
 def handler(name: str):
     """The gfx950 handler of a VALU instruction, or None."""
     if name in HANDLERS:
@@ -372,4 +439,5 @@ def handler(name: str):
 
 
 HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
-            "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap}
+            "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap,
+            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk, "V_CVT_SR_BF16_F32": cvt_sr_bf16}

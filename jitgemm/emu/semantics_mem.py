@@ -137,19 +137,33 @@ def _atomic_dtype(op: str, fmt: Fmt | None, nbytes: int, name: str) -> np.dtype:
         (nbytes, signed)])
 
 
+def pair_dtype(name: str) -> np.dtype:
+    """The element of a packed-pair atomic add (*_PK_ADD_F16 / *_PK_ADD_BF16): two halves of one dword."""
+    import ml_dtypes
+
+    return np.dtype(ml_dtypes.bfloat16 if name.endswith("BF16") else np.float16)
+
+
+def _pk_add(old: np.ndarray, data: np.ndarray, pair: np.dtype) -> np.ndarray:
+    """Each half plus the data's half, rounded once to nearest even (the exact sum of two f16 or two bf16 values
+    is exact or below half an ulp of float64, so float64 then one rounding is the correctly rounded sum)."""
+    return (old.astype(np.float64) + data.view(pair).reshape(old.shape).astype(np.float64)).astype(pair)
+
+
 def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndarray, cmp: np.ndarray | None,
-                packed: bool) -> np.ndarray:
+                packed: np.dtype | None) -> np.ndarray:
     """Read-modify-write at byte offsets `offs` (N,) in lane order; returns the values before each lane's
-    update (lanes hitting the same address see each other's updates in order)."""
-    nbytes = dtype.itemsize if not packed else 4
+    update (lanes hitting the same address see each other's updates in order). `packed`: the element type of a
+    packed-pair add (pair_dtype), else None."""
+    nbytes = dtype.itemsize if packed is None else 4
     n = len(offs)
     raw_old = store.load_bytes(offs, nbytes)
     uniq = len(np.unique(offs)) == n
     if uniq:
-        old = np.ascontiguousarray(raw_old).view(dtype if not packed else np.float16)
-        if packed:
+        old = np.ascontiguousarray(raw_old).view(dtype if packed is None else packed)
+        if packed is not None:
             old = old.reshape(n, 2)
-            new = (old.astype(np.float32) + data.view(np.float16).reshape(n, 2).astype(np.float32)).astype(np.float16)
+            new = _pk_add(old, data, packed)
         else:
             old = old.reshape(n)
             new = _atomic_apply(op, old, data.view(dtype).reshape(n),
@@ -161,9 +175,9 @@ def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndar
         o = offs[i:i + 1]
         cur = store.load_bytes(o, nbytes)
         out[i] = cur[0]
-        if packed:
-            old = np.ascontiguousarray(cur).view(np.float16)
-            new = (old.astype(np.float32) + data[i:i + 1].view(np.float16).astype(np.float32)).astype(np.float16)
+        if packed is not None:
+            old = np.ascontiguousarray(cur).view(packed)
+            new = _pk_add(old, data[i:i + 1], packed)
         else:
             old = np.ascontiguousarray(cur).view(dtype)
             new = _atomic_apply(op, old, data[i:i + 1].view(dtype),
@@ -251,7 +265,7 @@ def smem(b, d):
         v = words(ctx, w, regs)
         src = np.ascontiguousarray(v[:, :width]).view(np.uint8).reshape(len(offs), -1)
         cmp = np.ascontiguousarray(v[:, width:]).view(np.uint8).reshape(len(offs), -1) if cmpswap else None
-        old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, False)
+        old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, None)
         if dst is not None:
             old = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), width)
             dst.write(ctx.st, w, old if width > 1 else old[:, 0])
@@ -408,7 +422,7 @@ def flat(b, d):
     if atomic:
         op = atomic.group(1)
         dtype = _atomic_dtype(op, mfmt, nbytes, name)
-        packed = op == "PK_ADD"
+        packed = pair_dtype(name) if op == "PK_ADD" else None
         data_regs = max(1, nbytes // 4) * (2 if op == "CMPSWAP" else 1)
         data_src = b.ops.src(data_op, 32 * data_regs)
         dst = b.ops.dst(vdst, nbytes * 8) if vdst is not None else None
@@ -595,7 +609,7 @@ def ds(b, d):
                               max(4, nbytes), name)
         if name.endswith(("I32", "I64")) and op in ("MIN", "MAX"):
             dtype = np.dtype(np.int32 if nbytes == 4 else np.int64)
-        packed = op == "PK_ADD"
+        packed = pair_dtype(name) if op == "PK_ADD" else None
         regs = max(1, nbytes // 4)
         data0 = b.ops.src(f["DATA0"], 8 * nbytes)
         data1 = b.ops.src(f["DATA1"], 8 * nbytes) if "DATA1" in f else None
