@@ -44,6 +44,21 @@ def positive_int(text: str) -> int:
 MAX_INPUT_BYTES = 512 << 20   # code objects and assembly sources are megabytes; /dev/zero is not an input
 
 
+def problem_args(p: argparse.ArgumentParser) -> None:
+    """The options that name a GEMM problem and its target, shared by every command that takes one (compile,
+    run, select, ...), so their spelling, defaults and help are one."""
+    p.add_argument("--m", type=positive_int, required=True, help="rows of A and D")
+    p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
+    p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension (columns of A, rows of B)")
+    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
+    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
+    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
+    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    p.add_argument("--spec", metavar="PATH",
+                   help="spec XML file (or a folder holding one) to use for --arch instead of the default")
+
+
 def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of an input file named on the command line, refused by size or type before reading (a device,
     a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from jitgemm.cli import CliError, positive_int, read_input
+from jitgemm.cli import CliError, problem_args, read_input
 
 
 def _dims(text: str, option: str, count: int, example: str) -> tuple[int, ...]:
@@ -23,13 +23,7 @@ def _dims(text: str, option: str, count: int, example: str) -> tuple[int, ...]:
 
 
 def _problem_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--m", type=positive_int, required=True, help="rows of A and D")
-    p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
-    p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension (columns of A, rows of B)")
-    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
-    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
-    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
-    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    problem_args(p)
     p.add_argument("--tile", help="MT_MxMT_NxDEPTH_K, e.g. 128x128x32 (default: chosen for the problem)")
     p.add_argument("--waves", default=None, help="waves per workgroup, e.g. 2x2 (with --tile)")
     p.add_argument("--mfma", default=None, help="MFMA instruction (with --tile; default: largest for the dtype)")
@@ -39,9 +33,6 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
                    help="add a bias vector along M or N (default none)")
     p.add_argument("--act", choices=("none", "relu", "gelu"), default="none",
                    help="activation applied to the result (default none)")
-    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
-    p.add_argument("--spec", metavar="PATH",
-                   help="spec XML file (or a folder holding one) to use for --arch instead of the default")
 
 
 def _problem_and_config(args: argparse.Namespace):

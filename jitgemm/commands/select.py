@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jitgemm.cli import CliError, positive_int
+from jitgemm.cli import CliError, positive_int, problem_args
 
 
 def _folder(text: str, option: str) -> Path:
@@ -141,19 +141,10 @@ def _qualify_task(job: tuple) -> tuple[str | None, int]:
 
 def register(sub) -> None:
     p = sub.add_parser("select", help="which kernel the selector picks for a problem (--explain: every candidate)")
-    p.add_argument("--m", type=positive_int, required=True, help="rows of A and D")
-    p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
-    p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension")
-    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
-    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
-    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
-    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    problem_args(p)
     p.add_argument("--lda", type=positive_int, help="leading dimension of A in elements (default: packed)")
     p.add_argument("--ldb", type=positive_int, help="leading dimension of B in elements (default: packed)")
     p.add_argument("--align", type=positive_int, default=256, help="byte alignment of the A and B pointers")
-    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
-    p.add_argument("--spec", metavar="PATH",
-                   help="spec XML file (or a folder holding one) to use for --arch instead of the default")
     p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts")
     p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels")
     p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
