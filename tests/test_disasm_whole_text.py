@@ -12,7 +12,8 @@ from tests.oracles import REPO, require_tool
 SOURCE = REPO / "tests" / "data" / "mixed_ops.cl"
 
 
-def _norm(lines):
+def objdump_instruction_lines(lines):
+    """Instruction and symbol lines of an objdump-style listing, comments and spacing normalized."""
     out = []
     for line in lines:
         if line.startswith("\t"):
@@ -28,10 +29,10 @@ def test_whole_text_matches_objdump(tmp_path, capsys):
     subprocess.run([clang, "-x", "cl", "-cl-std=CL2.0", "--target=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib",
                     "-O3", "-c", str(SOURCE), "-o", str(obj)], check=True, capture_output=True)
     subprocess.run([lld, "-shared", str(obj), "-o", str(co)], check=True, capture_output=True)
-    theirs = _norm(subprocess.run([objdump, "-d", "--mcpu=gfx942", str(co)], capture_output=True, text=True,
-                                  check=True).stdout.splitlines())
+    theirs = objdump_instruction_lines(subprocess.run(
+        [objdump, "-d", "--mcpu=gfx942", str(co)], capture_output=True, text=True, check=True).stdout.splitlines())
     assert main(["disasm", str(co)]) == 0
-    ours = _norm(capsys.readouterr().out.splitlines())
+    ours = objdump_instruction_lines(capsys.readouterr().out.splitlines())
     assert sum(1 for line in theirs if line.endswith(">:")) == 2     # the kernel and clang's callable body
     assert ours == theirs
 

@@ -25,6 +25,7 @@ import numpy as np
 import pytest
 
 from tests.oracles import require_module
+from tests.test_disasm_whole_text import objdump_instruction_lines
 
 triton = require_module("triton")
 tl = require_module("triton.language")
@@ -181,18 +182,6 @@ def test_triton_gfx950_dot_scaled_extreme_and_nan_scales(af, bf):
     assert_close(np.where(ok, c, 0), np.where(ok, ref, 0), np.where(ok, scale, 0), 1e-5)
 
 
-def _listing(lines):
-    import re
-
-    out = []
-    for line in lines:
-        if line.startswith("\t"):
-            out.append(re.sub(r"\s+", " ", line.split("//")[0]).strip())
-        elif re.match(r"^[0-9a-f]{16} <", line):
-            out.append(line.strip())
-    return out
-
-
 def test_cli_disasm_of_triton_gfx950_kernels_equals_llvm_objdump(tmp_path, capsys):
     """`jitgemm disasm` takes the target from the code object (gfx950) and lists Triton's gfx950 kernels as
     llvm-objdump-22 does (scaled MFMAs with op_sel/cbsz/blgp, 4-register fp4 operands, transposing LDS reads,
@@ -210,12 +199,12 @@ def test_cli_disasm_of_triton_gfx950_kernels_equals_llvm_objdump(tmp_path, capsy
     for i, compiled in enumerate(kernels):
         path = tmp_path / f"k{i}.hsaco"
         path.write_bytes(compiled[0])
-        theirs = _listing(subprocess.run([objdump, "-d", "--mcpu=gfx950", str(path)], capture_output=True,
-                                         text=True, check=True).stdout.splitlines())
+        theirs = objdump_instruction_lines(subprocess.run(
+            [objdump, "-d", "--mcpu=gfx950", str(path)], capture_output=True, text=True, check=True).stdout.splitlines())
         assert main(["disasm", str(path)]) == 0
         captured = capsys.readouterr()
         assert ".long" not in captured.out and "warning" not in captured.err
-        ours = _listing(captured.out.splitlines())
+        ours = objdump_instruction_lines(captured.out.splitlines())
         assert ours == theirs
         total += len(ours)
     assert total > 2000
