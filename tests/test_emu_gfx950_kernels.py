@@ -199,8 +199,9 @@ def test_cli_disasm_of_triton_gfx950_kernels_equals_llvm_objdump(tmp_path, capsy
     for i, compiled in enumerate(kernels):
         path = tmp_path / f"k{i}.hsaco"
         path.write_bytes(compiled[0])
-        theirs = objdump_instruction_lines(subprocess.run(
-            [objdump, "-d", "--mcpu=gfx950", str(path)], capture_output=True, text=True, check=True).stdout.splitlines())
+        listing = subprocess.run([objdump, "-d", "--mcpu=gfx950", str(path)], capture_output=True, text=True,
+                                 check=True).stdout
+        theirs = objdump_instruction_lines(listing.splitlines())
         assert main(["disasm", str(path)]) == 0
         captured = capsys.readouterr()
         assert ".long" not in captured.out and "warning" not in captured.err
