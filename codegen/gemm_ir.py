@@ -7,15 +7,26 @@ row-major, B is K x N row-major); `T` means it is stored transposed (A as K x M,
 row-major). `NT` — A normal, B transposed — is the common "both K-contiguous" case. C and D are M x N
 row-major. Leading dimensions count elements. The problem's sizes are runtime arguments of the kernel;
 `kernel_class()` says which properties shape the binary (the compile-cache key).
+
+Block-scaled (OCP MX) problems: an operand of an MX element type (fp8_e4m3, fp8_e5m2, fp6_e2m3, fp6_e3m2, fp4)
+may carry E8M0 scales, one per `scale_block` (32) consecutive K elements of each row of A / column of B:
+`a_scale` / `b_scale` say how they are stored — "none" (no scales: every scale is 1), "plain" (A: [M, ceil(K/32)],
+B: [N, ceil(K/32)] row-major uint8) or "shuffled" (the pre-shuffled layout of `jitgemm.mx.shuffle_scales`, rows
+padded to 256 and columns to 8). MX and weight-only problems are stored K-contiguous (layout NT: A as M x K,
+B as N x K), the layout the scaled MFMAs read; sub-byte elements are packed along K (fp4 two per byte, low nibble
+first; fp6 four per three bytes) and leading dimensions still count elements. `b_preshuffle="16x16"` means B's
+bytes are in the 16x16 pre-shuffled weight layout of `jitgemm.mx.shuffle_weight`. Weight-only problems pair a
+bf16/fp16 A with an MX B (scaled); activation-and-weight problems pair two MX types (mixed formats allowed).
 """
 
 from __future__ import annotations
 
+import math
 from dataclasses import dataclass, field, replace
 
 from jitgemm.isa.mfma import WAVE64
 
-from .dtypes import DType, dtype
+from .dtypes import MX_ELEMENTS, DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
 BIASES = ("none", "m", "n")          # none, one value per row of D (m), one per column (n)
@@ -27,8 +38,18 @@ _ACCUMULATOR = {
     ("fp8", "fp8"): "fp32", ("fp8", "bf8"): "fp32", ("bf8", "fp8"): "fp32", ("bf8", "bf8"): "fp32",
     ("int8", "int8"): "int32",
 }
+DTYPE_PAIRS: tuple[tuple[str, str], ...] = tuple(_ACCUMULATOR)   # the unscaled pairs of FNUZ-fp8-era targets
+# OCP fp8 pairs without scales (gfx950's fp8 MFMAs), every MX pair (activation and weight, mixed formats allowed;
+# gfx950's f8f6f4 MFMAs select each side's format by cbsz/blgp) and weight-only pairs (16-bit A x MX B)
+OCP_FP8_PAIRS: tuple[tuple[str, str], ...] = tuple((x, y) for x in ("fp8_e4m3", "fp8_e5m2")
+                                                  for y in ("fp8_e4m3", "fp8_e5m2"))
+MX_PAIRS: tuple[tuple[str, str], ...] = tuple((x, y) for x in MX_ELEMENTS for y in MX_ELEMENTS)
+WEIGHT_ONLY_PAIRS: tuple[tuple[str, str], ...] = tuple((x, y) for x in ("bf16", "fp16") for y in MX_ELEMENTS)
+_ACCUMULATOR.update({pair: "fp32" for pair in MX_PAIRS + WEIGHT_ONLY_PAIRS})
 _FLOAT_OUT = ("fp32", "fp16", "bf16")
-DTYPE_PAIRS: tuple[tuple[str, str], ...] = tuple(_ACCUMULATOR)   # the (A, B) dtype pairs a GEMM may take
+SCALE_LAYOUTS = ("none", "plain", "shuffled")
+PRESHUFFLES = ("none", "16x16")
+SCALE_BLOCK = 32        # OCP MX v1.0: one E8M0 scale per 32 elements; gfx950's scaled MFMAs fix the same block
 
 
 class IRError(ValueError):
@@ -55,15 +76,21 @@ class GemmProblem:
     beta: float = 0.0
     bias: str = "none"
     activation: str = "none"
+    a_scale: str = "none"        # "none" | "plain" | "shuffled": how A's E8M0 block scales are stored
+    b_scale: str = "none"
+    scale_block: int = SCALE_BLOCK
+    b_preshuffle: str = "none"   # "none" | "16x16": B's bytes in the 16x16 pre-shuffled weight layout
 
     @staticmethod
     def make(m: int, n: int, k: int, a: str | DType = "fp32", b: str | DType | None = None,
              d: str | DType | None = None, *, c: str | DType | None = None, acc: str | DType | None = None,
-             layout: str = "NN", batch: int = 1, lda: int | None = None, ldb: int | None = None,
+             layout: str | None = None, batch: int = 1, lda: int | None = None, ldb: int | None = None,
              ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0, beta: float = 0.0,
-             bias: str = "none", activation: str = "none") -> GemmProblem:
+             bias: str = "none", activation: str = "none", a_scale: str = "none", b_scale: str = "none",
+             scale_block: int = SCALE_BLOCK, b_preshuffle: str = "none") -> GemmProblem:
         """Build and validate a problem; dtypes by name, defaults filled in (B = A, accumulator from the pair,
-        D = A for 16/32-bit floats and fp32 for fp8, int32 for int8)."""
+        D = A for 16/32-bit floats, fp32 for 8-bit and narrower floats, int32 for int8; an MX or weight-only
+        problem defaults to layout NT)."""
         da = a if isinstance(a, DType) else dtype(a)
         db = da if b is None else (b if isinstance(b, DType) else dtype(b))
         pair = (da.name, db.name)
@@ -72,13 +99,19 @@ class GemmProblem:
                           + ", ".join(f"{x}x{y}" for x, y in _ACCUMULATOR))
         dacc = dtype(_ACCUMULATOR[pair]) if acc is None else (acc if isinstance(acc, DType) else dtype(acc))
         if d is None:
-            dd = dacc if da.bits == 8 else da
+            dd = dacc if da.bits <= 8 else da
         else:
             dd = d if isinstance(d, DType) else dtype(d)
         dc = None if c is None else (c if isinstance(c, DType) else dtype(c))
+        if layout is None:
+            packed = da.bits < 8 or db.bits < 8
+            layout = "NT" if packed or a_scale != "none" or b_scale != "none" else "NN"
+        if not isinstance(layout, str):
+            raise IRError(f"layout {layout!r} is not one of {', '.join(LAYOUTS)}")
         p = GemmProblem(m=m, n=n, k=k, a=da, b=db, d=dd, acc=dacc, c=dc, layout=layout.upper(), batch=batch,
                         lda=lda, ldb=ldb, ldc=ldc, ldd=ldd, alpha=float(alpha), beta=float(beta), bias=bias,
-                        activation=activation)
+                        activation=activation, a_scale=a_scale, b_scale=b_scale, scale_block=scale_block,
+                        b_preshuffle=b_preshuffle)
         p.validate()
         return p
 
@@ -137,6 +170,62 @@ class GemmProblem:
         for op, ld in (("a", self.lda), ("b", self.ldb), ("c", self.ldc), ("d", self.ldd)):
             if ld is not None and ld < rows[op]:
                 raise IRError(f"ld{op}={ld} is smaller than the stored row length {rows[op]}")
+        self._validate_scaling()
+
+    @property
+    def scaled(self) -> bool:
+        """Block-scaled or sub-byte operands: the problem needs gfx950's f8f6f4 MFMAs (or a dequant in registers).
+        Unscaled OCP fp8 is not: it is an ordinary GEMM on gfx950's fp8 MFMAs, in any layout."""
+        return self.a_scale != "none" or self.b_scale != "none" or self.a.bits < 8 or self.b.bits < 8
+
+    @property
+    def weight_only(self) -> bool:
+        """A 16-bit float activation times an MX weight."""
+        return self.a.bits >= 16 and self.b.microscaling
+
+    def scale_shape(self, op: str) -> tuple[int, int] | None:
+        """Rows x columns (uint8) of the plain scale array of `op` ("a" or "b"), None when it has no scales."""
+        if getattr(self, f"{op}_scale") == "none":
+            return None
+        rows = self.m if op == "a" else self.n
+        return rows, -(-self.k // self.scale_block)
+
+    def _validate_scaling(self) -> None:
+        for op in ("a", "b"):
+            layout = getattr(self, f"{op}_scale")
+            kind = getattr(self, op)
+            if layout not in SCALE_LAYOUTS:
+                raise IRError(f"{op}_scale {layout!r} is not one of {', '.join(SCALE_LAYOUTS)}")
+            if layout != "none" and not kind.microscaling:
+                raise IRError(f"{op}_scale={layout}: only MX element types carry block scales "
+                              f"({', '.join(MX_ELEMENTS)}), {op.upper()} is {kind.name}")
+        if self.b_preshuffle not in PRESHUFFLES:
+            raise IRError(f"b_preshuffle {self.b_preshuffle!r} is not one of {', '.join(PRESHUFFLES)}")
+        if not self.scaled:
+            if self.b_preshuffle != "none":
+                raise IRError("b_preshuffle applies to MX weights (an MX element type for B)")
+            return
+        if self.scale_block != SCALE_BLOCK:
+            raise IRError(f"scale_block {self.scale_block}: the scaled MFMAs take one scale per {SCALE_BLOCK} "
+                          "K elements (OCP MX v1.0); accepted: 32")
+        if self.layout != "NT":
+            raise IRError(f"layout {self.layout}: MX and weight-only operands are stored K-contiguous; accepted: NT "
+                          "(A as M x K, B as N x K row-major)")
+        if self.weight_only and self.b_scale == "none":
+            raise IRError("weight-only problem (16-bit A, MX B) needs B's scales: b_scale plain or shuffled")
+        if self.acc.name != "fp32":
+            raise IRError(f"MX problems accumulate in fp32, not {self.acc.name}")
+        for op in ("a", "b"):
+            kind = getattr(self, op)
+            ld = self.lead[op]
+            if kind.packed and (ld * kind.bits) % 8:
+                raise IRError(f"ld{op}={ld}: rows of packed {kind.name} must start on a byte; accepted: a multiple "
+                              f"of {8 // math.gcd(8, kind.bits)} elements")
+        if self.b_preshuffle == "16x16":
+            kb = self.b.storage_bytes(self.lead["b"])
+            if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
+                raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
+                              f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
 
     def kernel_class(self) -> GemmProblem:
         """The problem with everything that is a runtime argument normalised away: two problems with the same

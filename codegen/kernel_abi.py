@@ -31,8 +31,43 @@ KERNARGS: tuple[tuple[str, int, int, str], ...] = (
     ("alpha", 88, 4, "f32"), ("beta", 92, 4, "f32"),
 )
 KERNARG_SIZE = 96
+# A block-scaled problem (GemmProblem.scaled) appends its scale operands: one pointer per scaled side (0 when the
+# side has no scales), the scale arrays' leading dimensions (uint8 entries per row: ceil(k/32) when plain, the
+# padded column count when shuffled) and their per-batch strides (entries). Unscaled kernels keep the 96 bytes.
+MX_KERNARGS: tuple[tuple[str, int, int, str], ...] = (
+    ("a_scale", 96, 8, "ptr"), ("b_scale", 104, 8, "ptr"),
+    ("ld_a_scale", 112, 4, "i32"), ("ld_b_scale", 116, 4, "i32"),
+    ("stride_a_scale", 120, 4, "i32"), ("stride_b_scale", 124, 4, "i32"),
+)
+MX_KERNARG_SIZE = 128
 OOB = 0x80000000          # an offset past any num_records the kernel sets (matrices are < 2 GiB)
 RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Triton use on gfx942)
+
+
+def kernargs(problem: GemmProblem) -> tuple[tuple[str, int, int, str], ...]:
+    """The kernel-argument layout of a kernel for `problem` (name, offset, size, type)."""
+    return KERNARGS + MX_KERNARGS if problem.scaled else KERNARGS
+
+
+def kernarg_size(problem: GemmProblem) -> int:
+    return MX_KERNARG_SIZE if problem.scaled else KERNARG_SIZE
+
+
+def matrix_bytes(kind, rows: int, cols: int, ld: int) -> int:
+    """Bytes a row-major rows x cols matrix of dtype `kind` with leading dimension `ld` (elements) spans; packed
+    sub-byte rows start on a byte (GemmProblem.validate), so this is the extent rule in whole bytes."""
+    return kind.storage_bytes(extent(rows, cols, ld))
+
+
+def scale_layout_shape(problem: GemmProblem, op: str) -> tuple[int, int] | None:
+    """(rows, columns) of `op`'s scale array as stored: plain [rows, ceil(k/32)], or the shuffled layout's
+    padding (rows to 256, columns to 8; jitgemm.mx.shuffle_scales). None when `op` has no scales."""
+    plain = problem.scale_shape(op)
+    if plain is None:
+        return None
+    if getattr(problem, f"{op}_scale") == "shuffled":
+        return -(-plain[0] // 256) * 256, -(-plain[1] // 8) * 8
+    return plain
 
 
 def matrix_extent(problem: GemmProblem, x: str) -> tuple[str, str, str, int]:

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 from jitgemm.isa.mfma import WAVE64, parse_mfma_name
 from jitgemm.isa.model import Spec
+from jitgemm.isa.targets import target_of_spec, target_profile
 
 from .dtypes import DType, element_of
 
@@ -40,6 +41,9 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
     cached = _CATALOGS.get(spec.sha256) if spec.sha256 else None
     if cached is not None:
         return cached
+    # which 8-bit float encoding the target's MFMAs read (FNUZ on gfx942, OCP on gfx950): the spec's FP8 data
+    # formats have the same field widths for both, the target profile says which
+    flavour = target_profile(target_of_spec(spec)).fp8_flavour
     out = []
     for inst in spec.instructions:
         shape = parse_mfma_name(inst.name)
@@ -55,7 +59,7 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
             fmts = {f: spec.data_formats.get(ops[f].data_format or "") for f in ("SRC0", "SRC1", "VDST")}
             if any(v is None for v in fmts.values()):
                 continue
-            a, b, acc = (element_of(fmts[f]) for f in ("SRC0", "SRC1", "VDST"))
+            a, b, acc = (element_of(fmts[f], flavour) for f in ("SRC0", "SRC1", "VDST"))
             if a is None or b is None or acc is None:
                 continue
             a_elems = fmts["SRC0"].component_count

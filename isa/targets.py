@@ -45,6 +45,8 @@ _SCHEMA: dict[str, tuple[tuple[type, ...], Any]] = {
     "wait_counters": ((dict,), {}),
     "unprinted_modifiers": ((dict,), {}),             # {encoding: [modifier, ...]} a listing leaves out
     "code_object": ((dict, type(None)), None),       # None: no code objects are written for this target
+    "fp8_flavour": ((str, type(None)), None),         # "fnuz" | "ocp": the 8-bit float encoding its MFMAs read;
+                                                      # None: the target has no fp8 matrix instructions
 }
 _CODE_OBJECT_KEYS = {"elf_mach": int, "architected_flat_scratch": bool, "vgpr_encoding_granule": int,
                      "sgpr_encoding_granule": int, "max_user_sgprs": int}
@@ -148,6 +150,11 @@ class TargetProfile:
     def get(self, key: str, default: Any = None) -> Any:
         """A number of the profile the typed attributes below do not cover (clock_mhz, fp8_flavour, ...)."""
         return self.values.get(key, default)
+
+    @property
+    def fp8_flavour(self) -> str | None:
+        """Which 8-bit float encoding the matrix instructions read: "fnuz" (gfx942) or "ocp" (gfx950)."""
+        return self.values["fp8_flavour"]
 
     @property
     def arch_vgprs(self) -> int:
@@ -275,6 +282,9 @@ def parse_profile(text: str, where: str) -> TargetProfile:
         if not isinstance(value, types) or isinstance(value, bool):
             accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
             raise SpecError(f"target profile key {key!r} is {value!r}; accepted: {accepted}", path=where)
+    if values["fp8_flavour"] not in ("fnuz", "ocp", None):
+        raise SpecError(f"target profile key 'fp8_flavour' is {values['fp8_flavour']!r}; accepted: fnuz, ocp, null",
+                        path=where)
     if values["code_object"] is not None:
         facts = values["code_object"]
         for key, kind in _CODE_OBJECT_KEYS.items():

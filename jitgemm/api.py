@@ -108,11 +108,16 @@ def _storage(x: np.ndarray, name: str) -> tuple[str, int, int, np.ndarray]:
     while isinstance(root.base, np.ndarray):
         root = root.base
     start = x.__array_interface__["data"][0]
+    # strided views are taken over an unsigned-integer view of the same bytes: numpy's as_strided goes through
+    # the array interface, whose type string ml_dtypes' float8_e5m2 shares with another type ('<f1')
+    raw = x.view(np.dtype(f"u{item}"))
     if start + whole * item <= byte_bounds(root)[1]:
-        flat = np.lib.stride_tricks.as_strided(x, shape=(whole,), strides=(item,), writeable=bool(x.flags.writeable))
+        flat = np.lib.stride_tricks.as_strided(raw, shape=(whole,), strides=(item,),
+                                               writeable=bool(x.flags.writeable)).view(x.dtype)
     else:
         flat = np.zeros(whole, x.dtype)
-        flat[:span] = np.lib.stride_tricks.as_strided(x, shape=(span,), strides=(item,), writeable=False)
+        flat.view(raw.dtype)[:span] = np.lib.stride_tricks.as_strided(raw, shape=(span,), strides=(item,),
+                                                                      writeable=False)
     return layout, ld, batch_stride, flat
 
 

@@ -20,7 +20,8 @@ GFX942 = isa.target_profile("gfx942")
 def test_dtype_lookup():
     assert dtype("BF16").name == "bf16" and dtype("e4m3").name == "fp8"
     with pytest.raises(ValueError, match="accepted: fp32"):
-        dtype("fp4")
+        dtype("fp3")
+    assert dtype("mxfp4").name == "fp4" and dtype("e4m3fn").flavour == "ocp" and dtype("e4m3").flavour == "fnuz"
     import ml_dtypes
     import numpy as np
 
@@ -128,3 +129,42 @@ def test_config_limits(excerpt_spec, cfg, message):
     p = GemmProblem.make(256, 256, 256, "bf16")
     with pytest.raises(IRError, match=message):
         validate_config(p, cfg, excerpt_spec, GFX942)
+
+
+def test_mx_problems_validate_formats_scales_and_layouts():
+    p = GemmProblem.make(100, 70, 200, "fp4", "fp8_e4m3", a_scale="plain", b_scale="shuffled")
+    assert p.layout == "NT" and p.acc.name == "fp32" and p.d.name == "fp32" and p.scaled and not p.weight_only
+    assert p.scale_shape("a") == (100, 7) and p.scale_shape("b") == (70, 7)
+    assert p.kernel_class().b_scale == "shuffled"           # the scale layout shapes the binary
+    w = GemmProblem.make(64, 64, 256, "bf16", "fp4", b_scale="plain", b_preshuffle="16x16")
+    assert w.weight_only and w.scaled and w.scale_shape("a") is None
+    assert not GemmProblem.make(64, 64, 64, "fp8_e4m3").scaled     # unscaled OCP fp8: an ordinary GEMM
+    bad = [
+        (dict(a="bf16", b="fp4"), "needs B's scales"),
+        (dict(a="fp4", b="fp4", layout="NN"), "accepted: NT"),
+        (dict(a="bf16", b="bf16", a_scale="plain"), "only MX element types"),
+        (dict(a="fp4", b="fp4", lda=201), "multiple of 2"),
+        (dict(a="fp6_e2m3", b="fp4", lda=202), "multiple of 4"),
+        (dict(a="fp4", b="fp4", a_scale="rowwise"), "not one of none, plain, shuffled"),
+        (dict(a="fp4", b="fp4", scale_block=16), "accepted: 32"),
+        (dict(a="fp8_e4m3", b="fp4", b_scale="plain", b_preshuffle="16x16", n=24), "multiple of 16"),
+        (dict(a="bf16", b="bf16", b_preshuffle="16x16"), "MX weights"),
+        (dict(a="fp4", b="int8"), "no GEMM for A=fp4, B=int8"),
+    ]
+    for kw, message in bad:
+        n = kw.pop("n", 64)
+        with pytest.raises(IRError, match=message):
+            GemmProblem.make(64, n, 200, **kw)
+
+
+def test_fp8_flavour_follows_the_target_profile():
+    """gfx942's fp8 MFMAs read FNUZ codes, gfx950's OCP ones (profiles' fp8_flavour): each catalog offers only its
+    own flavour, so an FNUZ problem on gfx950 is refused instead of computing with misread bytes."""
+    cat942 = {(m.a.name, m.b.name) for m in mfma_catalog(isa.load_spec("gfx942"))}
+    cat950 = {(m.a.name, m.b.name) for m in mfma_catalog(isa.load_spec("gfx950"))}
+    assert ("fp8", "bf8") in cat942 and ("fp8_e4m3", "fp8_e5m2") not in cat942
+    assert ("fp8_e4m3", "fp8_e5m2") in cat950 and ("fp8", "fp8") not in cat950
+    fnuz = GemmProblem.make(64, 64, 64, "fp8")
+    config = default_config(fnuz, isa.load_spec("gfx942"), GFX942)
+    with pytest.raises(IRError, match="multiplies fp8_e4m3xfp8_e4m3, the problem is fp8xfp8"):
+        validate_config(fnuz, config, isa.load_spec("gfx950"), isa.target_profile("gfx950"))
