@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_text import format_ir
-from .kernel_abi import KERNARG_SIZE, KERNARGS, LoweredKernel
+from .kernel_abi import LoweredKernel, kernarg_size, kernargs
 
 
 def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKernel, target_id: str,
@@ -19,7 +19,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
     p = problem
     integer = p.acc.kind == "int"
     args = []
-    for name, offset, size, kind in KERNARGS:
+    for name, offset, size, kind in kernargs(p):
         role = {"stride_a": "stride_a", "stride_b": "stride_b", "stride_c": "stride_c",
                 "stride_d": "stride_d"}.get(name, name)
         if kind == "f32" and integer:
@@ -27,11 +27,11 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         args.append({"name": name, "role": role, "offset": offset, "size": size, "type": kind})
     legality: dict = {"batch": True, "split_k": False, "max": {"m": 2**31 - 1, "n": 2**31 - 1, "k": 2**31 - 1}}
     ld_multiple, align, divisible = {}, {}, {}
-    for op, vec, eb, transposed in (("a", config.vec_a, p.a.bytes, p.a_transposed),
-                                    ("b", config.vec_b, p.b.bytes, p.b_transposed)):
+    for op, vec, kind, transposed in (("a", config.vec_a, p.a, p.a_transposed),
+                                      ("b", config.vec_b, p.b, p.b_transposed)):
         if vec > 1:
             ld_multiple[op] = vec
-            align[op] = vec * eb
+            align[op] = kind.storage_bytes(vec)
             # the contiguous dimension must hold whole vectors
             contiguous = {("a", False): "k", ("a", True): "m", ("b", False): "n", ("b", True): "k"}[(op, transposed)]
             divisible[contiguous] = max(divisible.get(contiguous, 1), vec)
@@ -47,8 +47,10 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                      "source": format_ir(p.kernel_class(), config), "target": target_id,
                      **({"code_sha256": code_sha256} if code_sha256 else {})},
         "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
-                      "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout},
-        "abi": {"kernarg_size": KERNARG_SIZE, "strides_in": "elements", "args": args},
+                      "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout,
+                      **({"a_scale": p.a_scale, "b_scale": p.b_scale, "scale_block": p.scale_block,
+                          "b_preshuffle": p.b_preshuffle} if p.scaled else {})},
+        "abi": {"kernarg_size": kernarg_size(p), "strides_in": "elements", "args": args},
         "launch": {"workgroup": [lowered.workgroup_size, 1, 1], "grid": list(lowered.grid),
                    "lds_bytes": 0},
         "legality": legality,

@@ -241,6 +241,14 @@ class Contract:
         clause("operation.acc", op["acc"] == problem.acc.name, f"kernel accumulates in {op['acc']}")
         clause("operation.layout", op["layout"] == problem.layout,
                f"kernel layout {op['layout']}, problem {problem.layout}")
+        # block scaling (OCP MX): the scale layout of each side and the weight layout shape the kernel's loads
+        for key, wanted in (("a_scale", problem.a_scale), ("b_scale", problem.b_scale),
+                            ("b_preshuffle", problem.b_preshuffle)):
+            clause(f"operation.{key}", op.get(key, "none") == wanted,
+                   f"kernel takes {key}={op.get(key, 'none')}, problem has {key}={wanted}")
+        if problem.scaled:
+            clause("operation.scale_block", op.get("scale_block") == problem.scale_block,
+                   f"kernel scale block {op.get('scale_block')}, problem {problem.scale_block}")
         if problem.c is not None:
             clause("operation.c", op.get("c") == problem.c.name and feat.get("c_input", False),
                    f"kernel C input is {op.get('c')}, problem has C {problem.c.name}")

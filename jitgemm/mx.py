@@ -105,6 +105,31 @@ def unpack_fp4(packed: np.ndarray, length: int) -> np.ndarray:
     return out[..., :length]
 
 
+def pack_fp6(codes: np.ndarray) -> np.ndarray:
+    """Pack 6-bit codes along the last axis as a little-endian bit stream, four codes per three bytes (element i
+    at bits 6i..6i+5; the length is padded with zero codes to a multiple of 4). This is how a kernel stores an
+    fp6 row in memory and how the f8f6f4 MFMAs read 32 fp6 values from 6 consecutive VGPRs."""
+    c = np.asarray(codes, dtype=np.uint8)
+    pad = -c.shape[-1] % 4
+    if pad:
+        c = np.concatenate([c, np.zeros((*c.shape[:-1], pad), np.uint8)], axis=-1)
+    g = c.reshape(*c.shape[:-1], -1, 4).astype(np.uint32) & 0x3F
+    word = g[..., 0] | (g[..., 1] << 6) | (g[..., 2] << 12) | (g[..., 3] << 18)
+    out = np.stack([word & 0xFF, (word >> 8) & 0xFF, word >> 16], axis=-1).astype(np.uint8)
+    return out.reshape(*c.shape[:-1], -1)
+
+
+def unpack_fp6(packed: np.ndarray, length: int) -> np.ndarray:
+    """Inverse of `pack_fp6`: the first `length` codes along the last axis."""
+    p = np.asarray(packed, dtype=np.uint8)
+    if p.shape[-1] % 3:
+        raise MXError(f"packed fp6: {p.shape[-1]} bytes per row is not a multiple of 3")
+    t = p.reshape(*p.shape[:-1], -1, 3).astype(np.uint32)
+    word = t[..., 0] | (t[..., 1] << 8) | (t[..., 2] << 16)
+    out = np.stack([(word >> s) & 0x3F for s in (0, 6, 12, 18)], axis=-1).astype(np.uint8)
+    return out.reshape(*p.shape[:-1], -1)[..., :length]
+
+
 @dataclass(frozen=True)
 class MXTensor:
     """A block-scaled tensor. `data` holds element codes (uint8; fp4 packed two per byte along `axis`, fp6/fp8 one

@@ -115,3 +115,15 @@ def test_bad_arguments_are_named():
         mx.shuffle_weight(np.zeros((10, 32), np.uint8))
     with pytest.raises(mx.MXError, match="codes"):
         mx.codes_to_float(np.array([0x10]), "fp4")
+
+
+def test_fp6_bit_stream_packing_round_trips_and_puts_element_i_at_bits_6i():
+    from jitgemm.mx import pack_fp6, unpack_fp6
+
+    rng = np.random.default_rng(6)
+    codes = rng.integers(0, 64, size=(5, 37), dtype=np.uint8)
+    packed = pack_fp6(codes)
+    assert packed.shape == (5, 30)
+    assert np.array_equal(unpack_fp6(packed, 37), codes)
+    stream = int.from_bytes(packed[2].tobytes(), "little")
+    assert all((stream >> (6 * i)) & 0x3F == codes[2, i] for i in range(37))
