@@ -17,24 +17,11 @@ from jitgemm.codegen.codeobj.relocatable import assemble_source
 from jitgemm.isa.asm_macros import AsmFileError
 
 from jitgemm.cli import main
+from tests.hand_kernel import llvm_link
 from tests.oracles import require_tool
 
 DATA = Path(__file__).parent / "data"
 HANDWRITTEN = DATA / "handwritten_kernel.s"
-
-
-def llvm_code_object(text: str, folder: Path, include: Path | None = None) -> tuple[bytes, bytes]:
-    """(relocatable object, linked code object) from llvm-mc-22 and ld.lld-22; Triton 3.9's target line, which
-    llvm-mc rejects, is normalized to the target it names."""
-    mc, lld = require_tool("llvm-mc"), require_tool("ld.lld")
-    src = folder / "llvm_input.s"
-    src.write_text(re.sub(r'\.amdgcn_target "amdgpu9\.42-amd-amdhsa-unknown-gfx942"',
-                          '.amdgcn_target "amdgcn-amd-amdhsa--gfx942"', text))
-    obj, co = folder / "llvm.o", folder / "llvm.co"
-    subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj",
-                    *(["-I", str(include)] if include else []), str(src), "-o", str(obj)], check=True)
-    subprocess.run([lld, "-shared", str(obj), "-o", str(co)], check=True)
-    return obj.read_bytes(), co.read_bytes()
 
 
 def loaded(blob: bytes) -> list[tuple[str, int, bytes]]:
@@ -95,7 +82,7 @@ def test_triton_assembly_files_equal_llvm_mc_and_lld(triton_objs, tmp_path):
         assert '.amdgcn_target "amdgpu9.42-amd-amdhsa-unknown-gfx942"' in text  # Triton 3.9's spelling
         ours, _obj = assemble_source(text, file=path.name)
         ours_rel, _ = assemble_source(text, file=path.name, relocatable=True)
-        their_rel, theirs = llvm_code_object(text, tmp_path)
+        their_rel, theirs = llvm_link(tmp_path, text)
         checked += assert_same_code_object(ours, theirs, path.name)
         assert relocatable_summary(ours_rel) == relocatable_summary(their_rel), path.name
         # and the same as the code object Triton itself built, apart from what debug info changes
@@ -115,7 +102,7 @@ def reassembled_triton(monkeypatch, tmp_path):
     def compile_and_reassemble(*a, **k):
         hsaco, shared, warps, amdgcn = original(*a, **k)
         ours, _ = assemble_source(amdgcn, file="triton.amdgcn")
-        _rel, theirs = llvm_code_object(amdgcn, tmp_path)
+        _rel, theirs = llvm_link(tmp_path, amdgcn)
         assert_same_code_object(ours, theirs, "triton kernel")
         seen.append(codeobj.read(ours).kernels[0].name)
         return ours, shared, warps, amdgcn
@@ -158,7 +145,7 @@ def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):
 
     ours, _ = assemble_source(clang_assembly, file="k.s")
     ours_rel, _ = assemble_source(clang_assembly, file="k.s", relocatable=True)
-    their_rel, theirs = llvm_code_object(clang_assembly, tmp_path)
+    their_rel, theirs = llvm_link(tmp_path, clang_assembly)
     assert assert_same_code_object(ours, theirs, "clang -S") >= 8
     assert relocatable_summary(ours_rel) == relocatable_summary(their_rel)
     ran = 0
@@ -177,7 +164,7 @@ def test_handwritten_kernel_equals_llvm_mc_and_runs(tmp_path):
     text = HANDWRITTEN.read_text()
     ours, obj = assemble_source(text, file=str(HANDWRITTEN))
     rel, _ = assemble_source(text, file=str(HANDWRITTEN), relocatable=True)
-    their_rel, theirs = llvm_code_object(text, tmp_path, include=DATA)
+    their_rel, theirs = llvm_link(tmp_path, text, include=DATA)
     assert_same_code_object(ours, theirs, "handwritten")
     summary = relocatable_summary(rel)
     assert summary == relocatable_summary(their_rel) and len(summary[2]) == 3  # REL32_LO/HI, the REL64
@@ -283,7 +270,7 @@ f:
     .endr
     """
     rel, _ = assemble_source(text, file="t.s", relocatable=True)
-    their_rel, _ = llvm_code_object(".amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"\n" + text, tmp_path)
+    their_rel, _ = llvm_link(tmp_path, ".amdgcn_target \"amdgcn-amd-amdhsa--gfx942\"\n" + text)
     a, b = ElfFile(rel), ElfFile(their_rel)
     for name in (".text", ".data"):
         sa = next(s for s in a.sections if s.name == name)

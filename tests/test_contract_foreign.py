@@ -18,7 +18,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.cli import main as cli_main
 from jitgemm.contract import Contract, ContractError
-from tests.test_emu_isa_rules import _assemble_source
+from tests.hand_kernel import llvm_link
 
 # D = alpha * A @ B, fp32, row-major; one work-item per element of D: workgroup x covers 64 columns, y is the
 # row. A's element comes through SOFFSET (row * lda_bytes + 4k, uniform), B's through a VGPR offset; both are
@@ -153,7 +153,7 @@ CONTRACT = {  # written by hand: only the arguments that carry a value; pads are
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("foreign")
-    co = _assemble_source(root, KERNEL.replace("{args}", _metadata_args()))
+    _, co = llvm_link(root, KERNEL.replace("{args}", _metadata_args()))
     (root / "foreign.co").write_bytes(co)
     (root / "foreign.yaml").write_text(yaml.safe_dump(CONTRACT, sort_keys=False))
     return root

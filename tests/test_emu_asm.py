@@ -9,83 +9,13 @@ offset o is in range when o + 4 <= num_records; out-of-range loads read 0 and st
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 
 from jitgemm.cli import main as cli_main
 from jitgemm.emu import MemoryFault, StepLimitExceeded, UnsupportedInstruction, check, emulate
 from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
-from tests.oracles import require_tool
-
-TEMPLATE = """
-.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.text
-.globl {name}
-.p2align 8
-.type {name},@function
-{name}:
-{body}
-  s_endpgm
-.L{name}_end:
-.size {name}, .L{name}_end-{name}
-
-.rodata
-.p2align 6
-.amdhsa_kernel {name}
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_system_sgpr_workgroup_id_x 1
-  .amdhsa_system_sgpr_workgroup_id_y {wg_y}
-  .amdhsa_system_sgpr_workgroup_id_z {wg_z}
-  .amdhsa_system_vgpr_workitem_id {vid}
-  .amdhsa_group_segment_fixed_size {lds}
-  .amdhsa_next_free_vgpr 16
-  .amdhsa_next_free_sgpr 24
-  .amdhsa_accum_offset 16
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.kernels:
-  - .name: {name}
-    .symbol: {name}.kd
-    .kernarg_segment_size: {kernarg_size}
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: {lds}
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 24
-    .vgpr_count: 16
-    .max_flat_workgroup_size: 1024
-    .args:
-{args}
-...
-.end_amdgpu_metadata
-"""
-
-
-def assemble(tmp_path, body: str, args: list[tuple[int, int, str]], *, name: str = "k", wg_y: int = 0,
-             wg_z: int = 0, vid: int = 0, lds: int = 0) -> bytes:
-    """A code object from a kernel body; `args` are (offset, size, value_kind) of the kernarg segment."""
-    mc, lld = require_tool("llvm-mc"), require_tool("ld.lld")
-    arg_lines = "\n".join(f"      - {{.offset: {o}, .size: {s}, .value_kind: {k}"
-                          + (", .address_space: global}" if k == "global_buffer" else "}") for o, s, k in args)
-    size = max((o + s for o, s, _ in args), default=0)
-    src = TEMPLATE.format(name=name, body=body, wg_y=wg_y, wg_z=wg_z, vid=vid, lds=lds, kernarg_size=size,
-                          args=arg_lines or "      []")
-    (tmp_path / "k.s").write_text(src)
-    run = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx942", "-filetype=obj", str(tmp_path / "k.s"),
-                          "-o", str(tmp_path / "k.o")], capture_output=True, text=True)
-    assert run.returncode == 0, run.stderr
-    run = subprocess.run([lld, "-shared", str(tmp_path / "k.o"), "-o", str(tmp_path / "k.co")], capture_output=True,
-                         text=True)
-    assert run.returncode == 0, run.stderr
-    return (tmp_path / "k.co").read_bytes()
-
-
-BUF = (0, 8, "global_buffer")
+from tests.hand_kernel import BUF, assemble
 
 # out[wg linear id][work-item] = (wg_x, wg_y, wg_z, v0); SGPRs: kernarg pointer s[0:1], then the workgroup ids
 INITIAL_STATE = """

@@ -23,61 +23,17 @@ from jitgemm.codegen.codeobj.relocatable import assemble_source
 
 from jitgemm.emu import MemoryFault, emulate
 from jitgemm.emu.memory import CODE_BASE
+from tests.hand_kernel import kernel_source, llvm_link
 from tests.oracles import require_tool
-from tests.test_asm_file import llvm_code_object
-
-HEADER = """
-.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.amdhsa_code_object_version 5
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_endpgm
-.Lk_end:
-.size k, .Lk_end-k
-{data}
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  .amdhsa_user_sgpr_count 2
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_system_sgpr_workgroup_id_x 1
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 16
-  .amdhsa_accum_offset 8
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.target: amdgcn-amd-amdhsa--gfx942
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 16
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 16
-    .vgpr_count: 8
-    .max_flat_workgroup_size: 64
-    .args:
-      - {{ .offset: 0, .size: 8, .value_kind: global_buffer, .address_space: global }}
-      - {{ .offset: 8, .size: 8, .value_kind: global_buffer, .address_space: global }}
-...
-.end_amdgpu_metadata
-"""
 
 
 def both(tmp_path, body: str, data: str) -> dict[str, bytes]:
     """The kernel linked by the project's assembler and linker, and by llvm-mc-22 + ld.lld-22."""
-    text = HEADER.format(body=body, data=data)
+    text = kernel_source(body, [(0, 8, "global_buffer"), (8, 8, "global_buffer")], vgprs=8, sgprs=16,
+                         descriptor=(".amdhsa_user_sgpr_count 2",), data=data, max_workgroup=64,
+                         code_object_version=5)
     ours, _ = assemble_source(text, file="image.s")
-    _, theirs = llvm_code_object(text, tmp_path)
+    _, theirs = llvm_link(tmp_path, text)
     return {"jitgemm asm": ours, "llvm-mc + ld.lld": theirs}
 
 

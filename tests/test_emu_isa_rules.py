@@ -30,8 +30,8 @@ import pytest
 
 from jitgemm.emu import EmulatorError, StepLimitExceeded, check, emulate
 from jitgemm.emu.memory import CODE_BASE
+from tests.hand_kernel import assemble
 from tests.oracles import require_module, require_tool
-from tests.test_emu_asm import assemble
 
 IN, OUT = (0, 8, "global_buffer"), (8, 8, "global_buffer")
 RAW_WORD3 = 0x27000  # DATA_FORMAT 32, NUM_FORMAT FLOAT: LLVM's raw-buffer word 3 on gfx9
@@ -411,10 +411,9 @@ def test_flat_scratch_and_buffer_scratch_see_the_same_private_memory(tmp_path):
     # so this kernel is assembled for gfx90a, whose ABI passes the V# in s[0:3] and the wave offset after the
     # workgroup id; the emulator runs its scratch_* as gfx942 does (FLAT_SCRATCH = the wave's private base).
     # Only the SADDR forms are used: their encoding is the same on both targets (gfx940 added the SVE bit)
-    src = TEMPLATE_SCRATCH.replace("{body}", PROLOGUE.replace("s[0:1]", "s[4:5]") + body).replace(
-        "gfx942", "gfx90a").replace("{sgprs}", ".amdhsa_user_sgpr_private_segment_buffer 1\n"
-                                    "  .amdhsa_system_sgpr_private_segment_wavefront_offset 1")
-    co = _assemble_source(tmp_path, src, "gfx90a")
+    co = assemble(tmp_path, PROLOGUE.replace("s[0:1]", "s[4:5]") + body, [IN, OUT], target="gfx90a", private=64,
+                  descriptor=(".amdhsa_user_sgpr_private_segment_buffer 1",
+                              ".amdhsa_system_sgpr_private_segment_wavefront_offset 1"))
     from jitgemm import isa
 
     gfx942 = isa.load_spec("gfx942")   # the object says gfx90a (no spec is bundled for it): run gfx942's rules
@@ -427,71 +426,12 @@ def test_flat_scratch_and_buffer_scratch_see_the_same_private_memory(tmp_path):
 
 
 def test_scratch_outside_the_private_size_faults(tmp_path):
-    src = TEMPLATE_SCRATCH.replace("{body}", """
+    co = assemble(tmp_path, """
   v_mov_b32 v1, 60
   scratch_store_dword v1, v0, off offset:8     // bytes 68..71 of 64
-""").replace("{sgprs}", ".amdhsa_enable_private_segment 1")
-    co = _assemble_source(tmp_path, src)
+""", [IN, OUT], private=64, descriptor=(".amdhsa_enable_private_segment 1",))
     with pytest.raises(EmulatorError, match=r"private \(scratch\) access outside the 64 bytes per work-item"):
         emulate(co, "k", grid=1, block=64, args=[np.zeros(4, np.uint32), np.zeros(4, np.uint32)])
-
-
-TEMPLATE_SCRATCH = """
-.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.text
-.globl k
-.p2align 8
-.type k,@function
-k:
-{body}
-  s_endpgm
-.Lk_end:
-.size k, .Lk_end-k
-
-.rodata
-.p2align 6
-.amdhsa_kernel k
-  {sgprs}
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_system_sgpr_workgroup_id_x 1
-  .amdhsa_private_segment_fixed_size 64
-  .amdhsa_next_free_vgpr 16
-  .amdhsa_next_free_sgpr 24
-  .amdhsa_accum_offset 16
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.kernels:
-  - .name: k
-    .symbol: k.kd
-    .kernarg_segment_size: 16
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 64
-    .wavefront_size: 64
-    .sgpr_count: 24
-    .vgpr_count: 16
-    .max_flat_workgroup_size: 1024
-    .args:
-      - {.offset: 0, .size: 8, .value_kind: global_buffer, .address_space: global}
-      - {.offset: 8, .size: 8, .value_kind: global_buffer, .address_space: global}
-...
-.end_amdgpu_metadata
-"""
-
-
-def _assemble_source(tmp_path, src: str, cpu: str = "gfx942") -> bytes:
-    mc, lld = require_tool("llvm-mc"), require_tool("ld.lld")
-    (tmp_path / "s.s").write_text(src)
-    p = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", f"-mcpu={cpu}", "-filetype=obj", str(tmp_path / "s.s"),
-                        "-o", str(tmp_path / "s.o")], capture_output=True, text=True)
-    assert p.returncode == 0, p.stderr
-    p = subprocess.run([lld, "-shared", str(tmp_path / "s.o"), "-o", str(tmp_path / "s.co")], capture_output=True,
-                       text=True)
-    assert p.returncode == 0, p.stderr
-    return (tmp_path / "s.co").read_bytes()
 
 
 # --- program counters ------------------------------------------------------------------------------------------

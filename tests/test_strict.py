@@ -18,8 +18,8 @@ import pytest
 
 from jitgemm.emu import EmulatorError, emulate
 from jitgemm.emu.strict import StrictViolation
+from tests.hand_kernel import BUF, assemble
 from tests.oracles import require_tool
-from tests.test_emu_asm import BUF, assemble
 
 LOAD_ADD_STORE = """
   s_load_dwordx2 s[8:9], s[0:1], 0x0
