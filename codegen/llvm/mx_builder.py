@@ -26,9 +26,8 @@ real block's NaN scale (0xFF) still reaches the MFMA.
 
 from __future__ import annotations
 
-from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3
 from jitgemm.codegen.gemm_plan import log2_exact
-from jitgemm.isa.mfma import WAVE64
+from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3
 from llvmlite import ir
 
 from .intrinsics import F32, I8, I16, I32, I64
@@ -338,5 +337,3 @@ def build_mx_module(plan: MxPlan, name: str = "jitgemm_mx", data_layout: str = "
         builder = MxGemmIRBuilder(plan, name, data_layout)
     return builder.build(), builder
 
-
-__all__ = ["WAVE64", "MxGemmIRBuilder", "build_mx_module"]
