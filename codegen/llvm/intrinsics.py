@@ -61,6 +61,8 @@ def mfma_operand_type(dt: DType, regs: int) -> ir.Type:
         return ir.IntType(regs * 32)          # packed fp8/bf8/int8: i32 or i64
     if count == 1:
         return scalar_type(dt)
+    if dt.name == "bf16" and count == 8:   # gfx950's 8-element forms take bfloat vectors (IntrinsicsAMDGPU.td)
+        return ir.VectorType(BF16, count)
     return ir.VectorType(scalar_type(dt), count)
 
 
@@ -80,6 +82,8 @@ def mfma_intrinsic_name(mfma: Mfma) -> str:
         raise IRError(f"{mfma.name}: LLVM has no mixed {a}x{b} MFMA intrinsic")
     if a == "fp32":
         return f"llvm.amdgcn.mfma.{acc}.{shape}f32"
+    if a in ("fp16", "bf16") and mfma.a_regs == 4:   # gfx950's 8-element forms: llvm.amdgcn.mfma.f32.16x16x32.bf16
+        return f"llvm.amdgcn.mfma.{acc}.{shape}.{a.replace('fp', 'f')}"
     if a == "fp16":
         return f"llvm.amdgcn.mfma.{acc}.{shape}f16"
     if a == "bf16":   # the CDNA2+ forms taking 4 bf16 per lane carry LLVM's ".1k" suffix

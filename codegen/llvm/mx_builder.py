@@ -146,23 +146,44 @@ class MxGemmIRBuilder(GemmIRBuilder):
 
     def _load_bytes(self, rsrc: ir.Value, voffset: ir.Value, soffset: ir.Value, nbytes: int,
                     masked: bool) -> list[ir.Value]:
-        """`nbytes` (a multiple of 4) at voffset + soffset as i32 words: one wide load, or byte loads in the masked
-        step (a dword crossing the end of the buffer would read 0 as a whole)."""
+        """`nbytes` (even) at voffset + soffset as i32 words (a last half word zero-extended): wide loads, or byte
+        loads in the masked step (a dword crossing the end of the buffer would read 0 as a whole)."""
         b, intr = self.b, self.intr
-        words = nbytes // 4
+        whole = nbytes // 4
         if not masked:
-            ty = I32 if words == 1 else ir.VectorType(I32, words)
-            v = self.call(intr.buffer_load(ty), rsrc, voffset, soffset, c32(0))
-            return [v] if words == 1 else [b.extract_element(v, c32(w)) for w in range(words)]
+            out = []
+            if whole:
+                ty = I32 if whole == 1 else ir.VectorType(I32, whole)
+                v = self.call(intr.buffer_load(ty), rsrc, voffset, soffset, c32(0))
+                out = [v] if whole == 1 else [b.extract_element(v, c32(w)) for w in range(whole)]
+            if nbytes % 4:
+                half = self.call(intr.buffer_load(I16), rsrc, b.add(voffset, c32(4 * whole)), soffset, c32(0))
+                out.append(b.zext(half, I32))
+            return out
         out = []
-        for w in range(words):
+        for w in range(-(-nbytes // 4)):
             word = None
-            for j in range(4):
+            for j in range(min(4, nbytes - 4 * w)):
                 off = b.add(voffset, c32(4 * w + j))
                 byte = b.zext(self.call(intr.buffer_load(I8), rsrc, off, soffset, c32(0)), I32)
                 byte = b.shl(byte, c32(8 * j)) if j else byte
                 word = byte if word is None else b.or_(word, byte)
             out.append(word)
+        return out
+
+    def _mask_run(self, words: list[ir.Value], first: ir.Value, count: int, bits: int) -> list[ir.Value]:
+        """Zero the elements of a run of `count` `bits`-bit elements starting at K index `first` that lie at or
+        past K."""
+        b, intr = self.b, self.intr
+        valid = self.call(intr.smin(), self.call(intr.smax(), b.sub(self.args["k"], first), c32(0)), c32(count))
+        nbits = b.mul(valid, c32(bits))
+        out = []
+        for w, word in enumerate(words):
+            nb = b.sub(nbits, c32(32 * w))
+            low = b.sub(b.shl(c32(1), self.call(intr.smin(), self.call(intr.smax(), nb, c32(0)), c32(31))), c32(1))
+            mask = b.select(b.icmp_signed(">=", nb, c32(32)), c32(-1),
+                            b.select(b.icmp_signed("<=", nb, c32(0)), c32(0), low))
+            out.append(b.and_(word, mask))
         return out
 
     def _operand(self, x: str, blk: int, sub: int, kt: ir.Value, masked: bool) -> ir.Value:
@@ -186,20 +207,14 @@ class MxGemmIRBuilder(GemmIRBuilder):
                 run_words += self._load_bytes(self.rsrc[x], b.add(s["bases"][blk], kb), soffset, piece, masked)
             if masked:   # elements at or past K are 0
                 first = b.add(kt, b.add(b.mul(g, c32(per_g)), c32(k0)))
-                valid = self.call(self.intr.smin(), self.call(self.intr.smax(), b.sub(self.args["k"], first), c32(0)),
-                                  c32(count))
-                bits = b.mul(valid, c32(dt.bits))
-                for w in range(len(run_words)):
-                    nb = b.sub(bits, c32(32 * w))
-                    low = b.sub(b.shl(c32(1), self.call(self.intr.smin(), self.call(self.intr.smax(), nb, c32(0)),
-                                                        c32(31))), c32(1))
-                    mask = b.select(b.icmp_signed(">=", nb, c32(32)), c32(-1),
-                                    b.select(b.icmp_signed("<=", nb, c32(0)), c32(0), low))
-                    run_words[w] = b.and_(run_words[w], mask)
+                run_words = self._mask_run(run_words, first, count, dt.bits)
             words += run_words
+        return self._vector(words)
+
+    def _vector(self, words: list[ir.Value]) -> ir.Value:
         vec = ir.Constant(ir.VectorType(I32, len(words)), None)
         for w, word in enumerate(words):
-            vec = b.insert_element(vec, word, c32(w))
+            vec = self.b.insert_element(vec, word, c32(w))
         return vec
 
     def _scale(self, x: str, blk: int, sub: int, kt: ir.Value, masked: bool) -> tuple[ir.Value, int]:

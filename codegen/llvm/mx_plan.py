@@ -149,6 +149,9 @@ def plan_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Target
         mfma: ScaledMfma | Mfma = weight_only_mfma(spec, p.a)
         if mfma.name != c.mfma:
             raise IRError(f"mfma={c.mfma}: the weight-only path uses {mfma.name}")
+        if p.b_preshuffle != "none":
+            raise IRError("b_preshuffle=16x16: the 16x16 shuffle matches the f8f6f4 MFMA's lanes, not the weight-only "
+                          "16x16x32 MFMA's; the LLVM weight-only path takes plain weights (b_preshuffle=none)")
     else:
         size = _shape_of(c.mfma)
         k = 128 if size == 16 else 64
