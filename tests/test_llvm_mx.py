@@ -271,3 +271,54 @@ def test_format_codes_and_register_counts_match_llvm_mc(fmt):
         assert f"cbsz:{code}" in ok.stdout
     bad = assemble(regs - 1)
     assert bad.returncode != 0 and "cbsz" in bad.stderr, bad.stdout
+
+
+# --- weight-only: bf16/fp16 A x MX B ------------------------------------------------------------------------------
+def wo_case(fa: str, fb: str, m: int, n: int, k: int, *, b_scale: str = "plain", d: str = "fp32", seed: int = 0,
+            extremes: bool = True, strict: bool = False):
+    """A's first 32-K block is scaled down (2^-100 in bf16, 2^-20 in fp16) where some columns of B carry 2^127,
+    so the products stay in fp32's range; other columns get 2^-127 in the last block and one a NaN scale."""
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    rng = np.random.default_rng(seed)
+    problem = GemmProblem.make(m, n, k, fa, fb, d, b_scale=b_scale, ldb=_lead(fb, k))
+    kernel = compile_gemm_llvm(problem, target="gfx950")
+    a = rng.standard_normal((m, k))
+    cb = _codes(rng, fb, n, k)
+    sb = _scales(rng, n, k, 124, 131) if d == "fp16" else _scales(rng, n, k)
+    if extremes:
+        a[:, :32] *= 2.0 ** (-100 if fa == "bf16" else -20)
+        cols = rng.choice(n, size=max(1, n // 3), replace=False)
+        sb[cols, 0] = 254
+        sb[rng.choice(n, size=max(1, n // 3), replace=False), -1] = 0
+        sb[int(rng.integers(n)), int(rng.integers(sb.shape[1]))] = 0xFF
+    a = a.astype(problem.a.numpy)
+    b_bytes = _pack(cb, fb, problem.lead["b"])
+    stored = mx.shuffle_scales(sb) if b_scale == "shuffled" else sb
+    got = run_mx(problem, kernel, a, b_bytes, None, stored, strict=strict)
+    expect(problem, got, a.astype(np.float64), _dequant(cb, fb, sb))
+    return kernel
+
+
+WO_CASES = [pytest.param(fa, fb, ("plain", "shuffled")[i % 2], ("fp32", "bf16")[i // 2 % 2], id=f"{fa}x{fb}")
+            for i, (fa, fb) in enumerate((fa, fb) for fa in ("bf16", "fp16") for fb in mx.FORMATS)]
+
+
+@pytest.mark.parametrize("fa, fb, b_scale, d", WO_CASES)
+def test_weight_only_equals_numpy(fa, fb, b_scale, d):
+    kernel = wo_case(fa, fb, 70, 45, 200 + 7 * len(fb), b_scale=b_scale, d=d, seed=len(fa + fb))
+    asm = kernel.stages["amdgcn"]
+    assert f"v_mfma_f32_16x16x32_{fa.replace('fp', 'f')}" in asm and "v_cvt_scalef32_pk" in asm
+
+
+def test_weight_only_fp16_out_and_strict():
+    wo_case("fp16", "fp4", 40, 33, 70, d="fp16", extremes=False, seed=4)
+    wo_case("bf16", "fp8_e4m3", 33, 20, 150, b_scale="shuffled", strict=True, seed=2)
+
+
+def test_weight_only_refuses_preshuffled_weights():
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    p = GemmProblem.make(64, 64, 128, "bf16", "fp4", b_scale="plain", b_preshuffle="16x16")
+    with pytest.raises(IRError, match="b_preshuffle=16x16"):
+        compile_gemm_llvm(p, target="gfx950")
