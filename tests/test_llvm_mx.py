@@ -150,20 +150,21 @@ def mx_case(fa: str, fb: str, m: int, n: int, k: int, *, a_scale: str = "plain",
     return kernel
 
 
-# Every format pair once; the four layout combinations, both MFMA shapes and the output dtypes rotate over the
-# pairs so that each combination meets every format on each side (25 pairs, 4 layouts: 6+ pairs each).
+# Every format pair once; the five layout combinations rotate as (ia + 2 ib) mod 5 over the pairs (ia, ib index the
+# formats of A and B), so every format meets every layout on each side; both MFMA shapes and the three output
+# dtypes rotate too.
 LAYOUTS = [("plain", "plain", "none"), ("shuffled", "shuffled", "none"), ("plain", "plain", "16x16"),
            ("shuffled", "plain", "16x16"), ("plain", "shuffled", "16x16")]
+FORMATS = list(mx.FORMATS)
 CASES = []
-for index, (fa, fb) in enumerate(MX_PAIRS):
-    sa, sb, pre = LAYOUTS[index % len(LAYOUTS)]
-    big = index % 2 == 1
-    shuffled = "shuffled" in (sa, sb)
-    config = GemmConfig(64, 64, 256 if shuffled else 128, 2, 1 if big else 2, MFMA32 if big else MFMA16,
-                        prefetch=2 if index % 3 else 1)
-    d = ("fp32", "bf16", "fp32", "fp16")[index % 4]
-    bits = max(mx.FORMATS[fb].bits, 6)
-    k = {"none": 200 + 9 * (index % 5)}.get(pre, 384 if mx.FORMATS[fb].bits == 6 else 320)
+for fa, fb in MX_PAIRS:
+    ia, ib = FORMATS.index(fa), FORMATS.index(fb)
+    sa, sb, pre = LAYOUTS[(ia + 2 * ib) % len(LAYOUTS)]
+    big = (ia + ib) % 2 == 1
+    config = GemmConfig(64, 64, 256 if "shuffled" in (sa, sb) else 128, 2, 1 if big else 2, MFMA32 if big else MFMA16,
+                        prefetch=2 if (ia + ib) % 3 else 1)
+    d = ("fp32", "bf16", "fp32", "fp16")[(3 * ia + ib) % 4]
+    k = 200 + 9 * ia if pre == "none" else (384 if mx.FORMATS[fb].bits == 6 else 320)
     CASES.append(pytest.param(fa, fb, sa, sb, pre, d, config, k, id=f"{fa}x{fb}-{sa}-{sb}-B{pre}-{d}-"
                                                                    f"{config.mfma.split('_')[4]}"))
 
