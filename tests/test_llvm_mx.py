@@ -323,3 +323,20 @@ def test_weight_only_refuses_preshuffled_weights():
     p = GemmProblem.make(64, 64, 128, "bf16", "fp4", b_scale="plain", b_preshuffle="16x16")
     with pytest.raises(IRError, match="b_preshuffle=16x16"):
         compile_gemm_llvm(p, target="gfx950")
+
+
+def test_scale_layouts_are_part_of_the_kernel_text():
+    """Kernel names and cache keys come from the IR text: plain and shuffled kernels must not share one, and the
+    text reads back to the same problem."""
+    from jitgemm.codegen.gemm_text import format_ir, parse
+    from jitgemm.codegen.kernel_abi import kernel_name
+
+    config = GemmConfig(64, 64, 256, 2, 2, MFMA16)
+    texts, names = set(), set()
+    for sa, sb, pre in (("plain", "plain", "none"), ("shuffled", "plain", "none"), ("plain", "shuffled", "16x16")):
+        p = GemmProblem.make(64, 64, 256, "fp4", "fp4", a_scale=sa, b_scale=sb, b_preshuffle=pre)
+        text = format_ir(p, config)
+        assert parse(text)[0] == p and format_ir(*parse(text)) == text
+        texts.add(text)
+        names.add(kernel_name(p, config))
+    assert len(texts) == len(names) == 3
