@@ -182,6 +182,17 @@ def test_short_k_tail_only_and_unscaled_side():
     mx_case("fp6_e3m2", "fp8_e5m2", 20, 70, 37, seed=6)
 
 
+@pytest.mark.parametrize("fa, fb, layout, k, prefetch", [
+    ("fp4", "fp4", "plain", 1000, 2),          # 7 whole steps: 3 ping-pong iterations, the odd step, the tail
+    ("fp8_e5m2", "fp4", "shuffled", 1100, 2),  # 4 whole steps of 256: 2 iterations, no odd step, the tail
+    ("fp6_e2m3", "fp8_e4m3", "plain", 530, 1), # no prefetch: 4 iterations and the tail
+])
+def test_long_k(fa, fb, layout, k, prefetch):
+    step = 256 if layout == "shuffled" else 128
+    mx_case(fa, fb, 20, 40, k, a_scale=layout, b_scale=layout, config=GemmConfig(32, 64, step, 1, 2, MFMA16,
+                                                                                  prefetch=prefetch), seed=k)
+
+
 @pytest.mark.parametrize("shuffled", [False, True], ids=["plain", "shuffled-preshuffled"])
 def test_strict_emulation(shuffled):
     """Waits, barriers and hazards checked as hardware needs them (jitgemm/emu/strict.py)."""

@@ -276,69 +276,104 @@ class MxGemmIRBuilder(GemmIRBuilder):
         return accs
 
     # --- the K loop -------------------------------------------------------------------------------------------
+    def _phis(self, values: list[ir.Value], block: ir.Block) -> list[ir.PhiInstr]:
+        phis = [self.b.phi(v.type) for v in values]
+        for phi, v in zip(phis, values, strict=True):
+            phi.add_incoming(v, block)
+        return phis
+
     def _main_loop(self) -> None:
+        """Whole K steps unmasked, then one masked step for K % step. With prefetch=2 the loop is unrolled twice
+        over two register sets (ping-pong): the odd step's operands load while the even step multiplies and the
+        next even step's load into the registers the even step has just released, so no operand is copied
+        around the loop and every load has one step of MFMAs to arrive in."""
         b, fn = self.b, self.fn
         self._lanes()
         step = self.plan.step_k
         k = self.args["k"]
         full = b.lshr(k, c32(log2_exact(step, "depth_k")), name="k.steps")
         acc_type = ir.VectorType(F32, self.mfma.acc_regs)
-        zero = [[ir.Constant(acc_type, None) for _ in range(self.blocks_n)] for _ in range(self.blocks_m)]
+        zero = [ir.Constant(acc_type, None)] * (self.blocks_m * self.blocks_n)
         entry = b.block
-        pre, loop, join, tail, done = (fn.append_basic_block(n) for n in ("k.pre", "k.loop", "k.join", "k.tail",
-                                                                            "k.done"))
+        names = ("k.pre", "k.loop", "k.after", "k.odd", "k.join", "k.tail", "k.done")
+        pre, loop, after, odd, join, tail, done = (fn.append_basic_block(n) for n in names)
         b.cbranch(b.icmp_unsigned(">", full, c32(0)), pre, join)
-        prefetch = self.c.prefetch == 2
+        incoming: list[tuple[list[ir.Value], ir.Block]] = [(zero, entry)]   # accumulators reaching k.join
+
+        def flat(accs):
+            return [x for row in accs for x in row]
+
+        def grid(values):
+            values = list(values)
+            return [values[i * self.blocks_n:(i + 1) * self.blocks_n] for i in range(self.blocks_m)]
+
         b.position_at_end(pre)
-        first = self._load_step(c32(0), False) if prefetch else None
-        b.branch(loop)
-        b.position_at_end(loop)
-        it = b.phi(I32, name="it")
-        it.add_incoming(c32(0), pre)
-        acc_phis = [[b.phi(acc_type, name=f"acc.{i}.{j}") for j in range(self.blocks_n)] for i in range(self.blocks_m)]
-        for i, row in enumerate(acc_phis):
-            for j, phi in enumerate(row):
-                phi.add_incoming(zero[i][j], pre)
-        if prefetch:
-            flat = self._flatten(first)
-            phis = [b.phi(v.type) for v in flat]
-            for phi, v in zip(phis, flat, strict=True):
-                phi.add_incoming(v, pre)
-        nxt = b.add(it, c32(1), name="it.next")
-        if prefetch:
-            current = self._rebuild(first, phis)
-            upcoming = self._load_step(b.mul(nxt, c32(step)), False)   # the next step in flight
+        if self.c.prefetch == 2:
+            first = self._load_step(c32(0), False)
+            b.cbranch(b.icmp_unsigned(">", full, c32(1)), loop, after)
+            b.position_at_end(loop)
+            it = b.phi(I32, name="it")
+            it.add_incoming(c32(0), pre)
+            accs = self._phis(zero, pre)
+            ops = self._phis(self._flatten(first), pre)
+            second = self._load_step(b.mul(b.add(it, c32(1)), c32(step)), False)
+            acc1 = self._mfmas(self._rebuild(first, ops), grid(accs))
+            again = self._load_step(b.mul(b.add(it, c32(2)), c32(step)), False)
+            acc2 = flat(self._mfmas(second, acc1))
+            it2 = b.add(it, c32(2), name="it.next")
+            it.add_incoming(it2, loop)
+            for phi, v in zip(accs, acc2, strict=True):
+                phi.add_incoming(v, loop)
+            for phi, v in zip(ops, self._flatten(again), strict=True):
+                phi.add_incoming(v, loop)
+            b.cbranch(b.icmp_unsigned("<", b.add(it2, c32(1)), full), loop, after)
+            b.position_at_end(after)       # an odd number of whole steps leaves one prefetched step
+            it_a = b.phi(I32)
+            it_a.add_incoming(c32(0), pre)
+            it_a.add_incoming(it2, loop)
+            acc_a = self._phis(zero, pre)
+            ops_a = self._phis(self._flatten(first), pre)
+            for phi, v in zip(acc_a, acc2, strict=True):
+                phi.add_incoming(v, loop)
+            for phi, v in zip(ops_a, self._flatten(again), strict=True):
+                phi.add_incoming(v, loop)
+            incoming.append((acc_a, after))
+            b.cbranch(b.icmp_unsigned("<", it_a, full), odd, join)
+            b.position_at_end(odd)
+            incoming.append((flat(self._mfmas(self._rebuild(first, ops_a), grid(acc_a))), odd))
+            b.branch(join)
         else:
-            current = self._load_step(b.mul(it, c32(step)), False)
-        accs = self._mfmas(current, [list(r) for r in acc_phis])
-        latch = b.block
-        it.add_incoming(nxt, latch)
-        for i, row in enumerate(acc_phis):
-            for j, phi in enumerate(row):
-                phi.add_incoming(accs[i][j], latch)
-        if prefetch:
-            for phi, v in zip(phis, self._flatten(upcoming), strict=True):
-                phi.add_incoming(v, latch)
-        b.cbranch(b.icmp_unsigned("<", nxt, full), loop, join)
+            b.branch(loop)
+            b.position_at_end(loop)
+            it = b.phi(I32, name="it")
+            it.add_incoming(c32(0), pre)
+            accs = self._phis(zero, pre)
+            out = flat(self._mfmas(self._load_step(b.mul(it, c32(step)), False), grid(accs)))
+            nxt = b.add(it, c32(1), name="it.next")
+            it.add_incoming(nxt, loop)
+            for phi, v in zip(accs, out, strict=True):
+                phi.add_incoming(v, loop)
+            b.cbranch(b.icmp_unsigned("<", nxt, full), loop, after)
+            b.position_at_end(after)
+            b.branch(join)
+            incoming.append((out, after))
+            odd.parent.blocks.remove(odd)
         b.position_at_end(join)
-        joined = [[b.phi(acc_type) for _ in range(self.blocks_n)] for _ in range(self.blocks_m)]
-        for i in range(self.blocks_m):
-            for j in range(self.blocks_n):
-                joined[i][j].add_incoming(zero[i][j], entry)
-                joined[i][j].add_incoming(accs[i][j], latch)
+        joined = [b.phi(acc_type) for _ in zero]
+        for values, block in incoming:
+            for phi, v in zip(joined, values, strict=True):
+                phi.add_incoming(v, block)
         b.cbranch(b.icmp_unsigned("!=", b.and_(k, c32(step - 1)), c32(0)), tail, done)
         b.position_at_end(tail)
-        last = self._load_step(b.mul(full, c32(step)), True)
-        tail_accs = self._mfmas(last, [list(r) for r in joined])
+        tail_accs = flat(self._mfmas(self._load_step(b.mul(full, c32(step)), True), grid(joined)))
         tail_end = b.block
         b.branch(done)
         b.position_at_end(done)
-        out = [[b.phi(acc_type) for _ in range(self.blocks_n)] for _ in range(self.blocks_m)]
-        for i in range(self.blocks_m):
-            for j in range(self.blocks_n):
-                out[i][j].add_incoming(joined[i][j], join)
-                out[i][j].add_incoming(tail_accs[i][j], tail_end)
-        self.accs = out
+        out_phis = [b.phi(acc_type) for _ in zero]
+        for phi, x, y in zip(out_phis, joined, tail_accs, strict=True):
+            phi.add_incoming(x, join)
+            phi.add_incoming(y, tail_end)
+        self.accs = grid(out_phis)
 
 
 def build_mx_module(plan: MxPlan, name: str = "jitgemm_mx", data_layout: str = "") -> tuple[ir.Module,
