@@ -351,3 +351,25 @@ def test_scale_layouts_are_part_of_the_kernel_text():
         texts.add(text)
         names.add(kernel_name(p, config))
     assert len(texts) == len(names) == 3
+
+
+@pytest.mark.parametrize("a, d, mfma", [("bf16", "bf16", "V_MFMA_F32_16X16X32_BF16"),
+                                        ("fp16", "fp32", "V_MFMA_F32_32X32X16_F16"),
+                                        ("int8", "int32", "V_MFMA_I32_16X16X64_I8"),
+                                        ("fp8_e4m3", "fp32", "V_MFMA_F32_16X16X32_FP8_FP8")])
+def test_gfx950_mfma_shapes_through_llvm(a, d, mfma):
+    """The LLVM generator's unscaled path on gfx950's doubled-K MFMAs (8-element bf16/f16, 16-byte int8) and OCP
+    fp8 = numpy (jitgemm.reference tolerances: fp32 2^-20, bf16 2^-7 relative plus fp32 summation; int32 exact)."""
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    from jitgemm.api import launch, prepare
+    from jitgemm.contract import Contract
+    from jitgemm.reference import check, operands, reference
+
+    p = GemmProblem.make(70, 45, 100, a, d=d, layout="NT")
+    kernel = compile_gemm_llvm(p, GemmConfig(64, 64, 64, 2, 2, mfma, prefetch=2), target="gfx950")
+    assert mfma.lower() in kernel.stages["amdgcn"]
+    x, y, c, bias = operands(p, 3)
+    call = prepare(x, y, c, out_dtype=p.d.numpy)
+    got = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
+    check(p, got, reference(p, x, y, c, bias))

@@ -57,8 +57,8 @@ def scalar_type(dt: DType) -> ir.Type:
 def mfma_operand_type(dt: DType, regs: int) -> ir.Type:
     """LLVM operand type of an MFMA input holding `regs` 32-bit registers of `dt` elements."""
     count = regs * 32 // dt.bits
-    if dt.bits == 8:
-        return ir.IntType(regs * 32)          # packed fp8/bf8/int8: i32 or i64
+    if dt.bits == 8:                          # packed fp8/bf8/int8: i32 or i64, gfx950's 16-byte int8 form <4 x i32>
+        return ir.IntType(regs * 32) if regs <= 2 else ir.VectorType(I32, regs)
     if count == 1:
         return scalar_type(dt)
     if dt.name == "bf16" and count == 8:   # gfx950's 8-element forms take bfloat vectors (IntrinsicsAMDGPU.td)
@@ -76,8 +76,9 @@ def mfma_intrinsic_name(mfma: Mfma) -> str:
     shape = f"{mfma.m}x{mfma.n}x{mfma.k}"
     acc = "f32" if mfma.acc.kind == "float" else "i32"
     a, b = mfma.a.name, mfma.b.name
-    if a in ("fp8", "bf8"):
-        return f"llvm.amdgcn.mfma.{acc}.{shape}.{a}.{b}"
+    eight = {"fp8": "fp8", "bf8": "bf8", "fp8_e4m3": "fp8", "fp8_e5m2": "bf8"}   # OCP on gfx950, same intrinsics
+    if a in eight and b in eight:
+        return f"llvm.amdgcn.mfma.{acc}.{shape}.{eight[a]}.{eight[b]}"
     if a != b:
         raise IRError(f"{mfma.name}: LLVM has no mixed {a}x{b} MFMA intrinsic")
     if a == "fp32":
@@ -89,7 +90,7 @@ def mfma_intrinsic_name(mfma: Mfma) -> str:
     if a == "bf16":   # the CDNA2+ forms taking 4 bf16 per lane carry LLVM's ".1k" suffix
         return f"llvm.amdgcn.mfma.{acc}.{shape}bf16" + (".1k" if mfma.a_regs == 2 else "")
     if a == "int8":   # CDNA3's 8-byte-per-lane forms are spelled with a dot
-        return f"llvm.amdgcn.mfma.{acc}.{shape}" + (".i8" if mfma.a_regs == 2 else "i8")
+        return f"llvm.amdgcn.mfma.{acc}.{shape}" + (".i8" if mfma.a_regs >= 2 else "i8")
     raise IRError(f"{mfma.name}: no LLVM MFMA intrinsic spelling for {a}")
 
 
