@@ -220,6 +220,39 @@ def test_batched():
         expect(p, got[z], _dequant(ca[z], "fp4", sa[z]), _dequant(cb[z], "fp8_e5m2", sb[z]))
 
 
+@pytest.mark.parametrize("layout, pre", [("plain", "none"), ("shuffled", "16x16")])
+def test_leading_dimensions_and_poisoned_padding(layout, pre):
+    """lda/ldb beyond K and scale rows beyond ceil(K/32) entries (ld_x_scale): the padding holds NaN codes (fp8
+    0xFF, E8M0 0xFF), so a kernel reading past a row's K or its blocks gives NaN where numpy has none."""
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    rng = np.random.default_rng(21)
+    m, n, k = 40, 32, 160 if pre == "none" else 192
+    lda, ldb = k + 16, (k + 10 if pre == "none" else k)   # pre-shuffled weights are packed (ldb = K)
+    p = GemmProblem.make(m, n, k, "fp8_e4m3", "fp4", a_scale=layout, b_scale=layout, b_preshuffle=pre, lda=lda,
+                         ldb=ldb)
+    kernel = compile_gemm_llvm(p, target="gfx950")
+    ca, cb = _codes(rng, "fp8_e4m3", m, k), _codes(rng, "fp4", n, k)
+    a_bytes = np.full((m, lda), 0xFF, np.uint8)
+    a_bytes[:, :k] = ca
+    b_codes = np.full((n, ldb), 0xF, np.uint8)
+    b_codes[:, :k] = cb
+    b_bytes = mx.pack_fp4(b_codes)
+    if pre == "16x16":
+        b_bytes = mx.shuffle_weight(b_bytes)
+    sa, sb = _scales(rng, m, k), _scales(rng, n, k)
+    if layout == "plain":
+        stored = []
+        for s in (sa, sb):
+            wide = np.full((s.shape[0], s.shape[1] + 3), 0xFF, np.uint8)
+            wide[:, :s.shape[1]] = s
+            stored.append(wide)
+    else:
+        stored = [mx.shuffle_scales(sa), mx.shuffle_scales(sb)]
+    got = run_mx(p, kernel, a_bytes, b_bytes, *stored)
+    expect(p, got, _dequant(ca, "fp8_e4m3", sa), _dequant(cb, "fp4", sb))
+
+
 def test_contract_carries_llvm_figures_and_no_scratch():
     """The contract's registers are LLVM's own (the code object's AMDGPU metadata), no spills, the kernel ABI
     is kernel_abi.kernargs(problem) (compile.py checked LLVM's argument layout against it)."""
