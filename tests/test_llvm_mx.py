@@ -134,6 +134,7 @@ def mx_case(fa: str, fb: str, m: int, n: int, k: int, *, a_scale: str = "plain",
     problem = GemmProblem.make(m, n, k, fa, fb, d, a_scale=a_scale, b_scale=b_scale, b_preshuffle=pre,
                                lda=_lead(fa, k), ldb=_lead(fb, k))
     kernel = compile_gemm_llvm(problem, config, target="gfx950")
+    assert kernel.lowered.scratch_bytes == 0, f"{kernel.name} spills ({kernel.lowered.scratch_bytes} bytes)"
     ca, cb = _codes(rng, fa, m, k), _codes(rng, fb, n, k)
     lo, hi = (124, 131) if d == "fp16" else (117, 138)
     sa = _scales(rng, m, k, lo, hi) if a_scale != "none" else None
@@ -328,6 +329,7 @@ def wo_case(fa: str, fb: str, m: int, n: int, k: int, *, b_scale: str = "plain",
     rng = np.random.default_rng(seed)
     problem = GemmProblem.make(m, n, k, fa, fb, d, b_scale=b_scale, ldb=_lead(fb, k))
     kernel = compile_gemm_llvm(problem, target="gfx950")
+    assert kernel.lowered.scratch_bytes == 0, f"{kernel.name} spills ({kernel.lowered.scratch_bytes} bytes)"
     a = rng.standard_normal((m, k))
     cb = _codes(rng, fb, n, k)
     sb = _scales(rng, n, k, 124, 131) if d == "fp16" else _scales(rng, n, k)
