@@ -104,7 +104,8 @@ def expect(problem: GemmProblem, got: np.ndarray, a: np.ndarray, b: np.ndarray) 
 
 
 def run_mx(problem: GemmProblem, kernel, a_bytes, b_bytes, a_scales, b_scales, *, strict: bool = False,
-           batch_strides: tuple[int, int, int, int] = (0, 0, 0, 0)) -> np.ndarray:
+           batch_strides: tuple[int, int, int, int] = (0, 0, 0, 0), c: np.ndarray | None = None,
+           bias: np.ndarray | None = None) -> np.ndarray:
     """Launch an MX kernel in the emulator with the kernel ABI's values (kernel_abi.kernargs roles)."""
     from jitgemm.api import GemmCall, launch
     from jitgemm.contract import Contract
@@ -112,10 +113,11 @@ def run_mx(problem: GemmProblem, kernel, a_bytes, b_bytes, a_scales, b_scales, *
     p = problem
     out = np.full((p.batch, p.m, p.n) if p.batch > 1 else (p.m, p.n), np.nan, p.d.numpy)
     sa, sb, ssa, ssb = batch_strides
-    values = {"a": a_bytes.reshape(-1), "b": b_bytes.reshape(-1), "c": None, "d": out.reshape(-1), "bias": None,
-              "m": p.m, "n": p.n, "k": p.k, "batch": p.batch, "lda": p.lead["a"], "ldb": p.lead["b"], "ldc": p.n,
-              "ldd": p.n, "stride_a": sa, "stride_b": sb, "stride_c": 0, "stride_d": p.m * p.n, "alpha": 1.0,
-              "beta": 0.0, "a_scale": None if a_scales is None else a_scales.reshape(-1),
+    values = {"a": a_bytes.reshape(-1), "b": b_bytes.reshape(-1), "c": None if c is None else c.reshape(-1),
+              "d": out.reshape(-1), "bias": bias, "m": p.m, "n": p.n, "k": p.k, "batch": p.batch,
+              "lda": p.lead["a"], "ldb": p.lead["b"], "ldc": p.n, "ldd": p.n, "stride_a": sa, "stride_b": sb,
+              "stride_c": 0, "stride_d": p.m * p.n, "alpha": p.alpha, "beta": p.beta,
+              "a_scale": None if a_scales is None else a_scales.reshape(-1),
               "b_scale": None if b_scales is None else b_scales.reshape(-1),
               "ld_a_scale": 0 if a_scales is None else a_scales.shape[-1],
               "ld_b_scale": 0 if b_scales is None else b_scales.shape[-1],
@@ -219,6 +221,29 @@ def test_batched():
                  batch_strides=(m * k, n * k, sa[0].size, b_sh[0].size))
     for z in range(2):
         expect(p, got[z], _dequant(ca[z], "fp4", sa[z]), _dequant(cb[z], "fp8_e5m2", sb[z]))
+
+
+def test_epilogue_alpha_beta_bias_activation():
+    """The LLVM generator's epilogue after the scaled MFMAs: D = relu(alpha * A @ B^T + beta * C + bias[n]), bf16
+    out (tolerance: fp32 accumulation as above plus bf16 rounding of |D|)."""
+    from jitgemm.codegen.llvm import compile_gemm_llvm
+
+    rng = np.random.default_rng(17)
+    m, n, k = 40, 45, 100
+    p = GemmProblem.make(m, n, k, "fp4", "fp8_e5m2", "bf16", c="fp32", alpha=0.75, beta=-1.5, bias="n",
+                         activation="relu", a_scale="plain", b_scale="shuffled")
+    kernel = compile_gemm_llvm(p, target="gfx950")
+    ca, cb = _codes(rng, "fp4", m, k), _codes(rng, "fp8_e5m2", n, k)
+    sa, sb = _scales(rng, m, k, 122, 132), _scales(rng, n, k, 122, 132)
+    c = rng.standard_normal((m, n)).astype(np.float32) * 64
+    bias = rng.standard_normal(n).astype(np.float32) * 64
+    got = run_mx(p, kernel, _pack(ca, "fp4", k), cb, sa, mx.shuffle_scales(sb), c=c, bias=bias).astype(np.float64)
+    va, vb = _dequant(ca, "fp4", sa), _dequant(cb, "fp8_e5m2", sb)
+    pre = 0.75 * (va @ vb.T) - 1.5 * c + bias
+    want = np.maximum(pre, 0.0)
+    tol = 0.75 * ACC_RTOL * (np.abs(va) @ np.abs(vb).T) + 2.0**-8 * np.abs(want) + 1e-6 * np.abs(c)
+    assert (np.abs(got - want) <= tol).all(), float(np.max(np.abs(got - want) - tol))
+    assert (got == 0).any() and (got > 0).any()    # relu cut some, kept others
 
 
 @pytest.mark.parametrize("layout, pre", [("plain", "none"), ("shuffled", "16x16")])
