@@ -25,27 +25,29 @@ def _llvmlite():
     require_module("llvmlite")
 
 
-def _objdump_mnemonics(blob: bytes, tmp_path) -> list[str]:
+def _objdump_mnemonics(blob: bytes, tmp_path, cpu: str = "gfx942") -> list[str]:
     path = tmp_path / "k.co"
     path.write_bytes(blob)
-    out = subprocess.run([require_tool("llvm-objdump"), "-d", "--mcpu=gfx942", str(path)], capture_output=True,
+    out = subprocess.run([require_tool("llvm-objdump"), "-d", f"--mcpu={cpu}", str(path)], capture_output=True,
                          text=True, check=True).stdout
     return [line.split()[0] for line in out.splitlines() if line.startswith("\t") and "//" in line]
 
 
-def test_every_catalog_mfma_selects_its_spec_instruction(tmp_path):
+@pytest.mark.parametrize("target", ["gfx942", "gfx950"])
+def test_every_catalog_mfma_selects_its_spec_instruction(tmp_path, target):
     """One kernel calling each catalog MFMA through its LLVM intrinsic: LLVM must select exactly that spec
-    instruction (llvm-objdump names it), so the spelling table and the operand types are right."""
+    instruction (llvm-objdump names it), so the spelling table and the operand types are right (gfx950: the
+    8-element bf16/f16 forms and the OCP fp8 ones too)."""
     from jitgemm.codegen.llvm.backend import data_layout, run_backend
     from jitgemm.codegen.llvm.intrinsics import PTR_GLOBAL, Intrinsics, mfma_acc_type, mfma_operand_type
     from jitgemm.codegen.mfma_catalog import mfma_catalog
     from llvmlite import ir
 
-    catalog = mfma_catalog(isa.load_spec("gfx942"))
+    catalog = mfma_catalog(isa.load_spec(target))
     assert len(catalog) >= 10
     module = ir.Module("mfmas")
     module.triple = "amdgcn-amd-amdhsa"
-    module.data_layout = data_layout()
+    module.data_layout = data_layout(target)
     intr = Intrinsics(module)
     fn = ir.Function(module, ir.FunctionType(ir.VoidType(), [PTR_GLOBAL]), "mfmas")
     fn.calling_convention = "amdgpu_kernel"
@@ -61,8 +63,8 @@ def test_every_catalog_mfma_selects_its_spec_instruction(tmp_path):
         b.store(acc, b.gep(fn.args[0], [ir.Constant(ir.IntType(64), offset + 128)], source_etype=ir.IntType(8)))
         offset += 4096
     b.ret_void()
-    obj = run_backend(str(module), kernel="mfmas").data
-    found = [m for m in _objdump_mnemonics(obj, tmp_path) if m.startswith("v_mfma")]
+    obj = run_backend(str(module), cpu=target, kernel="mfmas").data
+    found = [m for m in _objdump_mnemonics(obj, tmp_path, target) if m.startswith("v_mfma")]
     assert found == [m.name.lower() for m in catalog]
 
 

@@ -19,9 +19,10 @@ from ..gemm_ir import GemmConfig, GemmProblem, IRError
 from ..gemm_plan import GemmPlan
 from ..gemm_text import format_ir
 from ..generator import Build, CompiledKernel, Generator, Stage
-from ..kernel_abi import KERNARGS, LoweredKernel
+from ..kernel_abi import LoweredKernel, kernargs
 from .backend import data_layout as target_data_layout
 from .backend import run_backend
+from .mx_plan import MxPlan, default_mx_config, plan_mx
 
 GENERATOR = "jitgemm-llvm"
 VERSION = "0.2.0"
@@ -42,11 +43,12 @@ def _cpu(build: Build) -> str:
     return codeobj.targets.target(build.profile.target).name
 
 
-def _check_abi(name: str, meta: dict, integer: bool) -> None:
-    """LLVM laid the arguments out itself: they must be exactly the kernel ABI's (kernel_abi.KERNARGS)."""
+def _check_abi(name: str, meta: dict, problem: GemmProblem) -> None:
+    """LLVM laid the arguments out itself: they must be exactly the kernel ABI's (kernel_abi.kernargs)."""
     explicit = [a for a in meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
     got = [(a.get(".name"), a.get(".offset"), a.get(".size"), a.get(".value_kind")) for a in explicit]
-    want = [(n, off, size, "global_buffer" if kind == "ptr" else "by_value") for n, off, size, kind in KERNARGS]
+    want = [(n, off, size, "global_buffer" if kind == "ptr" else "by_value")
+            for n, off, size, kind in kernargs(problem)]
     if got != want:
         raise IRError(f"kernel {name}: LLVM laid out the kernel arguments as {got}, the kernel ABI is {want}")
 
@@ -59,7 +61,13 @@ def _llir(build: Build) -> str:
     from .ir_builder import build_module
 
     features = llvm_features(build.xnack, build.sramecc)
-    module, builder = build_module(build.plan, build.name, target_data_layout(_cpu(build), features))
+    layout = target_data_layout(_cpu(build), features)
+    if isinstance(build.plan, MxPlan):
+        from .mx_builder import build_mx_module
+
+        module, builder = build_mx_module(build.plan, build.name, layout)
+    else:
+        module, builder = build_module(build.plan, build.name, layout)
     build.extra["integer"] = builder.integer
     return str(module)
 
@@ -82,7 +90,7 @@ def _co(build: Build) -> bytes:
     t0 = time.perf_counter()
     kernel = codeobj.read(obj).kernel(name)
     meta = kernel.metadata
-    _check_abi(name, meta, build.extra["integer"])
+    _check_abi(name, meta, build.problem)
     agprs = int(meta[".agpr_count"]) if ".agpr_count" in meta else 0
     vgprs = int(meta[".vgpr_count"]) - agprs if agprs else int(meta[".vgpr_count"])
     scratch = int(meta[".private_segment_fixed_size"]) if ".private_segment_fixed_size" in meta else 0
@@ -123,6 +131,18 @@ class LlvmGenerator(Generator):
             return False, "llvmlite is not installed (pip install llvmlite)"
         return True, ""
 
+    def plan(self, problem: GemmProblem, config: GemmConfig, spec: Spec, profile: TargetProfile):
+        """Block-scaled and sub-byte problems follow the MX plan (codegen/llvm/mx_plan.py: operands straight into
+        registers, gfx950's scaled MFMAs); the rest the shared plan."""
+        if problem.scaled:
+            return plan_mx(problem.kernel_class(), config, spec, profile)
+        return super().plan(problem, config, spec, profile)
+
+    def choose_config(self, problem: GemmProblem, spec: Spec, profile: TargetProfile) -> GemmConfig:
+        if problem.scaled:
+            return default_mx_config(problem, spec)
+        return super().choose_config(problem, spec, profile)
+
     def accept(self, plan: GemmPlan) -> None:
         """One LDS buffer, and K-contiguous vectors written whole (the IR builder stores each loaded vector
         with one LDS store)."""
@@ -145,13 +165,6 @@ class LlvmGenerator(Generator):
                 "lds": plan.lds_bytes, "scratch": 0}
 
 
-def _check_abi(name: str, meta: dict, integer: bool) -> None:
-    """LLVM laid the arguments out itself: they must be exactly the kernel ABI's (kernel_abi.KERNARGS)."""
-    explicit = [a for a in meta.get(".args", []) if not str(a.get(".value_kind", "")).startswith("hidden_")]
-    got = [(a.get(".name"), a.get(".offset"), a.get(".size"), a.get(".value_kind")) for a in explicit]
-    want = [(n, off, size, "global_buffer" if kind == "ptr" else "by_value") for n, off, size, kind in KERNARGS]
-    if got != want:
-        raise IRError(f"kernel {name}: LLVM laid out the kernel arguments as {got}, the kernel ABI is {want}")
 
 
 def compile_gemm_llvm(problem: GemmProblem, config: GemmConfig | None = None, *, spec: Spec | None = None,

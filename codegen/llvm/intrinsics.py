@@ -19,6 +19,22 @@ I16 = ir.IntType(16)
 I32 = ir.IntType(32)
 I64 = ir.IntType(64)
 F16 = ir.HalfType()
+
+
+class _BFloat(ir.types.Type):
+    """LLVM's `bfloat`, which llvmlite.ir does not define (the bf16 conversion intrinsics return it)."""
+
+    def _to_string(self) -> str:
+        return "bfloat"
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, _BFloat)
+
+    def __hash__(self) -> int:
+        return hash("bfloat")
+
+
+BF16 = _BFloat()
 F32 = ir.FloatType()
 GLOBAL = 1      # AMDGPU address spaces (AMDGPUUsage "Address Spaces")
 LDS = 3
@@ -41,10 +57,12 @@ def scalar_type(dt: DType) -> ir.Type:
 def mfma_operand_type(dt: DType, regs: int) -> ir.Type:
     """LLVM operand type of an MFMA input holding `regs` 32-bit registers of `dt` elements."""
     count = regs * 32 // dt.bits
-    if dt.bits == 8:
-        return ir.IntType(regs * 32)          # packed fp8/bf8/int8: i32 or i64
+    if dt.bits == 8:                          # packed fp8/bf8/int8: i32 or i64, gfx950's 16-byte int8 form <4 x i32>
+        return ir.IntType(regs * 32) if regs <= 2 else ir.VectorType(I32, regs)
     if count == 1:
         return scalar_type(dt)
+    if dt.name == "bf16" and count == 8:   # gfx950's 8-element forms take bfloat vectors (IntrinsicsAMDGPU.td)
+        return ir.VectorType(BF16, count)
     return ir.VectorType(scalar_type(dt), count)
 
 
@@ -58,18 +76,21 @@ def mfma_intrinsic_name(mfma: Mfma) -> str:
     shape = f"{mfma.m}x{mfma.n}x{mfma.k}"
     acc = "f32" if mfma.acc.kind == "float" else "i32"
     a, b = mfma.a.name, mfma.b.name
-    if a in ("fp8", "bf8"):
-        return f"llvm.amdgcn.mfma.{acc}.{shape}.{a}.{b}"
+    eight = {"fp8": "fp8", "bf8": "bf8", "fp8_e4m3": "fp8", "fp8_e5m2": "bf8"}   # OCP on gfx950, same intrinsics
+    if a in eight and b in eight:
+        return f"llvm.amdgcn.mfma.{acc}.{shape}.{eight[a]}.{eight[b]}"
     if a != b:
         raise IRError(f"{mfma.name}: LLVM has no mixed {a}x{b} MFMA intrinsic")
     if a == "fp32":
         return f"llvm.amdgcn.mfma.{acc}.{shape}f32"
+    if a in ("fp16", "bf16") and mfma.a_regs == 4:   # gfx950's 8-element forms: llvm.amdgcn.mfma.f32.16x16x32.bf16
+        return f"llvm.amdgcn.mfma.{acc}.{shape}.{a.replace('fp', 'f')}"
     if a == "fp16":
         return f"llvm.amdgcn.mfma.{acc}.{shape}f16"
     if a == "bf16":   # the CDNA2+ forms taking 4 bf16 per lane carry LLVM's ".1k" suffix
         return f"llvm.amdgcn.mfma.{acc}.{shape}bf16" + (".1k" if mfma.a_regs == 2 else "")
     if a == "int8":   # CDNA3's 8-byte-per-lane forms are spelled with a dot
-        return f"llvm.amdgcn.mfma.{acc}.{shape}" + (".i8" if mfma.a_regs == 2 else "i8")
+        return f"llvm.amdgcn.mfma.{acc}.{shape}" + (".i8" if mfma.a_regs >= 2 else "i8")
     raise IRError(f"{mfma.name}: no LLVM MFMA intrinsic spelling for {a}")
 
 
@@ -83,6 +104,8 @@ def _type_suffix(ty: ir.Type) -> str:
         return "f32"
     if isinstance(ty, ir.HalfType):
         return "f16"
+    if isinstance(ty, _BFloat):
+        return "bf16"
     raise IRError(f"no overload suffix for LLVM type {ty}")
 
 
@@ -135,6 +158,33 @@ class Intrinsics:
         return self.get(mfma_intrinsic_name(mfma), acc,
                         [mfma_operand_type(mfma.a, mfma.a_regs), mfma_operand_type(mfma.b, mfma.b_regs), acc,
                          I32, I32, I32])
+
+    def mfma_scale(self, m: int, n: int, k: int, a_regs: int, b_regs: int, acc_regs: int) -> ir.Function:
+        """gfx950's block-scaled f8f6f4 MFMA: (A <a_regs x i32>, B <b_regs x i32>, C, cbsz, blgp, opsel_a,
+        scale_a, opsel_b, scale_b) -> D; overloaded on A's and B's vector types, which follow the formats cbsz and
+        blgp select (LLVM 22 IntrinsicsAMDGPU.td, AMDGPUMfmaScaleIntrinsic; opsel picks the scale byte). Two
+        constant-0 scale operands fold to the unscaled MFMA, a 0 byte in a register is 2^-127."""
+        ta, tb = ir.VectorType(I32, a_regs), ir.VectorType(I32, b_regs)
+        acc = ir.VectorType(F32, acc_regs)
+        return self.get(f"llvm.amdgcn.mfma.scale.f32.{m}x{n}x{k}.f8f6f4.{_type_suffix(ta)}.{_type_suffix(tb)}", acc,
+                        [ta, tb, acc, I32, I32, I32, I32, I32, I32])
+
+    def cvt_scalef32_pk(self, out: str, fmt: str) -> ir.Function:
+        """gfx950's scaled up-conversion of two packed narrow values to 16-bit floats (out "bf16" or "f16"):
+        fp4: (i32 src, float scale, i32 byte select) -> <2 x out>; fp8/bf8: (i32, float, i1 word select)
+        (LLVM 22 IntrinsicsAMDGPU.td, llvm.amdgcn.cvt.scalef32.pk.{bf16,f16}.{fp4,fp8,bf8})."""
+        ty = ir.VectorType(BF16 if out == "bf16" else F16, 2)
+        sel = I32 if fmt == "fp4" else I1
+        return self.get(f"llvm.amdgcn.cvt.scalef32.pk.{out}.{fmt}", ty, [I32, F32, sel])
+
+    def cvt_scalef32_pk32(self, out: str, fmt: str) -> ir.Function:
+        """32 packed fp6/bf6 values (6 dwords) to 32 16-bit floats (llvm.amdgcn.cvt.scalef32.pk32.{bf16,f16}.{fp6,
+        bf6})."""
+        ty = ir.VectorType(BF16 if out == "bf16" else F16, 32)
+        return self.get(f"llvm.amdgcn.cvt.scalef32.pk32.{out}.{fmt}", ty, [ir.VectorType(I32, 6), F32])
+
+    def smin(self) -> ir.Function:
+        return self.get("llvm.smin.i32", I32, [I32, I32])
 
     def exp2(self) -> ir.Function:
         """v_exp_f32 as it is (no denormal scaling, unlike llvm.exp2)."""

@@ -3,7 +3,7 @@
 The kernel does what the direct generator's does (codegen/gemm_asm.py, whose docstring is the reference for
 the tiling, the MFMA lane layouts and the edge handling), so the two can be checked against each other:
 
-- the same `amdgpu_kernel` argument list (gemm_asm.KERNARGS: same names, types and offsets), grid
+- the same `amdgpu_kernel` argument list (kernel_abi.kernargs(problem): same names, types and offsets), grid
   (ceil(n/TILE_N), ceil(m/TILE_M), batch) and workgroup (WAVES_M*WAVES_N*64 work-items in x);
 - buffer resources per matrix with num_records exactly its bytes, and every out-of-range element given the
   offset 0x80000000 so that the hardware reads 0 and drops the store (ragged M, N and K);
@@ -23,7 +23,7 @@ import math
 
 from jitgemm.codegen.gemm_ir import GemmConfig
 from jitgemm.codegen.gemm_plan import GemmPlan, Staging, log2_exact
-from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3, matrix_extent
+from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3, kernargs, matrix_extent
 from jitgemm.isa.mfma import WAVE64
 from llvmlite import ir
 
@@ -114,21 +114,23 @@ class GemmIRBuilder:
         module.add_named_metadata("llvm.module.flags").add(flags)
         self.intr = Intrinsics(module)
         arg_types = []
-        for _name, _offset, _size, kind in KERNARGS:
+        layout = kernargs(self.p)
+        for _name, _offset, _size, kind in layout:
             arg_types.append(PTR_GLOBAL if kind == "ptr" else I32 if kind == "i32" or self.integer else F32)
         fn = ir.Function(module, ir.FunctionType(ir.VoidType(), arg_types), self.name)
         fn.calling_convention = "amdgpu_kernel"
         fn.attributes = _KernelAttributes(kernel_attributes(self.c, self.blocks_m * self.blocks_n * self.mfma.acc_regs))
         self.args = {}
-        for arg, (arg_name, _offset, _size, _kind) in zip(fn.args, KERNARGS, strict=True):
+        for arg, (arg_name, _offset, _size, _kind) in zip(fn.args, layout, strict=True):
             arg.name = arg_name
             self.args[arg_name] = arg
-        lds_type = ir.ArrayType(I8, self.lds_bytes)
-        self.lds = ir.GlobalVariable(module, lds_type, LDS_SYMBOL, addrspace=LDS)
-        self.lds.linkage = "internal"
-        self.lds.initializer = ir.Constant(lds_type, ir.Undefined)
-        self.lds.align = 16
-        self.lds.type = PTR_LDS   # refer to it as an opaque pointer (llvmlite would give a typed one)
+        if self.lds_bytes:
+            lds_type = ir.ArrayType(I8, self.lds_bytes)
+            self.lds = ir.GlobalVariable(module, lds_type, LDS_SYMBOL, addrspace=LDS)
+            self.lds.linkage = "internal"
+            self.lds.initializer = ir.Constant(lds_type, ir.Undefined)
+            self.lds.align = 16
+            self.lds.type = PTR_LDS   # refer to it as an opaque pointer (llvmlite would give a typed one)
         self.fn = fn
         entry = fn.append_basic_block("entry")
         self.b = ir.IRBuilder(entry)
@@ -156,6 +158,12 @@ class GemmIRBuilder:
         gz = self.call(intr.workgroup_id("z"), name="wg.z")
         self.row0 = b.mul(gy, c32(c.tile_m), name="row0")
         self.col0 = b.mul(gx, c32(c.tile_n), name="col0")
+        self.batch_id = gz
+        self._resources()
+
+    def _resources(self) -> None:
+        """Buffer resources of this workgroup's batch entry of every matrix."""
+        b, gz = self.b, self.batch_id
         p, a = self.p, self.args
         sizes = {"a": p.a.bytes, "b": p.b.bytes, "d": p.d.bytes}
         if p.c is not None:
