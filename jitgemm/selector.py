@@ -23,7 +23,7 @@ from jitgemm.isa.files import read_sealed, write_sealed
 from jitgemm.isa.spec_cache import cache_root
 
 from .contract import Contract
-from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
+from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Refusal, Supplier
 from .tuning_db import Row, TuningDB
 
 
@@ -71,12 +71,22 @@ class Quarantine:
         _json_store(self.path, data)
 
 
+def _rate_key(problem: GemmProblem, rates: dict) -> str:
+    """Which of the profile's peak matrix rates applies: the wider operand's dtype (a mixed or weight-only GEMM
+    runs at the rate of its wider side); an 8-bit float of either flavour (bf8, OCP e4m3/e5m2) at the fp8 rate;
+    fp6/fp4 at their own rate when the profile lists one, else at fp8's (gfx950's f8f6f4 MFMAs are never slower)."""
+    kind = max((problem.a, problem.b), key=lambda d: d.bits)
+    if kind.name in rates:
+        return kind.name
+    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+
+
 def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
     """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
     quantization, against memory time for the bytes the tiles read; the slower one decides."""
     profile = isa.target_profile(target)
     rates = profile.peak_matrix_tflops
-    peak = float(rates.get("fp8" if problem.a.name == "bf8" else problem.a.name, 100.0)) * 1e12
+    peak = float(rates.get(_rate_key(problem, rates), 100.0)) * 1e12
     bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
     tile = candidate.contract.data.get("tile", {})
     tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
@@ -98,7 +108,8 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     compute = 2.0 * padded * batch / (peak * simd_use * quantization)
     width = min(candidate.contract.data.get("legality", {}).get("align_bytes", {}).get(x, 1) for x in ("a", "b"))
     load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
-    moved = tiles * (tm * problem.a.bytes + tn * problem.b.bytes) * k + m * n * batch * problem.d.bytes
+    moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
+             + m * n * batch * problem.d.bytes)
     memory = moved / (bandwidth * load_efficiency)
     return flops / max(compute, memory) / 1e12
 
@@ -165,6 +176,10 @@ class Selector:
         for supplier in self.suppliers:
             try:
                 cands = supplier.candidates(problem, self.target)
+            except Refusal as exc:
+                verdicts.append(Verdict(Candidate(supplier.name, "(no kernel)", None, lambda: (b"", "")),  # type: ignore[arg-type]
+                                        False, f"refused: {exc}"))
+                continue
             except Exception as exc:  # a broken supplier must not take the others down
                 verdicts.append(Verdict(Candidate(supplier.name, "(supplier failed)", None, lambda: (b"", "")),  # type: ignore[arg-type]
                                         False, f"supplier error: {exc}"))
@@ -218,7 +233,9 @@ class Selector:
                          v.reason or ("selected" if v.legal and rank == 1 else "")
                          + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        out = [f"problem: {format_problem(problem)}  target: {self.target}"]
+        scaling = (f" a_scale={problem.a_scale} b_scale={problem.b_scale} scale_block={problem.scale_block} "
+                   f"b_preshuffle={problem.b_preshuffle}") if problem.scaled else ""
+        out = [f"problem: {format_problem(problem)}{scaling}  target: {self.target}"]
         for r in rows:
             out.append("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
         return "\n".join(out) + "\n"

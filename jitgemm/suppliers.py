@@ -41,6 +41,11 @@ class Candidate:
         return hashlib.sha256(f"{self.supplier}\n{self.label}\n{text}".encode()).hexdigest()
 
 
+class Refusal(Exception):
+    """A supplier has no kernel for this kind of problem, and says why (e.g. a generator that does not lower
+    block-scaled GEMMs): the selector shows it as a rejected row with the reason."""
+
+
 class Supplier:
     name = "supplier"
 
@@ -113,8 +118,12 @@ class GeneratorSupplier(Supplier):
             return []
         from .compiler import compile as jit_compile
 
+        try:
+            configs = self.configs(problem, target)
+        except IRError as exc:
+            raise Refusal(f"{self.name} has no kernel for this problem: {exc}") from None
         found = []
-        for label, cfg, is_fallback in self.configs(problem, target):
+        for label, cfg, is_fallback in configs:
             contract = self._contract(problem, cfg, target, label)
 
             def load(cfg=cfg):
@@ -210,16 +219,27 @@ class PrebuiltSupplier(Supplier):
 
 
 class TritonSupplier(Supplier):
-    """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` for the target (on the CPU) and
-    describes the result with a contract made from its compile metadata and the code object's `.args`.
-    The kernel computes D = A @ B only (no alpha, C, bias or activation): legality says so per clause."""
+    """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` (or, for block-scaled problems on
+    gfx950, `mx_gemm_kernel` with tl.dot_scaled) for the target on the CPU and describes the result with a
+    contract made from its compile metadata and the code object's `.args`; Triton's own argument order is
+    mapped to roles there. The kernels compute D = A @ B only (no alpha, C, bias or activation): legality says so
+    per clause."""
 
     name = "triton"
     _TYPES = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4b8", "bf8": "fp8e5b16", "int8": "i8",
               "int32": "i32"}
+    # tl.dot_scaled's operand formats in Triton 3.9 on AMD (triton/language/semantic.py dot_scaled; fp6 e2m3/e3m2
+    # raise "NYI" for AMD targets, a 16-bit side takes no scales): IR dtype -> (format, pointer type, elements
+    # per byte of the pointer's storage, bytes per pointer element)
+    MX_FORMATS = {"fp4": ("e2m1", "*u8", 2, 1), "fp8_e4m3": ("e4m3", "*fp8e4nv", 1, 1),
+                  "fp8_e5m2": ("e5m2", "*fp8e5", 1, 1), "bf16": ("bf16", "*bf16", 1, 2),
+                  "fp16": ("fp16", "*fp16", 1, 2)}
+    _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
 
-    def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4) -> None:
+    def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
+                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),)) -> None:
         self.blocks = blocks
+        self.mx_blocks = mx_blocks
         self.num_warps = num_warps
         self._compiled: dict[tuple, tuple[bytes, str, dict]] = {}
 
@@ -231,51 +251,104 @@ class TritonSupplier(Supplier):
             return False
         return True
 
-    def _compile(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
-        key = (problem.a.name, problem.b.name, problem.d.name, problem.layout, target, block)
+    def _build(self, key: tuple, fn, sig: dict, constexprs: dict, target: str) -> tuple[bytes, str, dict]:
         if key not in self._compiled:
+            import warnings
+
             from triton.backends.compiler import GPUTarget
             from triton.compiler import ASTSource
             from triton.compiler import compile as triton_compile
 
-            from .triton_gemm import gemm_kernel
-
-            t = self._TYPES
-            sig = {"a_ptr": f"*{t[problem.a.name]}", "b_ptr": f"*{t[problem.b.name]}", "d_ptr": f"*{t[problem.d.name]}"}
-            sig.update({name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
-                                                 "stride_dm")})
-            sig.update({name: "constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC_INT")})
-            bm, bn, bk = block
-            src = ASTSource(gemm_kernel, sig, constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
-                                                          "ACC_INT": problem.acc.kind == "int"})
-            compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
-                                      options={"num_warps": self.num_warps})
+            src = ASTSource(fn, sig, constexprs=constexprs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # Triton warns about its own deprecations
+                compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                                          options={"num_warps": self.num_warps})
             blob = compiled.asm["hsaco"]
             meta = compiled.metadata
             self._compiled[key] = (blob, meta.name, {"shared": int(getattr(meta, "shared", 0) or 0),
                                                      "num_warps": int(meta.num_warps)})
         return self._compiled[key]
 
-    def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
-        from jitgemm.codegen import codeobj
+    def _compile(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+        from .triton_gemm import gemm_kernel
 
-        kernel = codeobj.read(blob).kernel(name)
-        explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]
+        key = (problem.a.name, problem.b.name, problem.d.name, problem.layout, target, block)
+        t = self._TYPES
+        sig = {"a_ptr": f"*{t[problem.a.name]}", "b_ptr": f"*{t[problem.b.name]}", "d_ptr": f"*{t[problem.d.name]}"}
+        sig.update({name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                                             "stride_dm")})
+        sig.update({name: "constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC_INT")})
+        bm, bn, bk = block
+        return self._build(key, gemm_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                                   "ACC_INT": problem.acc.kind == "int"}, target)
+
+    def mx_refusal(self, problem: GemmProblem, target: str) -> str | None:
+        """Why Triton has no tl.dot_scaled kernel for this block-scaled problem (None: it has one)."""
+        from .mx_operands import target_has_mx
+
+        if not target_has_mx(target):
+            return f"tl.dot_scaled kernels need a target with block-scaled MFMAs (gfx950), not {target}"
+        mx_b = [n for n, v in self.MX_FORMATS.items() if v[3] == 1]
+        if problem.a.name not in self.MX_FORMATS or problem.b.name not in mx_b:
+            return (f"Triton {_triton_version()}'s tl.dot_scaled does not take {problem.a.name} x {problem.b.name} on "
+                    f"AMD; it takes A in {', '.join(self.MX_FORMATS)} and B in {', '.join(mx_b)}")
+        if problem.d.name not in self._TYPES:
+            return f"output {problem.d.name}"
+        return None
+
+    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int],
+                   options: dict | None = None) -> tuple[bytes, str, dict]:
+        """The tl.dot_scaled kernel for a block-scaled problem's formats and layouts (compiled once)."""
+        from .triton_gemm import mx_gemm_kernel
+
+        key = ("mx", problem.a.name, problem.b.name, problem.d.name, problem.a_scale, problem.b_scale,
+               problem.b_preshuffle, target, block)
+        fa, fb = self.MX_FORMATS[problem.a.name], self.MX_FORMATS[problem.b.name]
+        sig = {"a_ptr": fa[1], "a_scale_ptr": "*u8", "b_ptr": fb[1], "b_scale_ptr": "*u8",
+               "d_ptr": f"*{self._TYPES[problem.d.name]}"}
+        sig.update({name: "i32" for name in MX_TRITON_ARGS[5:]})
+        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "A_FMT": fa[0], "B_FMT": fb[0],
+                  "A_PACK": fa[2], "B_PACK": fb[2], "A_BYTES": fa[3], "D_BYTES": problem.d.bytes,
+                  "A_SCALE": self._SCALE_CODE[problem.a_scale], "B_SCALE": self._SCALE_CODE[problem.b_scale],
+                  "B_PRESHUFFLE": int(problem.b_preshuffle == "16x16")}
+        sig.update(dict.fromkeys(consts, "constexpr"))
+        return self._build(key, mx_gemm_kernel, sig, consts, target)
+
+    def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
         a_n, b_n = not problem.a_transposed, not problem.b_transposed
         roles = [("a", None), ("b", None), ("d", None), ("m", None), ("n", None), ("k", None),
                  ("lda", None) if a_n else ("const", 1), ("const", 1) if a_n else ("lda", None),
                  ("ldb", None) if b_n else ("const", 1), ("const", 1) if b_n else ("ldb", None), ("ldd", None)]
         names = ["a_ptr", "b_ptr", "d_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
                  "stride_dm"]
+        return self._describe(problem, target, block, blob, name, info, list(zip(names, roles, strict=True)),
+                              "gemm_kernel", "elements", {})
+
+    def _mx_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+        roles = {"a_ptr": "a", "a_scale_ptr": "a_scale" if problem.a_scale != "none" else "unused", "b_ptr": "b",
+                 "b_scale_ptr": "b_scale" if problem.b_scale != "none" else "unused", "d_ptr": "d", "M": "m",
+                 "N": "n", "K": "k", "lda": "lda", "ldb": "ldb", "ld_a_scale": "ld_a_scale",
+                 "ld_b_scale": "ld_b_scale", "ldd": "ldd"}
+        args = [(arg, (roles[arg], None)) for arg in MX_TRITON_ARGS]
+        operation = {"a_scale": problem.a_scale, "b_scale": problem.b_scale, "scale_block": problem.scale_block,
+                     "b_preshuffle": problem.b_preshuffle}
+        return self._describe(problem, target, block, blob, name, info, args, "mx_gemm_kernel", "bytes", operation)
+
+    def _describe(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
+                  args_roles: list, source: str, strides_in: str, operation: dict) -> dict:
+        from jitgemm.codegen import codeobj
+
+        kernel = codeobj.read(blob).kernel(name)
+        explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]
         # Triton 3 appends scratch-buffer pointers (global and profile scratch) that a launch passes as null
-        extra = explicit[len(roles):]
-        if len(explicit) < len(roles) or any(a.get(".value_kind") != "global_buffer" for a in extra):
-            raise ContractError(f"Triton kernel {name} has {len(explicit)} explicit arguments, expected {len(roles)} "
-                                f"plus trailing scratch pointers")
-        roles += [("unused", None)] * len(extra)
-        names += [f"scratch{i}" for i in range(len(extra))]
+        extra = explicit[len(args_roles):]
+        if len(explicit) < len(args_roles) or any(a.get(".value_kind") != "global_buffer" for a in extra):
+            raise ContractError(f"Triton kernel {name} has {len(explicit)} explicit arguments, expected "
+                                f"{len(args_roles)} plus trailing scratch pointers")
+        args_roles = args_roles + [(f"scratch{i}", ("unused", None)) for i in range(len(extra))]
         args = []
-        for arg_name, (role, value), meta in zip(names, roles, explicit, strict=True):
+        for (arg_name, (role, value)), meta in zip(args_roles, explicit, strict=True):
             entry = {"name": arg_name, "role": role, "offset": int(meta[".offset"]), "size": int(meta[".size"]),
                      "type": "ptr" if meta.get(".value_kind") == "global_buffer" else "i32"}
             if value is not None:
@@ -285,11 +358,11 @@ class TritonSupplier(Supplier):
         return {
             "contract_version": 1,
             "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
-                         "source": "jitgemm/triton_gemm.py:gemm_kernel", "target": isa.targets.base_target(target),
+                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
-                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout},
-            "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": "elements",
+                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},
+            "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": strides_in,
                     "args": args},
             "launch": {"workgroup": [info["num_warps"] * 64, 1, 1],
                        "grid": [f"ceil(n/{bn})", f"ceil(m/{bm})", "1"], "lds_bytes": info["shared"]},
@@ -302,19 +375,32 @@ class TritonSupplier(Supplier):
         }
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        if not self.available() or problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+        if not self.available():
             return []
+        if problem.scaled:
+            why = self.mx_refusal(problem, target)
+            if why is not None:
+                raise Refusal(why)
+            compile_, describe, blocks = self.compile_mx, self._mx_contract, self.mx_blocks
+        elif problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+            return []
+        else:
+            compile_, describe, blocks = self._compile, self._contract, self.blocks
         out = []
-        for block in self.blocks:
-            blob, name, info = self._compile(problem, target, block)
-            contract = Contract.load(self._contract(problem, target, block, blob, name, info),
-                                     f"triton:{name}")
+        for block in blocks:
+            blob, name, info = compile_(problem, target, block)
+            contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 
             def load(blob=blob, name=name):
                 return blob, name
 
             out.append(Candidate(self.name, f"{block[0]}x{block[1]}x{block[2]}", contract, load))
         return out
+
+
+# mx_gemm_kernel's explicit arguments in Triton's order (pointers, then i32 sizes and byte strides)
+MX_TRITON_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb",
+                  "ld_a_scale", "ld_b_scale", "ldd")
 
 
 def _triton_version() -> str:
