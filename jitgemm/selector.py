@@ -249,13 +249,16 @@ _registry_lock = threading.Lock()
 def default_suppliers() -> list[Supplier]:
     """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
     (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
-    can choose the sweep's best), and whatever `register_supplier` added (prebuilt folders, Triton)."""
+    can choose the sweep's best), Triton's tl.dot_scaled kernels for block-scaled problems (when Triton is
+    installed; `use_triton()` widens it to every problem), and whatever `register_supplier` added."""
     global _suppliers
     with _registry_lock:
         if _suppliers is None:
+            from .suppliers import TritonSupplier
             from .tuned_supplier import TunedSupplier
 
-            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB())]
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB()),
+                          TritonSupplier(scope="mx")]
         return _suppliers
 
 
@@ -298,9 +301,16 @@ def use_prebuilt(folder: str) -> list[str]:
 
 
 def use_triton() -> None:
-    """Offer Triton-compiled GEMMs to `matmul` (Triton must be installed)."""
+    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed; block-scaled problems
+    see Triton's kernels without it)."""
     from .suppliers import TritonSupplier
 
     if not TritonSupplier.available():
         raise SelectionError("Triton is not installed (pip install triton)")
+    for supplier in default_suppliers():
+        if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
+            supplier.scope = "all"
+            for sel in list(_selectors.values()):
+                sel.forget()
+            return
     register_supplier(TritonSupplier())

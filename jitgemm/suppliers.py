@@ -237,7 +237,13 @@ class TritonSupplier(Supplier):
     _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
 
     def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
-                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),)) -> None:
+                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all") -> None:
+        """`scope="mx"` offers kernels for block-scaled problems only (the default selectors' Triton supplier, so
+        MX problems see Triton's tl.dot_scaled beside the generators without `use_triton()`); "all": every
+        problem Triton can take."""
+        if scope not in ("all", "mx"):
+            raise ValueError(f"scope={scope!r}; accepted: all, mx")
+        self.scope = scope
         self.blocks = blocks
         self.mx_blocks = mx_blocks
         self.num_warps = num_warps
@@ -375,7 +381,11 @@ class TritonSupplier(Supplier):
         }
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
+        if self.scope == "mx" and not problem.scaled:
+            return []
         if not self.available():
+            if problem.scaled:
+                raise Refusal("Triton is not installed (pip install triton)")
             return []
         if problem.scaled:
             why = self.mx_refusal(problem, target)
