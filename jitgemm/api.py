@@ -176,9 +176,13 @@ def _plain_operands(a, b) -> _Operands:
 
 def _mx_operands(a, b) -> _Operands:
     """Block-scaled operands (jitgemm.mx_operands says how MXTensors map to the kernel's NT storage)."""
+    from .mx import MXError
     from .mx_operands import mx_operands
 
-    oa, ob = mx_operands(a, b)
+    try:
+        oa, ob = mx_operands(a, b)
+    except (IRError, MXError) as exc:
+        raise MatmulError(str(exc)) from None
     values = {"a": oa.storage, "b": ob.storage, "stride_a": 0, "stride_b": 0, "a_scale": oa.scales,
               "b_scale": ob.scales, "ld_a_scale": oa.ld_scale, "ld_b_scale": ob.ld_scale, "stride_a_scale": 0,
               "stride_b_scale": 0}

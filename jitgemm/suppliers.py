@@ -118,6 +118,11 @@ class GeneratorSupplier(Supplier):
             return []
         from .compiler import compile as jit_compile
 
+        if problem.scaled and not getattr(generator(self.option), "block_scaled", False):
+            # a generator without an MX lowering would plan an unscaled fp8 MFMA for a scaled OCP fp8 problem and
+            # drop the scales (a wrong answer); one that lowers them says so with `block_scaled = True`
+            raise Refusal(f"{self.name} does not lower block-scaled (MX) problems yet (its generator does not set "
+                          "block_scaled)")
         try:
             configs = self.configs(problem, target)
         except IRError as exc:
