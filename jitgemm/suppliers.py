@@ -308,22 +308,27 @@ class TritonSupplier(Supplier):
             return f"output {problem.d.name}"
         return None
 
-    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int],
-                   options: dict | None = None) -> tuple[bytes, str, dict]:
+    @classmethod
+    def mx_signature(cls, problem: GemmProblem, block: tuple[int, int, int]) -> tuple[dict, dict]:
+        """(signature, constexprs) of `mx_gemm_kernel` for a block-scaled problem's formats and layouts."""
+        fa, fb = cls.MX_FORMATS[problem.a.name], cls.MX_FORMATS[problem.b.name]
+        sig = {"a_ptr": fa[1], "a_scale_ptr": "*u8", "b_ptr": fb[1], "b_scale_ptr": "*u8",
+               "d_ptr": f"*{cls._TYPES[problem.d.name]}"}
+        sig.update({name: "i32" for name in MX_TRITON_ARGS[5:]})
+        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "A_FMT": fa[0], "B_FMT": fb[0],
+                  "A_PACK": fa[2], "B_PACK": fb[2], "A_BYTES": fa[3], "D_BYTES": problem.d.bytes,
+                  "A_SCALE": cls._SCALE_CODE[problem.a_scale], "B_SCALE": cls._SCALE_CODE[problem.b_scale],
+                  "B_PRESHUFFLE": int(problem.b_preshuffle == "16x16")}
+        sig.update(dict.fromkeys(consts, "constexpr"))
+        return sig, consts
+
+    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
         """The tl.dot_scaled kernel for a block-scaled problem's formats and layouts (compiled once)."""
         from .triton_gemm import mx_gemm_kernel
 
         key = ("mx", problem.a.name, problem.b.name, problem.d.name, problem.a_scale, problem.b_scale,
                problem.b_preshuffle, target, block)
-        fa, fb = self.MX_FORMATS[problem.a.name], self.MX_FORMATS[problem.b.name]
-        sig = {"a_ptr": fa[1], "a_scale_ptr": "*u8", "b_ptr": fb[1], "b_scale_ptr": "*u8",
-               "d_ptr": f"*{self._TYPES[problem.d.name]}"}
-        sig.update({name: "i32" for name in MX_TRITON_ARGS[5:]})
-        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "A_FMT": fa[0], "B_FMT": fb[0],
-                  "A_PACK": fa[2], "B_PACK": fb[2], "A_BYTES": fa[3], "D_BYTES": problem.d.bytes,
-                  "A_SCALE": self._SCALE_CODE[problem.a_scale], "B_SCALE": self._SCALE_CODE[problem.b_scale],
-                  "B_PRESHUFFLE": int(problem.b_preshuffle == "16x16")}
-        sig.update(dict.fromkeys(consts, "constexpr"))
+        sig, consts = self.mx_signature(problem, block)
         return self._build(key, mx_gemm_kernel, sig, consts, target)
 
     def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
