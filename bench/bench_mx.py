@@ -56,11 +56,14 @@ def generator_compile(option: str):
     """jitgemm's generator `option` for a problem, or the reason it has no kernel for it."""
     from jitgemm.codegen.generator import generator
 
+    from jitgemm.suppliers import block_scaled_refusal
+
     gen = generator(option)
 
     def run(problem: GemmProblem):
-        if not getattr(gen, "block_scaled", False):
-            raise LookupError("not available: the generator does not lower block-scaled problems yet")
+        why = block_scaled_refusal(option, problem, TARGET)
+        if why is not None:
+            raise LookupError(f"not available: {why}")
         k = gen.compile(problem, target=TARGET)
         return k.code_object, k.name, None
     return run

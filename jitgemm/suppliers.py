@@ -118,11 +118,10 @@ class GeneratorSupplier(Supplier):
             return []
         from .compiler import compile as jit_compile
 
-        if problem.scaled and not getattr(generator(self.option), "block_scaled", False):
-            # a generator without an MX lowering would plan an unscaled fp8 MFMA for a scaled OCP fp8 problem and
-            # drop the scales (a wrong answer); one that lowers them says so with `block_scaled = True`
-            raise Refusal(f"{self.name} does not lower block-scaled (MX) problems yet (its generator does not set "
-                          "block_scaled)")
+        if problem.scaled:
+            why = block_scaled_refusal(self.option, problem, target)
+            if why is not None:
+                raise Refusal(why)
         try:
             configs = self.configs(problem, target)
         except IRError as exc:
@@ -137,6 +136,26 @@ class GeneratorSupplier(Supplier):
 
             found.append(Candidate(self.name, label, contract, load, cfg, is_fallback))
         return found
+
+
+def block_scaled_refusal(option: str, problem: GemmProblem, target: str) -> str | None:
+    """Why generator `option` has no kernel for the block-scaled `problem` (None: it plans one). A generator
+    without an MX lowering may still plan a scaled OCP fp8 problem on the shared unscaled plan (gfx950 has
+    unscaled fp8 MFMAs), whose kernel would read no scales: a wrong answer, so that plan is refused too. The MX
+    lowerings plan otherwise (the direct generator's GemmPlan carries its `mx` part; the LLVM generator's own
+    MxPlan)."""
+    from jitgemm.codegen.gemm_plan import GemmPlan
+
+    gen = generator(option)
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    try:
+        plan = gen.plan(problem.kernel_class(), gen.choose_config(problem, spec, profile), spec, profile)
+    except IRError as exc:
+        return f"{gen.name} has no kernel for this problem: {exc}"
+    if isinstance(plan, GemmPlan) and getattr(plan, "mx", None) is None:
+        return (f"{gen.name} does not lower block-scaled (MX) problems yet: it plans {problem.a.name} x "
+                f"{problem.b.name} as an unscaled GEMM, whose kernel would ignore the scales")
+    return None
 
 
 def DirectAsmSupplier() -> GeneratorSupplier:  # noqa: N802 (a supplier, as the other suppliers' classes)

@@ -76,6 +76,13 @@ def assert_mx_close(d: np.ndarray, a, b, out_rounding: float = 0.0) -> None:
 
 @pytest.fixture
 def selector(tmp_path):
+    """Triton's tl.dot_scaled kernels alone: the path these tests prove end to end (the generators' MX kernels
+    have their own tests; `test_explain_*` sees all three suppliers)."""
+    return Selector([TritonSupplier()], target="gfx950", quarantine=Quarantine(tmp_path / "q.json"))
+
+
+@pytest.fixture
+def every_supplier(tmp_path):
     return Selector([DirectAsmSupplier(), LlvmSupplier(), TritonSupplier()], target="gfx950",
                     quarantine=Quarantine(tmp_path / "q.json"))
 
@@ -279,8 +286,9 @@ def test_mx_arguments_pack_by_role_in_bytes_as_the_metadata_lays_them_out():
     assert bytes(meta[:len(packed)]) == packed
 
 
-def test_explain_lists_every_generator_and_names_refusals(selector):
+def test_explain_lists_every_generator_and_names_refusals(every_supplier):
     require_module("triton")
+    selector = every_supplier
     p = GemmProblem.make(100, 90, 256, "fp4", "fp8_e4m3", a_scale="plain", b_scale="shuffled")
     text = selector.explain(p)
     assert "a_scale=plain b_scale=shuffled scale_block=32 b_preshuffle=none" in text.splitlines()[0]
@@ -289,6 +297,13 @@ def test_explain_lists_every_generator_and_names_refusals(selector):
     assert "selected" in text
     for gen in ("jitgemm-asm", "jitgemm-llvm"):      # until their MX lowerings land: refused with the reason
         assert "kept" in rows[gen] or "refused:" in rows[gen]
+    # a generator that plans a scaled OCP fp8 problem as an unscaled GEMM (its kernel would drop the scales) is
+    # refused, never selected
+    fp8 = GemmProblem.make(64, 64, 128, "fp8_e4m3", "fp8_e4m3", a_scale="plain", b_scale="plain")
+    for v in selector.evaluate(fp8):
+        assert v.legal == ("refused" not in v.reason)
+        if "unscaled GEMM" in v.reason:
+            assert v.candidate.supplier in ("jitgemm-asm", "jitgemm-llvm")
     fp6 = GemmProblem.make(64, 64, 128, "fp6_e2m3", "fp4", a_scale="plain", b_scale="plain")
     triton_row = next(line for line in selector.explain(fp6).splitlines() if line.split()[1:2] == ["triton"])
     assert "refused" in triton_row and "tl.dot_scaled does not take fp6_e2m3 x fp4" in triton_row
