@@ -83,7 +83,11 @@ class GeneratorSupplier(Supplier):
                 except IRError:
                     continue
                 out.append((f"{tm}x{tn}", cfg, False))
-            out.append(("fallback", scalar_config(problem, base, spec, profile, gen.accept), True))
+            try:    # block-scaled problems have no scalar-load fallback (their plan loads straight to registers)
+                out.append(("fallback", scalar_config(problem, base, spec, profile, gen.accept), True))
+            except IRError:
+                if not problem.scaled:
+                    raise
         return out
 
     def planned_contract(self, problem: GemmProblem, config: GemmConfig, target: str) -> dict:
