@@ -233,9 +233,7 @@ class Selector:
                          v.reason or ("selected" if v.legal and rank == 1 else "")
                          + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
-        scaling = (f" a_scale={problem.a_scale} b_scale={problem.b_scale} scale_block={problem.scale_block} "
-                   f"b_preshuffle={problem.b_preshuffle}") if problem.scaled else ""
-        out = [f"problem: {format_problem(problem)}{scaling}  target: {self.target}"]
+        out = [f"problem: {format_problem(problem)}  target: {self.target}"]
         for r in rows:
             out.append("  ".join(r[i].ljust(widths[i]) for i in range(5)) + "  " + r[5])
         return "\n".join(out) + "\n"

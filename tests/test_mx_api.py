@@ -322,6 +322,28 @@ def test_cli_select_explain_mx(capsys):
     assert any(line.split()[1:2] == ["triton"] and "kept" in line for line in out.splitlines())
 
 
+def test_scale_and_weight_layouts_are_part_of_the_kernel_class_text():
+    """The IR text (cache keys, kernel names) names the layouts: kernels for plain and shuffled scales, or plain
+    and pre-shuffled B, never share a cache entry; the text parses back to the same problem."""
+    from jitgemm.codegen.gemm_ir import GemmConfig
+    from jitgemm.codegen.gemm_text import format_ir, parse
+    from jitgemm.codegen.kernel_abi import kernel_name
+
+    config = GemmConfig(64, 64, 128, 2, 2, "V_MFMA_SCALE_F32_16X16X128_F8F6F4")
+    variants = [dict(a_scale="plain", b_scale="plain"), dict(a_scale="shuffled", b_scale="plain"),
+                dict(a_scale="plain", b_scale="shuffled"), dict(a_scale="plain", b_scale="plain", b_preshuffle="16x16"),
+                dict(a_scale="none", b_scale="plain")]
+    texts, names = set(), set()
+    for fields in variants:
+        p = GemmProblem.make(64, 64, 256, "fp8_e4m3", "fp4", **fields)
+        assert parse(format_ir(p, config)) == (p, config)
+        texts.add(format_ir(p.kernel_class(), config))
+        names.add(kernel_name(p, config))
+    assert len(texts) == len(names) == len(variants)
+    plain = GemmProblem.make(64, 64, 64, "bf16")
+    assert "scale" not in format_ir(plain)        # unscaled problems keep their text (and cached kernels)
+
+
 # --- errors ---------------------------------------------------------------------------------------------
 def test_errors_name_the_argument_and_what_is_accepted():
     rng = np.random.default_rng(8)
