@@ -199,6 +199,18 @@ def test_preshuffled_weights_equal_numpy(selector, fa, fb, k, scales):
     assert_mx_close(d, a, b)
 
 
+@pytest.mark.parametrize("fa,fb,k", [("fp4", "fp4", 75), ("fp8_e5m2", "fp4", 33), ("fp4", "fp8_e4m3", 1)])
+def test_odd_k_pads_the_last_nibble_and_block(selector, fa, fb, k):
+    """K odd: fp4 rows end in a half-used byte (ld = K + 1 elements) and the last scale block is short."""
+    require_module("triton")
+    rng = np.random.default_rng(k)
+    a = _random_scales(mx.quantize_mx(rng.standard_normal((37, k)), fa), rng, extremes=False)
+    b = _random_scales(mx.weights(rng.standard_normal((29, k)), fb), rng, extremes=False)
+    d, call, _ = _run(selector, a, b)
+    assert call.problem.k == k and call.problem.lda == (k + 1 if fa == "fp4" else k)
+    assert_mx_close(d, a, b)
+
+
 def test_one_side_scaled_and_ocp_fp8_array_beside_mx(selector):
     """An OCP fp8 numpy array (no scales: every scale 1) beside an MX tensor, and unscaled fp4 x fp8."""
     require_module("triton")
@@ -309,6 +321,17 @@ def test_explain_lists_every_generator_and_names_refusals(every_supplier):
     fp6 = GemmProblem.make(64, 64, 128, "fp6_e2m3", "fp4", a_scale="plain", b_scale="plain")
     triton_row = next(line for line in selector.explain(fp6).splitlines() if line.split()[1:2] == ["triton"])
     assert "refused" in triton_row and "tl.dot_scaled does not take fp6_e2m3 x fp4" in triton_row
+
+
+def test_epilogue_the_triton_kernel_lacks_is_refused_by_clause(selector):
+    require_module("triton")
+    from jitgemm.selector import SelectionError
+
+    a = mx.quantize_mx(RNG.standard_normal((16, 64)), "fp4")
+    b = mx.weights(RNG.standard_normal((24, 64)), "fp4")
+    call = prepare(a, b, bias=np.ones(24, np.float32), activation="relu")
+    with pytest.raises(SelectionError, match=r"triton:64x64x128: features.bias: bias n not in \['none'\]"):
+        selector.select(call.problem, call.align)
 
 
 def test_cli_select_explain_mx(capsys):
