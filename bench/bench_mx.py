@@ -7,8 +7,9 @@
 2. Static main loop: the loop body holding the most MFMAs (bench_generators.main_loop, llvm-objdump-22
    --mcpu=gfx950), instructions per MFMA, registers and LDS from the metadata, `llvm-mca-22 -mcpu=gfx950` cycles
    per iteration and per MFMA (issue latencies only: no memory latency, waits or bank conflicts). Triton's
-   kernel is compiled with the specializations its launcher applies to a 4096^3 call (pointers, sizes and
-   leading dimensions divisible by 16: `tt.divisibility` 16), as a deployed Triton kernel would be.
+   kernel is shown as the supplier compiles it for any problem ("triton") and with the specializations its
+   launcher applies to a 4096^3 call ("triton+spec": pointers, sizes and A/B/D leading dimensions divisible by
+   16, `tt.divisibility` 16; the supplier's "div16" variant), as a deployed Triton kernel would be.
 
     python bench/bench_mx.py [--reps N]
 """
@@ -76,13 +77,14 @@ def triton_compile(specialize: bool):
         from triton.compiler import ASTSource
         from triton.compiler import compile as compile_
 
-        from jitgemm.suppliers import MX_TRITON_ARGS, TritonSupplier
+        from jitgemm.suppliers import TritonSupplier
         from jitgemm.triton_gemm import mx_gemm_kernel
 
         os.environ["TRITON_CACHE_DIR"] = tempfile.mkdtemp(prefix="jitgemm-bench-mx-triton-")
         sig, consts = TritonSupplier.mx_signature(problem, TRITON_BLOCK)
-        # Triton's launcher marks arguments divisible by 16 (tt.divisibility) and compiles that specialization
-        attrs = {(i,): [["tt.divisibility", 16]] for i in range(len(MX_TRITON_ARGS))} if specialize else None
+        # Triton's launcher marks arguments divisible by 16 (tt.divisibility) and compiles that specialization:
+        # the Triton supplier's "div16" variant
+        attrs = TritonSupplier.mx_div16_attrs() if specialize else None
         src = ASTSource(mx_gemm_kernel, sig, constexprs=consts, attrs=attrs)
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")

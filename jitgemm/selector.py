@@ -106,7 +106,7 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
     flops = 2.0 * m * n * k * batch
     compute = 2.0 * padded * batch / (peak * simd_use * quantization)
-    width = min(candidate.contract.data.get("legality", {}).get("align_bytes", {}).get(x, 1) for x in ("a", "b"))
+    width = _load_width(candidate)
     load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
     moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
              + m * n * batch * problem.d.bytes)
@@ -126,10 +126,18 @@ _BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
 
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then a stable identity, so the
-    choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then the wider sure loads
+    (`_load_width`); then a stable identity, so the choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), c.supplier, c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), -_load_width(c), c.supplier,
+            c.label, c.key)
+
+
+def _load_width(candidate: Candidate) -> int:
+    """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
+    equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
+    need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
+    return min((need.get(x, 1) for x in ("a", "b")), default=1)
 
 
 class Selector:

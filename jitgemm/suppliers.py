@@ -6,6 +6,7 @@ the winner (generators compile on demand), so offering a candidate is cheap.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -265,13 +266,20 @@ class TritonSupplier(Supplier):
     _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
 
     def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
-                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all") -> None:
+                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all",
+                 mx_variants: tuple[str, ...] = ("generic", "div16")) -> None:
         """`scope="mx"` offers kernels for block-scaled problems only (the default selectors' Triton supplier, so
         MX problems see Triton's tl.dot_scaled beside the generators without `use_triton()`); "all": every
-        problem Triton can take."""
+        problem Triton can take. `mx_variants`: "generic" (any size, alignment and leading dimension) and/or
+        "div16", the specialization Triton's launcher compiles when pointers, sizes and leading dimensions are
+        multiples of 16 (`tt.divisibility` 16: wide loads, fewer masks), legal only for such problems."""
         if scope not in ("all", "mx"):
             raise ValueError(f"scope={scope!r}; accepted: all, mx")
+        unknown = set(mx_variants) - {"generic", "div16"}
+        if unknown or not mx_variants:
+            raise ValueError(f"mx_variants={mx_variants!r}; accepted: generic, div16 (one or both)")
         self.scope = scope
+        self.mx_variants = tuple(mx_variants)
         self.blocks = blocks
         self.mx_blocks = mx_blocks
         self.num_warps = num_warps
@@ -285,7 +293,8 @@ class TritonSupplier(Supplier):
             return False
         return True
 
-    def _build(self, key: tuple, fn, sig: dict, constexprs: dict, target: str) -> tuple[bytes, str, dict]:
+    def _build(self, key: tuple, fn, sig: dict, constexprs: dict, target: str,
+               attrs: dict | None = None) -> tuple[bytes, str, dict]:
         if key not in self._compiled:
             import warnings
 
@@ -293,7 +302,7 @@ class TritonSupplier(Supplier):
             from triton.compiler import ASTSource
             from triton.compiler import compile as triton_compile
 
-            src = ASTSource(fn, sig, constexprs=constexprs)
+            src = ASTSource(fn, sig, constexprs=constexprs, attrs=attrs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # Triton warns about its own deprecations
                 compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
@@ -345,14 +354,23 @@ class TritonSupplier(Supplier):
         sig.update(dict.fromkeys(consts, "constexpr"))
         return sig, consts
 
-    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+    @staticmethod
+    def mx_div16_attrs() -> dict:
+        """Triton's `tt.divisibility` 16 on the arguments its launcher finds divisible by 16 for a problem of
+        16-multiple sizes and leading dimensions with 16-byte aligned buffers (the scale arrays' leading
+        dimensions, ceil(K/32) or a multiple of 8, are left generic)."""
+        return {(MX_TRITON_ARGS.index(n),): [["tt.divisibility", 16]] for n in MX_DIV16_ARGS}
+
+    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int],
+                   variant: str = "generic") -> tuple[bytes, str, dict]:
         """The tl.dot_scaled kernel for a block-scaled problem's formats and layouts (compiled once)."""
         from .triton_gemm import mx_gemm_kernel
 
         key = ("mx", problem.a.name, problem.b.name, problem.d.name, problem.a_scale, problem.b_scale,
-               problem.b_preshuffle, target, block)
+               problem.b_preshuffle, target, block, variant)
         sig, consts = self.mx_signature(problem, block)
-        return self._build(key, mx_gemm_kernel, sig, consts, target)
+        return self._build(key, mx_gemm_kernel, sig, consts, target,
+                           self.mx_div16_attrs() if variant == "div16" else None)
 
     def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
         a_n, b_n = not problem.a_transposed, not problem.b_transposed
@@ -364,7 +382,8 @@ class TritonSupplier(Supplier):
         return self._describe(problem, target, block, blob, name, info, list(zip(names, roles, strict=True)),
                               "gemm_kernel", "elements", {})
 
-    def _mx_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+    def _mx_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
+                     variant: str = "generic") -> dict:
         roles = {"a_ptr": "a", "a_scale_ptr": "a_scale" if problem.a_scale != "none" else "unused", "b_ptr": "b",
                  "b_scale_ptr": "b_scale" if problem.b_scale != "none" else "unused", "d_ptr": "d", "M": "m",
                  "N": "n", "K": "k", "lda": "lda", "ldb": "ldb", "ld_a_scale": "ld_a_scale",
@@ -372,7 +391,13 @@ class TritonSupplier(Supplier):
         args = [(arg, (roles[arg], None)) for arg in MX_TRITON_ARGS]
         operation = {"a_scale": problem.a_scale, "b_scale": problem.b_scale, "scale_block": problem.scale_block,
                      "b_preshuffle": problem.b_preshuffle}
-        return self._describe(problem, target, block, blob, name, info, args, "mx_gemm_kernel", "bytes", operation)
+        data = self._describe(problem, target, block, blob, name, info, args, "mx_gemm_kernel", "bytes", operation)
+        if variant == "div16":   # what the tt.divisibility 16 arguments promise (leading dimensions: 16 bytes)
+            data["legality"].update({
+                "divisible": dict.fromkeys("mnk", 16),
+                "align_bytes": dict.fromkeys(("a", "b", "d", "a_scale", "b_scale"), 16),
+                "ld_multiple": {"a": 128 // problem.a.bits, "b": 128 // problem.b.bits, "d": 16 // problem.d.bytes}})
+        return data
 
     def _describe(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
                   args_roles: list, source: str, strides_in: str, operation: dict) -> dict:
@@ -424,26 +449,31 @@ class TritonSupplier(Supplier):
             why = self.mx_refusal(problem, target)
             if why is not None:
                 raise Refusal(why)
-            compile_, describe, blocks = self.compile_mx, self._mx_contract, self.mx_blocks
+            kernels = [(block, variant, functools.partial(self.compile_mx, variant=variant),
+                        functools.partial(self._mx_contract, variant=variant))
+                       for block in self.mx_blocks for variant in self.mx_variants]
         elif problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
             return []
         else:
-            compile_, describe, blocks = self._compile, self._contract, self.blocks
+            kernels = [(block, "generic", self._compile, self._contract) for block in self.blocks]
         out = []
-        for block in blocks:
+        for block, variant, compile_, describe in kernels:
             blob, name, info = compile_(problem, target, block)
             contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 
             def load(blob=blob, name=name):
                 return blob, name
 
-            out.append(Candidate(self.name, f"{block[0]}x{block[1]}x{block[2]}", contract, load))
+            label = f"{block[0]}x{block[1]}x{block[2]}" + ("" if variant == "generic" else f"/{variant}")
+            out.append(Candidate(self.name, label, contract, load))
         return out
 
 
-# mx_gemm_kernel's explicit arguments in Triton's order (pointers, then i32 sizes and byte strides)
+# mx_gemm_kernel's explicit arguments in Triton's order (pointers, then i32 sizes and byte strides), and those
+# the "div16" variant takes as multiples of 16
 MX_TRITON_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb",
                   "ld_a_scale", "ld_b_scale", "ldd")
+MX_DIV16_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb", "ldd")
 
 
 def _triton_version() -> str:

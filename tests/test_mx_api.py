@@ -78,7 +78,8 @@ def assert_mx_close(d: np.ndarray, a, b, out_rounding: float = 0.0) -> None:
 def selector(tmp_path):
     """Triton's tl.dot_scaled kernels alone: the path these tests prove end to end (the generators' MX kernels
     have their own tests; `test_explain_*` sees all three suppliers)."""
-    return Selector([TritonSupplier()], target="gfx950", quarantine=Quarantine(tmp_path / "q.json"))
+    return Selector([TritonSupplier(mx_variants=("generic",))], target="gfx950",
+                    quarantine=Quarantine(tmp_path / "q.json"))
 
 
 @pytest.fixture
@@ -245,7 +246,7 @@ def test_default_matmul_runs_mx_on_gfx950_without_use_triton():
 # --- contract, packing, explain --------------------------------------------------------------------------
 def _triton_candidate(problem):
     require_module("triton")
-    return TritonSupplier().candidates(problem, "gfx950")[0]
+    return TritonSupplier(mx_variants=("generic",)).candidates(problem, "gfx950")[0]
 
 
 def test_contract_names_the_scale_and_weight_layout_clauses():
@@ -321,6 +322,31 @@ def test_explain_lists_every_generator_and_names_refusals(every_supplier):
     fp6 = GemmProblem.make(64, 64, 128, "fp6_e2m3", "fp4", a_scale="plain", b_scale="plain")
     triton_row = next(line for line in selector.explain(fp6).splitlines() if line.split()[1:2] == ["triton"])
     assert "refused" in triton_row and "tl.dot_scaled does not take fp6_e2m3 x fp4" in triton_row
+
+
+def test_triton_div16_variant_is_legal_only_for_16_multiples_and_ranks_first(tmp_path):
+    """Triton's launch specialization as a second candidate: its contract says what tt.divisibility 16 promises
+    (sizes, 16-byte leading dimensions and pointers), the selector prefers it where legal, and it computes the
+    same product."""
+    require_module("triton")
+    sel = Selector([TritonSupplier()], target="gfx950", quarantine=Quarantine(tmp_path / "q.json"))
+    rng = np.random.default_rng(12)
+    a = _random_scales(mx.quantize_mx(rng.standard_normal((64, 256)), "fp4"), rng, extremes=True)
+    b = _random_scales(mx.weights(rng.standard_normal((48, 256)), "fp8_e4m3"), rng, extremes=False).shuffle()
+    d, call, source = _run(sel, a, b)
+    assert source == "triton:64x64x128/div16"
+    assert_mx_close(d, a, b)
+    odd = GemmProblem.make(70, 48, 256, "fp4", "fp8_e4m3", a_scale="plain", b_scale="shuffled")
+    verdicts = {v.candidate.label: v for v in sel.evaluate(odd, call.align)}
+    assert verdicts["64x64x128"].legal
+    assert verdicts["64x64x128/div16"].reason == "legality.divisible.m: m=70 is not a multiple of 16"
+    def div16(problem, align):
+        return next(v for v in sel.evaluate(problem, align) if v.candidate.label.endswith("/div16"))
+
+    k240 = GemmProblem.make(64, 48, 240, "fp4", "fp8_e4m3", a_scale="plain", b_scale="shuffled")
+    assert div16(k240, call.align).reason == "legality.ld_multiple.a: lda=240 is not a multiple of 32"  # 120 B
+    assert div16(call.problem, {**call.align, "a_scale": 8}).reason == \
+        "legality.align_bytes.a_scale: pointer a_scale is 8-byte aligned, kernel needs 16"
 
 
 def test_epilogue_the_triton_kernel_lacks_is_refused_by_clause(selector):
