@@ -60,7 +60,7 @@ def format_problem(p: GemmProblem) -> str:
         if ld is not None:
             parts.append(f"ld{op}={ld}")
     parts += [f"alpha={_num(p.alpha)}", f"beta={_num(p.beta)}", f"bias={p.bias}", f"act={p.activation}"]
-    if p.scaled:   # block-scaled problems: the scale and weight layouts shape the kernel (and its cache key)
+    if p.scaled:      # block-scaled problems: the scale and weight layouts shape the kernel (and its cache key)
         parts += [f"a_scale={p.a_scale}", f"b_scale={p.b_scale}", f"scale_block={p.scale_block}",
                   f"b_preshuffle={p.b_preshuffle}"]
     return "gemm " + " ".join(parts)
@@ -119,7 +119,7 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
         if required not in kv:
             raise IRError(f"{source}: gemm needs {required}=...")
     ints = {key: _int(kv[key], key, source) for key in ("m", "n", "k", "batch", "lda", "ldb", "ldc", "ldd",
-                                                        "scale_block") if key in kv}
+                                                         "scale_block") if key in kv}
     floats = {key: _float(kv[key], key, source) for key in ("alpha", "beta") if key in kv}
     names = {key: str(kv[key]) for key in ("b", "c", "d", "acc") if key in kv}
     try:
