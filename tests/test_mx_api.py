@@ -416,7 +416,7 @@ def test_errors_name_the_argument_and_what_is_accepted():
             run()
 
 
-def test_cli_select_refuses_mx_on_layout_nn(capsys):
+def test_cli_select_refuses_mx_in_a_layout_other_than_nt(capsys):
     from jitgemm.cli import main
 
     assert main(["select", "--m", "64", "--n", "64", "--k", "64", "--dtype", "fp4", "--a-scale", "plain",
