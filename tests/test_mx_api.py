@@ -324,6 +324,47 @@ def test_explain_lists_every_generator_and_names_refusals(every_supplier):
     assert "refused" in triton_row and "tl.dot_scaled does not take fp6_e2m3 x fp4" in triton_row
 
 
+@pytest.mark.parametrize("fa,fb,scales,preshuffle", [("fp4", "fp4", "plain", False),
+                                                      ("fp8_e4m3", "fp4", "shuffled", False),
+                                                      ("fp6_e2m3", "fp8_e5m2", "plain", True),
+                                                      ("bf16", "fp4", "shuffled", False)])
+def test_every_supplier_that_keeps_a_kernel_agrees_with_numpy(every_supplier, fa, fb, scales, preshuffle):
+    """Direct, LLVM and Triton side by side: each supplier either refuses the problem with its reason or its best
+    legal kernel equals numpy float64 (so our kernels agree with Triton's dot_scaled ones where both run). Triton
+    must run every format it takes; fp6 is refused by Triton 3.9 and runs on the generators that lower it."""
+    require_module("triton")
+    rng = np.random.default_rng(zlib.crc32(f"{fa}{fb}{scales}".encode()))
+    m, n, k = 52, 48, 256
+    weight_only = fa == "bf16"
+    a = _operand(fa, (m, k), 1, rng)
+    if not weight_only:
+        a = _random_scales(a, rng, extremes=True)
+    b = _random_scales(_operand(fb, (k, n), 0, rng), rng, extremes=True, top=0 if weight_only else 6,
+                       big=127 if weight_only else 254)
+    if scales == "shuffled":
+        a = a if weight_only else a.shuffle()
+        b = b.shuffle()
+    if preshuffle:
+        b = b.shuffle(scales=scales == "shuffled", weight=True)
+    problem = prepare(a, b).problem
+    ran, refused = set(), set()
+    for v in every_supplier.evaluate(problem):
+        supplier = v.candidate.supplier
+        if not v.legal:
+            if v.reason.startswith("refused"):
+                refused.add(supplier)
+            continue
+        if supplier in ran:
+            continue
+        call = prepare(a, b)                        # a fresh, NaN-poisoned output for each kernel
+        blob, name = v.candidate.load()
+        assert_mx_close(launch(call, blob, name, v.candidate.contract), a, b,
+                        2.0 ** -8 if call.problem.d.name == "bf16" else 0.0)
+        ran.add(supplier)
+    assert ran | refused == {"jitgemm-asm", "jitgemm-llvm", "triton"} and not ran & refused
+    assert ("triton" in ran) == (fa in TritonSupplier.MX_FORMATS and fb in TRITON_MX)
+
+
 def test_triton_div16_variant_is_legal_only_for_16_multiples_and_ranks_first(tmp_path):
     """Triton's launch specialization as a second candidate: its contract says what tt.divisibility 16 promises
     (sizes, 16-byte leading dimensions and pointers), the selector prefers it where legal, and it computes the
