@@ -108,10 +108,10 @@ def triton(problem: GemmProblem, config: GemmConfig | None):
 
 
 # --- the static view ----------------------------------------------------------------------------------------
-def main_loop(blob: bytes, tmp: Path) -> list[str]:
+def main_loop(blob: bytes, tmp: Path, mcpu: str = "gfx942") -> list[str]:
     path = tmp / "k.co"
     path.write_bytes(blob)
-    out = subprocess.run([tool("llvm-objdump"), "-d", "--mcpu=gfx942", str(path)], capture_output=True, text=True,
+    out = subprocess.run([tool("llvm-objdump"), "-d", f"--mcpu={mcpu}", str(path)], capture_output=True, text=True,
                          check=True).stdout
     rows = [(int(m.group(2), 16), " ".join(m.group(1).split())) for m in map(_LINE.match, out.splitlines()) if m]
     best: list[str] = []
@@ -128,12 +128,12 @@ def main_loop(blob: bytes, tmp: Path) -> list[str]:
     return best
 
 
-def mca_cycles(body: list[str]) -> tuple[float | None, int]:
+def mca_cycles(body: list[str], mcpu: str = "gfx942") -> tuple[float | None, int]:
     """(cycles per iteration, instructions llvm-mca's assembler refused and left out)."""
     if not body:
         return None, 0
     iterations = 50
-    cmd = [tool("llvm-mca"), "-mtriple=amdgcn-amd-amdhsa", "-mcpu=gfx942", f"-iterations={iterations}"]
+    cmd = [tool("llvm-mca"), "-mtriple=amdgcn-amd-amdhsa", f"-mcpu={mcpu}", f"-iterations={iterations}"]
     text = "\n".join(body) + "\n"
     proc = subprocess.run(cmd, input=text, capture_output=True, text=True)
     dropped = 0
@@ -145,10 +145,10 @@ def mca_cycles(body: list[str]) -> tuple[float | None, int]:
     return (int(m.group(1)) / iterations if m else None), dropped
 
 
-def static_view(blob: bytes, name: str, tmp: Path, lds: int | None = None) -> dict:
+def static_view(blob: bytes, name: str, tmp: Path, lds: int | None = None, mcpu: str = "gfx942") -> dict:
     meta = codeobj.read(blob).kernel(name).metadata
-    body = main_loop(blob, tmp)
-    cycles, dropped = mca_cycles(body)
+    body = main_loop(blob, tmp, mcpu)
+    cycles, dropped = mca_cycles(body, mcpu)
     mfmas = sum(t.startswith("v_mfma") for t in body)
     agprs = int(meta.get(".agpr_count", 0))
     total = int(meta.get(".vgpr_count", 0))

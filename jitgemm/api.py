@@ -138,9 +138,27 @@ class GemmCall:
     align: dict[str, int]
 
 
-def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
-            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none") -> GemmCall:
-    """Check the arrays and turn them into a GEMM problem plus argument values (no kernel involved)."""
+@dataclass(frozen=True)
+class _Operands:
+    """A and B as the kernel reads them: sizes, dtypes, layout and the problem fields and argument values that
+    follow from their storage."""
+
+    m: int
+    n: int
+    k: int
+    batch: int
+    a: DType
+    b: DType
+    layout: str
+    lda: int
+    ldb: int
+    values: dict
+    align: dict
+    fields: dict          # GemmProblem fields of block-scaled operands (scale layouts, pre-shuffled B)
+    batched_out: bool
+
+
+def _plain_operands(a, b) -> _Operands:
     a, b = _operand(a, "a"), _operand(b, "b")
     if a.shape[-1] != b.shape[-2]:
         raise MatmulError(f"a is {a.shape}, b is {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ")
@@ -149,11 +167,45 @@ def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha:
         raise MatmulError(f"batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
     m, k = a.shape[-2:]
     n = b.shape[-1]
-    if 0 in (m, n, k, batch):
-        raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
     la, lda, sa, fa = _storage(a, "a")
     lb, ldb, sb, fb = _storage(b, "b")
-    da, db = _dt(a, "a"), _dt(b, "b")
+    return _Operands(m, n, k, batch, _dt(a, "a"), _dt(b, "b"), la + lb, lda, ldb,
+                     {"a": fa, "b": fb, "stride_a": sa, "stride_b": sb},
+                     {"a": _alignment(a), "b": _alignment(b)}, {}, a.ndim == 3 or b.ndim == 3)
+
+
+def _mx_operands(a, b) -> _Operands:
+    """Block-scaled operands (jitgemm.mx_operands says how MXTensors map to the kernel's NT storage)."""
+    from .mx import MXError
+    from .mx_operands import mx_operands
+
+    try:
+        oa, ob = mx_operands(a, b)
+    except (IRError, MXError) as exc:
+        raise MatmulError(str(exc)) from None
+    values = {"a": oa.storage, "b": ob.storage, "stride_a": 0, "stride_b": 0, "a_scale": oa.scales,
+              "b_scale": ob.scales, "ld_a_scale": oa.ld_scale, "ld_b_scale": ob.ld_scale, "stride_a_scale": 0,
+              "stride_b_scale": 0}
+    align = {"a": _alignment(oa.storage), "b": _alignment(ob.storage), "a_scale": _alignment(oa.scales),
+             "b_scale": _alignment(ob.scales)}
+    fields = {"a_scale": oa.scale, "b_scale": ob.scale, "b_preshuffle": ob.preshuffle}
+    return _Operands(oa.rows, ob.rows, oa.k, 1, oa.dtype, ob.dtype, "NT", oa.ld, ob.ld, values, align, fields, False)
+
+
+def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none") -> GemmCall:
+    """Check the arrays and turn them into a GEMM problem plus argument values (no kernel involved). Either
+    operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout)."""
+    from .mx import MXTensor
+
+    if isinstance(a, MXTensor) or isinstance(b, MXTensor):
+        ops = _mx_operands(a, b)
+    else:
+        ops = _plain_operands(a, b)
+    m, n, k, batch = ops.m, ops.n, ops.k, ops.batch
+    if 0 in (m, n, k, batch):
+        raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
+    da, db = ops.a, ops.b
     dd = None
     if out_dtype is not None:
         try:
@@ -187,20 +239,34 @@ def prepare(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha:
             raise MatmulError(f"bias has length {bias.shape[0]}; expected M={m} or N={n}")
         fbias = np.ascontiguousarray(bias)
     try:
-        problem = GemmProblem.make(m, n, k, da, db, dd, c=dc, layout=la + lb, batch=batch, lda=lda, ldb=ldb,
-                                   ldc=ldc or None, ldd=None, alpha=alpha, beta=beta if c is not None else 0.0,
-                                   bias=bias_kind, activation=activation)
+        problem = GemmProblem.make(m, n, k, da, db, dd, c=dc, layout=ops.layout, batch=batch, lda=ops.lda,
+                                   ldb=ops.ldb, ldc=ldc or None, ldd=None, alpha=alpha,
+                                   beta=beta if c is not None else 0.0, bias=bias_kind, activation=activation,
+                                   **ops.fields)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
-    d = np.empty((batch, m, n) if batch > 1 or a.ndim == 3 or b.ndim == 3 else (m, n), dtype=problem.d.numpy)
+    d = np.empty((batch, m, n) if batch > 1 or ops.batched_out else (m, n), dtype=problem.d.numpy)
     d.fill(np.nan if problem.d.kind == "float" else -1)  # poison: every element must be written
     integer = problem.acc.kind == "int"
-    values = {"a": fa, "b": fb, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k, "batch": batch,
-              "lda": lda, "ldb": ldb, "ldc": ldc or n, "ldd": n, "stride_a": sa, "stride_b": sb, "stride_c": sc,
+    values = {**ops.values, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k, "batch": batch,
+              "lda": ops.lda, "ldb": ops.ldb, "ldc": ldc or n, "ldd": n, "stride_c": sc,
               "stride_d": m * n, "alpha": int(alpha) if integer else float(alpha),
               "beta": int(beta) if integer else float(beta)}
-    align = {"a": _alignment(a), "b": _alignment(b), "c": _alignment(c), "bias": _alignment(bias)}
+    align = {**ops.align, "c": _alignment(c), "bias": _alignment(bias)}
     return GemmCall(problem, values, d, align)
+
+
+def check_target(problem: GemmProblem, arch: str) -> None:
+    """Refuse a block-scaled problem on a target whose spec has no MFMA operand of an MX element format (the
+    spec's data formats say so, e.g. FMT_NUM_PK32_FP6 on CDNA 4; CDNA 3 has none), naming what is needed."""
+    if not problem.scaled:
+        return
+    from .mx_operands import target_has_mx
+
+    if not target_has_mx(arch):
+        side = "a" if problem.a.microscaling else "b"
+        raise MatmulError(f"{side}: MX operands ({problem.a.name} x {problem.b.name}, block-scaled) need a target "
+                          f"with block-scaled MFMAs: arch='gfx950' (CDNA 4); arch={arch!r} has none")
 
 
 def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
@@ -243,16 +309,19 @@ def _backend(backend: str) -> str:
     return "hip" if available else "emu"
 
 
-def matmul(a: np.ndarray, b: np.ndarray, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
+def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
            backend: str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
-    ml_dtypes. bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,)
-    M x N array.
+    ml_dtypes. On gfx950 either operand may be a `jitgemm.mx.MXTensor` (MX fp4/fp6/fp8 with E8M0 block scales;
+    a bf16/fp16 A beside MX weights is the weight-only GEMM), B as the logical (K, N) operand quantized along K
+    (`jitgemm.mx.weights(w)` for [N, K] weights); jitgemm/mx_operands.py says how they are stored.
+    bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
     where = _backend(backend)
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
+    check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
     return launch(call, blob, name, contract, backend=where, source=source)

@@ -18,6 +18,9 @@ import yaml
 
 from jitgemm.codegen.gemm_ir import GemmProblem
 
+# argument roles that carry a buffer address (the rest are by-value scalars)
+POINTER_ROLES = ("a", "b", "c", "d", "bias", "a_scale", "b_scale")
+
 
 class ContractError(ValueError):
     """A contract that is malformed, unsatisfiable, or contradicts its code object."""
@@ -211,7 +214,7 @@ class Contract:
             if int(meta[".size"]) != arg["size"]:
                 raise ContractError(f"{at}: size {arg['size']} in the contract, {meta['.size']} in the metadata")
             is_ptr = meta.get(".value_kind") == "global_buffer"
-            if (arg["role"] in ("a", "b", "c", "d", "bias")) != is_ptr and arg["role"] != "unused":
+            if (arg["role"] in POINTER_ROLES) != is_ptr and arg["role"] != "unused":
                 raise ContractError(f"{at}: role {arg['role']} but the metadata's argument is "
                                     f"{meta.get('.value_kind')}")
         if ksize is not None and int(ksize) < self.data["abi"]["kernarg_size"]:
@@ -245,7 +248,7 @@ class Contract:
         for key, wanted in (("a_scale", problem.a_scale), ("b_scale", problem.b_scale),
                             ("b_preshuffle", problem.b_preshuffle)):
             clause(f"operation.{key}", op.get(key, "none") == wanted,
-                   f"kernel takes {key}={op.get(key, 'none')}, problem has {key}={wanted}")
+                   f"kernel takes {op.get(key, 'none')}, problem has {wanted}")
         if problem.scaled:
             clause("operation.scale_block", op.get("scale_block") == problem.scale_block,
                    f"kernel scale block {op.get('scale_block')}, problem {problem.scale_block}")
@@ -280,12 +283,12 @@ class Contract:
         for operand in leg.get("packed", []):
             clause(f"legality.packed.{operand}", lead[operand] == packed[operand],
                    f"ld{operand}={lead[operand]}, the kernel needs packed {operand} (ld{operand}={packed[operand]})")
-        unit = {"a": problem.a.bytes, "b": problem.b.bytes, "c": problem.c.bytes if problem.c else 1,
-                "d": problem.d.bytes} if self.data["abi"]["strides_in"] == "bytes" else dict.fromkeys("abcd", 1)
+        kinds = {"a": problem.a, "b": problem.b, "c": problem.c or problem.d, "d": problem.d}
+        in_bytes = self.data["abi"]["strides_in"] == "bytes"
         for index, arg in enumerate(self.args):
             role = arg["role"]
             if role in ("lda", "ldb", "ldc", "ldd"):
-                value = lead[role[2]] * unit[role[2]]
+                value = kinds[role[2]].storage_bytes(lead[role[2]]) if in_bytes else lead[role[2]]
                 bits = 8 * arg["size"] - (0 if arg.get("type") == "u32" else 1)
                 clause(f"abi.args[{index}]", value < 1 << bits,
                        f"{role} = {value} ({self.data['abi']['strides_in']}) does not fit argument {arg['name']} "

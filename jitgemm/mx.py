@@ -58,7 +58,7 @@ FORMATS: dict[str, ElementFormat] = {f.name: f for f in (
 )}
 
 SCALE_LAYOUTS = ("plain", "shuffled")
-WEIGHT_LAYOUTS = ("plain", "shuffled16x16")
+WEIGHT_LAYOUTS = ("plain", "16x16")
 
 
 class MXError(ValueError):
@@ -132,9 +132,20 @@ def unpack_fp6(packed: np.ndarray, length: int) -> np.ndarray:
 
 @dataclass(frozen=True)
 class MXTensor:
-    """A block-scaled tensor. `data` holds element codes (uint8; fp4 packed two per byte along `axis`, fp6/fp8 one
-    per byte), `scales` one E8M0 code per block of `block` elements along `axis` (the last block may be short:
-    its missing elements count as zeros). `shape` is the logical shape."""
+    """A block-scaled tensor. `shape` is the logical shape; blocks of `block` elements run along `axis` (the last
+    block may be short: its missing elements count as zeros).
+
+    Layouts (why: production gfx950 kernels read pre-shuffled scales and weights, and a tensor should say which
+    one it holds so that a kernel expecting the other is refused, never fed silently):
+    - `scale_layout="plain"`: `scales` holds one E8M0 code per block, arranged like the logical tensor (the block
+      axis shortened to ceil(n / block)).
+      `"shuffled"` (2-D only): `scales` is `shuffle_scales` of the plain scales viewed block axis last, i.e.
+      [rows, blocks] with rows the other axis (the [M, K/32] / [N, K/32] matrices a kernel reads).
+    - `data_layout="plain"`: `data` holds the element codes arranged like the logical tensor (uint8; fp4 packed
+      two per byte along `axis`, lower index in the low nibble; fp6/fp8 one code per byte).
+      `"16x16"` (2-D only): `data` is `shuffle_weight` of the bytes a kernel reads, [rows, K bytes] with K the
+      block axis, packed as in memory (fp4 two per byte, fp6 `pack_fp6`'s stream, fp8 one per byte).
+    `shuffle()` / `unshuffle()` convert; `dequantize()` reads every layout."""
 
     fmt: str
     axis: int
@@ -142,19 +153,138 @@ class MXTensor:
     shape: tuple[int, ...]
     data: np.ndarray
     scales: np.ndarray
+    scale_layout: str = "plain"
+    data_layout: str = "plain"
+
+    def __post_init__(self) -> None:
+        f = element_format(self.fmt)
+        shape = tuple(int(v) for v in self.shape)
+        if not shape or not -len(shape) <= self.axis < len(shape):
+            raise MXError(f"axis: {self.axis!r} is out of range for shape {shape}")
+        if self.scale_layout not in SCALE_LAYOUTS:
+            raise MXError(f"scale_layout: {self.scale_layout!r}; accepted: {', '.join(SCALE_LAYOUTS)}")
+        if self.data_layout not in WEIGHT_LAYOUTS:
+            raise MXError(f"data_layout: {self.data_layout!r}; accepted: {', '.join(WEIGHT_LAYOUTS)}")
+        if (self.scale_layout != "plain" or self.data_layout != "plain") and len(shape) != 2:
+            raise MXError(f"shuffled layouts are 2-D ([rows, K]); this tensor has shape {shape}")
+        for name in ("data", "scales"):
+            arr = getattr(self, name)
+            if not isinstance(arr, np.ndarray) or arr.dtype != np.uint8:
+                raise MXError(f"{name}: expected a uint8 numpy array, got "
+                              f"{getattr(arr, 'dtype', type(arr).__name__)}")
+        axis = self.axis % len(shape)
+        n = shape[axis]
+        nblocks = -(-n // self.block)
+        if self.scale_layout == "plain":
+            want = shape[:axis] + (nblocks,) + shape[axis + 1:]
+        else:
+            rows = shape[1 - axis]
+            want = (-(-rows // 256) * 256, -(-nblocks // 8) * 8)
+        if self.scales.shape != want:
+            raise MXError(f"scales: shape {self.scales.shape}, expected {want} ({self.scale_layout} layout of "
+                          f"{nblocks} block(s) of {self.block} along axis {axis} of {shape})")
+        if self.data_layout == "plain":
+            want = shape[:axis] + ((-(-n // 2) if f.bits == 4 else n),) + shape[axis + 1:]
+        else:
+            want = (shape[1 - axis], row_bytes(self.fmt, n))
+        if self.data.shape != want:
+            raise MXError(f"data: shape {self.data.shape}, expected {want} ({self.data_layout} layout of a {self.fmt} "
+                          f"tensor of shape {shape}, blocks along axis {axis})")
+        object.__setattr__(self, "axis", axis)
+        object.__setattr__(self, "shape", shape)
+
+    @property
+    def T(self) -> MXTensor:  # noqa: N802 (numpy's spelling)
+        """The transposed 2-D tensor (a view: no data is copied). Shuffled arrays are stored block axis last
+        whatever `axis` is, so they stay as they are."""
+        if len(self.shape) != 2:
+            raise MXError(f"T: a transpose needs a 2-D tensor, this one has shape {self.shape}")
+        return MXTensor(self.fmt, 1 - self.axis, self.block, self.shape[::-1],
+                        self.data.T if self.data_layout == "plain" else self.data,
+                        self.scales.T if self.scale_layout == "plain" else self.scales,
+                        self.scale_layout, self.data_layout)
+
+    def _rows_blocks(self) -> tuple[int, int]:
+        return self.shape[1 - self.axis], -(-self.shape[self.axis] // self.block)
+
+    def plain_scales(self) -> np.ndarray:
+        """The E8M0 codes in the plain layout (arranged like the logical tensor)."""
+        if self.scale_layout == "plain":
+            return self.scales
+        plain = unshuffle_scales(self.scales, *self._rows_blocks())
+        return plain if self.axis == 1 else plain.T
+
+    def scale_rows(self) -> np.ndarray:
+        """The plain scales as [rows, blocks] (block axis last), the matrix a kernel reads."""
+        if len(self.shape) != 2:
+            raise MXError(f"scale_rows: a 2-D tensor is needed, this one has shape {self.shape}")
+        s = self.plain_scales()
+        return s if self.axis == 1 else s.T
+
+    def kernel_bytes(self) -> np.ndarray:
+        """The element bytes a kernel reads, [rows, K bytes] with the block axis last and packed as in memory
+        (fp4 two per byte, fp6 `pack_fp6`, fp8 one per byte), not pre-shuffled."""
+        if len(self.shape) != 2:
+            raise MXError(f"kernel_bytes: a 2-D tensor is needed, this one has shape {self.shape}")
+        if self.data_layout == "16x16":
+            return unshuffle_weight(self.data)
+        data = self.data if self.axis == 1 else self.data.T
+        return pack_fp6(data) if FORMATS[self.fmt].bits == 6 else data
 
     def codes(self) -> np.ndarray:
         """Element codes one per byte, in the logical shape."""
-        if FORMATS[self.fmt].bits != 4:
+        bits = FORMATS[self.fmt].bits
+        n = self.shape[self.axis]
+        if self.data_layout == "16x16":
+            raw = unshuffle_weight(self.data)
+            rows = unpack_fp4(raw, n) if bits == 4 else unpack_fp6(raw, n) if bits == 6 else raw
+            return rows if self.axis == 1 else rows.T
+        if bits != 4:
             return self.data
         moved = np.moveaxis(self.data, self.axis, -1)
-        return np.moveaxis(unpack_fp4(moved, self.shape[self.axis]), -1, self.axis)
+        return np.moveaxis(unpack_fp4(moved, n), -1, self.axis)
 
     def dequantize(self) -> np.ndarray:
-        """The values this tensor represents, in float64 (element value times its block's scale)."""
+        """The values this tensor represents, in float64 (element value times its block's scale), in any layout."""
         vals = np.moveaxis(codes_to_float(self.codes(), self.fmt), self.axis, -1)
-        scale = np.repeat(np.moveaxis(e8m0_to_float(self.scales), self.axis, -1), self.block, axis=-1)
+        scale = np.repeat(np.moveaxis(e8m0_to_float(self.plain_scales()), self.axis, -1), self.block, axis=-1)
         return np.moveaxis(vals * scale[..., : vals.shape[-1]], -1, self.axis)
+
+    def shuffle(self, scales: bool = True, weight: bool = False) -> MXTensor:
+        """This tensor with its scales in the pre-shuffled layout (`scales`) and/or its bytes in the 16x16
+        pre-shuffled weight layout (`weight`); a layout already shuffled stays so."""
+        s = shuffle_scales(self.scale_rows()) if scales and self.scale_layout == "plain" else self.scales
+        d = shuffle_weight(self.kernel_bytes()) if weight and self.data_layout == "plain" else self.data
+        return MXTensor(self.fmt, self.axis, self.block, self.shape, d, s,
+                        "shuffled" if scales else self.scale_layout, "16x16" if weight else self.data_layout)
+
+    def unshuffle(self) -> MXTensor:
+        """This tensor in the plain layouts."""
+        if self.scale_layout == "plain" and self.data_layout == "plain":
+            return self
+        data = self.data
+        if self.data_layout == "16x16":
+            data = self.codes()
+            if FORMATS[self.fmt].bits == 4:
+                data = np.ascontiguousarray(np.moveaxis(pack_fp4(np.moveaxis(data, self.axis, -1)), -1, self.axis))
+        return MXTensor(self.fmt, self.axis, self.block, self.shape, data, self.plain_scales())
+
+
+def row_bytes(fmt: str, count: int) -> int:
+    """Bytes one K-contiguous row of `count` elements occupies in memory (fp4 two per byte, fp6 `pack_fp6`'s
+    groups of four codes in three bytes, fp8 one per byte)."""
+    bits = element_format(fmt).bits
+    return -(-count // 2) if bits == 4 else 3 * -(-count // 4) if bits == 6 else count
+
+
+def weights(w, fmt: str, block: int = BLOCK) -> MXTensor:
+    """MX weights from a PyTorch-style weight matrix `w` of shape [N, K] (out_features x in_features): quantized
+    along K and returned as the logical (K, N) B of `matmul(x, B)` (`x @ w.T`). The transpose is a view, so the
+    bytes stay [N, K] row-major: the layout the scaled kernels read, with nothing copied."""
+    arr = np.asarray(w)
+    if arr.ndim != 2:
+        raise MXError(f"w: expected a 2-D [N, K] weight matrix, got shape {arr.shape}")
+    return quantize_mx(arr, fmt, axis=1, block=block).T
 
 
 def quantize_mx(x, fmt: str, axis: int = -1, block: int = BLOCK) -> MXTensor:

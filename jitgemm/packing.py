@@ -7,7 +7,9 @@ their arguments to 16-byte slots and leave unused pointers out). `ordered_args` 
 offset order for a runtime that packs from the metadata, so a test can show both routes agree.
 
 Strides and leading dimensions are counted as the contract's `abi.strides_in` says: in elements of their
-operand (lda of a bf16 A = elements), or in bytes (lda * 2 for that A), as many hand-written kernels take them.
+operand (lda of a bf16 A = elements), or in bytes (lda * 2 for that A, lda / 2 for a packed fp4 A), as many
+hand-written kernels and Triton's MX kernels take them. Scale arrays (ld_a_scale, stride_b_scale, ...) count
+E8M0 entries, one byte each.
 """
 
 from __future__ import annotations
@@ -22,18 +24,21 @@ from .contract import Contract, ContractError
 from .launch import PackedSegment
 
 _FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<f", ("f64", 8): "<d"}
-# the operand whose element size scales a stride role when strides are in bytes
+# the operand whose element size scales a stride role when strides are in bytes; scale arrays hold one E8M0 byte
+# per entry, so their leading dimensions and strides are the same number in elements and in bytes
 STRIDE_OPERAND = {"lda": "a", "ldb": "b", "ldc": "c", "ldd": "d", "stride_a": "a", "stride_b": "b",
-                  "stride_c": "c", "stride_d": "d"}
+                  "stride_c": "c", "stride_d": "d", "ld_a_scale": "e8m0", "ld_b_scale": "e8m0",
+                  "stride_a_scale": "e8m0", "stride_b_scale": "e8m0"}
 
 
-def stride_scale(contract: Contract, role: str) -> int:
-    """What an element count of `role` is multiplied by in the kernarg segment (1 unless strides are bytes)."""
+def stride_value(contract: Contract, role: str, count: int) -> int:
+    """An element count of a stride role as the kernel takes it: unchanged, or in bytes when the contract's
+    `abi.strides_in` is bytes (packed sub-byte rows start on a byte, so fp4/fp6 counts convert exactly)."""
     operand = STRIDE_OPERAND.get(role)
     if operand is None or contract.data["abi"]["strides_in"] != "bytes":
-        return 1
-    name = contract.data["operation"].get(operand) or contract.data["operation"]["d"]
-    return dtype(name).bytes
+        return count
+    name = "e8m0" if operand == "e8m0" else contract.data["operation"].get(operand) or contract.data["operation"]["d"]
+    return dtype(name).storage_bytes(count)
 
 
 def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract) -> Any:
@@ -46,8 +51,7 @@ def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract
         raise ContractError(f"{contract.source}: argument {arg['name']} has role {role!r}, for which the caller "
                             f"has no value (it has: {', '.join(sorted(values))})")
     value = values[role]
-    scale = stride_scale(contract, role)
-    return value * scale if scale != 1 and value is not None else value
+    return value if value is None or role not in STRIDE_OPERAND else stride_value(contract, role, value)
 
 
 def ordered_args(contract: Contract, values: Mapping[str, Any]) -> list[Any]:

@@ -23,7 +23,7 @@ from jitgemm.isa.files import read_sealed, write_sealed
 from jitgemm.isa.spec_cache import cache_root
 
 from .contract import Contract
-from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Supplier
+from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Refusal, Supplier
 from .tuning_db import Row, TuningDB
 
 
@@ -71,12 +71,22 @@ class Quarantine:
         _json_store(self.path, data)
 
 
+def _rate_key(problem: GemmProblem, rates: dict) -> str:
+    """Which of the profile's peak matrix rates applies: the wider operand's dtype (a mixed or weight-only GEMM
+    runs at the rate of its wider side); an 8-bit float of either flavour (bf8, OCP e4m3/e5m2) at the fp8 rate;
+    fp6/fp4 at their own rate when the profile lists one, else at fp8's (gfx950's f8f6f4 MFMAs are never slower)."""
+    kind = max((problem.a, problem.b), key=lambda d: d.bits)
+    if kind.name in rates:
+        return kind.name
+    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+
+
 def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
     """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
     quantization, against memory time for the bytes the tiles read; the slower one decides."""
     profile = isa.target_profile(target)
     rates = profile.peak_matrix_tflops
-    peak = float(rates.get("fp8" if problem.a.name == "bf8" else problem.a.name, 100.0)) * 1e12
+    peak = float(rates.get(_rate_key(problem, rates), 100.0)) * 1e12
     bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
     tile = candidate.contract.data.get("tile", {})
     tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
@@ -96,9 +106,10 @@ def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) ->
     padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
     flops = 2.0 * m * n * k * batch
     compute = 2.0 * padded * batch / (peak * simd_use * quantization)
-    width = min(candidate.contract.data.get("legality", {}).get("align_bytes", {}).get(x, 1) for x in ("a", "b"))
+    width = _load_width(candidate)
     load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
-    moved = tiles * (tm * problem.a.bytes + tn * problem.b.bytes) * k + m * n * batch * problem.d.bytes
+    moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
+             + m * n * batch * problem.d.bytes)
     memory = moved / (bandwidth * load_efficiency)
     return flops / max(compute, memory) / 1e12
 
@@ -115,10 +126,18 @@ _BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
 
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then a stable identity, so the
-    choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then the wider sure loads
+    (`_load_width`); then a stable identity, so the choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), c.supplier, c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), -_load_width(c), c.supplier,
+            c.label, c.key)
+
+
+def _load_width(candidate: Candidate) -> int:
+    """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
+    equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
+    need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
+    return min((need.get(x, 1) for x in ("a", "b")), default=1)
 
 
 class Selector:
@@ -165,6 +184,10 @@ class Selector:
         for supplier in self.suppliers:
             try:
                 cands = supplier.candidates(problem, self.target)
+            except Refusal as exc:
+                verdicts.append(Verdict(Candidate(supplier.name, "(no kernel)", None, lambda: (b"", "")),  # type: ignore[arg-type]
+                                        False, f"refused: {exc}"))
+                continue
             except Exception as exc:  # a broken supplier must not take the others down
                 verdicts.append(Verdict(Candidate(supplier.name, "(supplier failed)", None, lambda: (b"", "")),  # type: ignore[arg-type]
                                         False, f"supplier error: {exc}"))
@@ -232,13 +255,16 @@ _registry_lock = threading.Lock()
 def default_suppliers() -> list[Supplier]:
     """The one supplier list every target's default selector reads: the direct generator, the LLVM generator
     (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
-    can choose the sweep's best), and whatever `register_supplier` added (prebuilt folders, Triton)."""
+    can choose the sweep's best), Triton's tl.dot_scaled kernels for block-scaled problems (when Triton is
+    installed; `use_triton()` widens it to every problem), and whatever `register_supplier` added."""
     global _suppliers
     with _registry_lock:
         if _suppliers is None:
+            from .suppliers import TritonSupplier
             from .tuned_supplier import TunedSupplier
 
-            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB())]
+            _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB()),
+                          TritonSupplier(scope="mx")]
         return _suppliers
 
 
@@ -281,9 +307,16 @@ def use_prebuilt(folder: str) -> list[str]:
 
 
 def use_triton() -> None:
-    """Offer Triton-compiled GEMMs to `matmul` (Triton must be installed)."""
+    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed; block-scaled problems
+    see Triton's kernels without it)."""
     from .suppliers import TritonSupplier
 
     if not TritonSupplier.available():
         raise SelectionError("Triton is not installed (pip install triton)")
+    for supplier in default_suppliers():
+        if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
+            supplier.scope = "all"
+            for sel in list(_selectors.values()):
+                sel.forget()
+            return
     register_supplier(TritonSupplier())

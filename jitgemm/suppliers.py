@@ -6,6 +6,7 @@ the winner (generators compile on demand), so offering a candidate is cheap.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import json
 from collections.abc import Callable
@@ -39,6 +40,11 @@ class Candidate:
         ties, tuning and quarantine."""
         text = json.dumps(self.contract.data, sort_keys=True, default=str)
         return hashlib.sha256(f"{self.supplier}\n{self.label}\n{text}".encode()).hexdigest()
+
+
+class Refusal(Exception):
+    """A supplier has no kernel for this kind of problem, and says why (e.g. a generator that does not lower
+    block-scaled GEMMs): the selector shows it as a rejected row with the reason."""
 
 
 class Supplier:
@@ -78,7 +84,11 @@ class GeneratorSupplier(Supplier):
                 except IRError:
                     continue
                 out.append((f"{tm}x{tn}", cfg, False))
-            out.append(("fallback", scalar_config(problem, base, spec, profile, gen.accept), True))
+            try:    # block-scaled problems have no scalar-load fallback (their plan loads straight to registers)
+                out.append(("fallback", scalar_config(problem, base, spec, profile, gen.accept), True))
+            except IRError:
+                if not problem.scaled:
+                    raise
         return out
 
     def planned_contract(self, problem: GemmProblem, config: GemmConfig, target: str) -> dict:
@@ -113,8 +123,16 @@ class GeneratorSupplier(Supplier):
             return []
         from .compiler import compile as jit_compile
 
+        if problem.scaled:
+            why = block_scaled_refusal(self.option, problem, target)
+            if why is not None:
+                raise Refusal(why)
+        try:
+            configs = self.configs(problem, target)
+        except IRError as exc:
+            raise Refusal(f"{self.name} has no kernel for this problem: {exc}") from None
         found = []
-        for label, cfg, is_fallback in self.configs(problem, target):
+        for label, cfg, is_fallback in configs:
             contract = self._contract(problem, cfg, target, label)
 
             def load(cfg=cfg):
@@ -123,6 +141,26 @@ class GeneratorSupplier(Supplier):
 
             found.append(Candidate(self.name, label, contract, load, cfg, is_fallback))
         return found
+
+
+def block_scaled_refusal(option: str, problem: GemmProblem, target: str) -> str | None:
+    """Why generator `option` has no kernel for the block-scaled `problem` (None: it plans one). A generator
+    without an MX lowering may still plan a scaled OCP fp8 problem on the shared unscaled plan (gfx950 has
+    unscaled fp8 MFMAs), whose kernel would read no scales: a wrong answer, so that plan is refused too. The MX
+    lowerings plan otherwise (the direct generator's GemmPlan carries its `mx` part; the LLVM generator's own
+    MxPlan)."""
+    from jitgemm.codegen.gemm_plan import GemmPlan
+
+    gen = generator(option)
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    try:
+        plan = gen.plan(problem.kernel_class(), gen.choose_config(problem, spec, profile), spec, profile)
+    except IRError as exc:
+        return f"{gen.name} has no kernel for this problem: {exc}"
+    if isinstance(plan, GemmPlan) and getattr(plan, "mx", None) is None:
+        return (f"{gen.name} does not lower block-scaled (MX) problems yet: it plans {problem.a.name} x "
+                f"{problem.b.name} as an unscaled GEMM, whose kernel would ignore the scales")
+    return None
 
 
 def DirectAsmSupplier() -> GeneratorSupplier:  # noqa: N802 (a supplier, as the other suppliers' classes)
@@ -210,16 +248,40 @@ class PrebuiltSupplier(Supplier):
 
 
 class TritonSupplier(Supplier):
-    """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` for the target (on the CPU) and
-    describes the result with a contract made from its compile metadata and the code object's `.args`.
-    The kernel computes D = A @ B only (no alpha, C, bias or activation): legality says so per clause."""
+    """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` (or, for block-scaled problems on
+    gfx950, `mx_gemm_kernel` with tl.dot_scaled) for the target on the CPU and describes the result with a
+    contract made from its compile metadata and the code object's `.args`; Triton's own argument order is
+    mapped to roles there. The kernels compute D = A @ B only (no alpha, C, bias or activation): legality says so
+    per clause."""
 
     name = "triton"
     _TYPES = {"fp32": "fp32", "fp16": "fp16", "bf16": "bf16", "fp8": "fp8e4b8", "bf8": "fp8e5b16", "int8": "i8",
               "int32": "i32"}
+    # tl.dot_scaled's operand formats in Triton 3.9 on AMD (triton/language/semantic.py dot_scaled; fp6 e2m3/e3m2
+    # raise "NYI" for AMD targets, a 16-bit side takes no scales): IR dtype -> (format, pointer type, elements
+    # per byte of the pointer's storage, bytes per pointer element)
+    MX_FORMATS = {"fp4": ("e2m1", "*u8", 2, 1), "fp8_e4m3": ("e4m3", "*fp8e4nv", 1, 1),
+                  "fp8_e5m2": ("e5m2", "*fp8e5", 1, 1), "bf16": ("bf16", "*bf16", 1, 2),
+                  "fp16": ("fp16", "*fp16", 1, 2)}
+    _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
 
-    def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4) -> None:
+    def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
+                 mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all",
+                 mx_variants: tuple[str, ...] = ("generic", "div16")) -> None:
+        """`scope="mx"` offers kernels for block-scaled problems only (the default selectors' Triton supplier, so
+        MX problems see Triton's tl.dot_scaled beside the generators without `use_triton()`); "all": every
+        problem Triton can take. `mx_variants`: "generic" (any size, alignment and leading dimension) and/or
+        "div16", the specialization Triton's launcher compiles when pointers, sizes and leading dimensions are
+        multiples of 16 (`tt.divisibility` 16: wide loads, fewer masks), legal only for such problems."""
+        if scope not in ("all", "mx"):
+            raise ValueError(f"scope={scope!r}; accepted: all, mx")
+        unknown = set(mx_variants) - {"generic", "div16"}
+        if unknown or not mx_variants:
+            raise ValueError(f"mx_variants={mx_variants!r}; accepted: generic, div16 (one or both)")
+        self.scope = scope
+        self.mx_variants = tuple(mx_variants)
         self.blocks = blocks
+        self.mx_blocks = mx_blocks
         self.num_warps = num_warps
         self._compiled: dict[tuple, tuple[bytes, str, dict]] = {}
 
@@ -231,51 +293,126 @@ class TritonSupplier(Supplier):
             return False
         return True
 
-    def _compile(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
-        key = (problem.a.name, problem.b.name, problem.d.name, problem.layout, target, block)
+    def _build(self, key: tuple, fn, sig: dict, constexprs: dict, target: str,
+               attrs: dict | None = None) -> tuple[bytes, str, dict]:
         if key not in self._compiled:
+            import warnings
+
             from triton.backends.compiler import GPUTarget
             from triton.compiler import ASTSource
             from triton.compiler import compile as triton_compile
 
-            from .triton_gemm import gemm_kernel
-
-            t = self._TYPES
-            sig = {"a_ptr": f"*{t[problem.a.name]}", "b_ptr": f"*{t[problem.b.name]}", "d_ptr": f"*{t[problem.d.name]}"}
-            sig.update({name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
-                                                 "stride_dm")})
-            sig.update({name: "constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC_INT")})
-            bm, bn, bk = block
-            src = ASTSource(gemm_kernel, sig, constexprs={"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
-                                                          "ACC_INT": problem.acc.kind == "int"})
-            compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
-                                      options={"num_warps": self.num_warps})
+            src = ASTSource(fn, sig, constexprs=constexprs, attrs=attrs)
+            with warnings.catch_warnings():
+                warnings.simplefilter("ignore")     # Triton warns about its own deprecations
+                compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                                          options={"num_warps": self.num_warps})
             blob = compiled.asm["hsaco"]
             meta = compiled.metadata
             self._compiled[key] = (blob, meta.name, {"shared": int(getattr(meta, "shared", 0) or 0),
                                                      "num_warps": int(meta.num_warps)})
         return self._compiled[key]
 
-    def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
-        from jitgemm.codegen import codeobj
+    def _compile(self, problem: GemmProblem, target: str, block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+        from .triton_gemm import gemm_kernel
 
-        kernel = codeobj.read(blob).kernel(name)
-        explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]
+        key = (problem.a.name, problem.b.name, problem.d.name, problem.layout, target, block)
+        t = self._TYPES
+        sig = {"a_ptr": f"*{t[problem.a.name]}", "b_ptr": f"*{t[problem.b.name]}", "d_ptr": f"*{t[problem.d.name]}"}
+        sig.update({name: "i32" for name in ("M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
+                                             "stride_dm")})
+        sig.update({name: "constexpr" for name in ("BLOCK_M", "BLOCK_N", "BLOCK_K", "ACC_INT")})
+        bm, bn, bk = block
+        return self._build(key, gemm_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
+                                                   "ACC_INT": problem.acc.kind == "int"}, target)
+
+    def mx_refusal(self, problem: GemmProblem, target: str) -> str | None:
+        """Why Triton has no tl.dot_scaled kernel for this block-scaled problem (None: it has one)."""
+        from .mx_operands import target_has_mx
+
+        if not target_has_mx(target):
+            return f"tl.dot_scaled kernels need a target with block-scaled MFMAs (gfx950), not {target}"
+        mx_b = [n for n, v in self.MX_FORMATS.items() if v[3] == 1]
+        if problem.a.name not in self.MX_FORMATS or problem.b.name not in mx_b:
+            return (f"Triton {_triton_version()}'s tl.dot_scaled does not take {problem.a.name} x {problem.b.name} on "
+                    f"AMD; it takes A in {', '.join(self.MX_FORMATS)} and B in {', '.join(mx_b)}")
+        if problem.d.name not in self._TYPES:
+            return f"output {problem.d.name}"
+        return None
+
+    @classmethod
+    def mx_signature(cls, problem: GemmProblem, block: tuple[int, int, int]) -> tuple[dict, dict]:
+        """(signature, constexprs) of `mx_gemm_kernel` for a block-scaled problem's formats and layouts."""
+        fa, fb = cls.MX_FORMATS[problem.a.name], cls.MX_FORMATS[problem.b.name]
+        sig = {"a_ptr": fa[1], "a_scale_ptr": "*u8", "b_ptr": fb[1], "b_scale_ptr": "*u8",
+               "d_ptr": f"*{cls._TYPES[problem.d.name]}"}
+        sig.update({name: "i32" for name in MX_TRITON_ARGS[5:]})
+        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "A_FMT": fa[0], "B_FMT": fb[0],
+                  "A_PACK": fa[2], "B_PACK": fb[2], "A_BYTES": fa[3], "D_BYTES": problem.d.bytes,
+                  "A_SCALE": cls._SCALE_CODE[problem.a_scale], "B_SCALE": cls._SCALE_CODE[problem.b_scale],
+                  "B_PRESHUFFLE": int(problem.b_preshuffle == "16x16")}
+        sig.update(dict.fromkeys(consts, "constexpr"))
+        return sig, consts
+
+    @staticmethod
+    def mx_div16_attrs() -> dict:
+        """Triton's `tt.divisibility` 16 on the arguments its launcher finds divisible by 16 for a problem of
+        16-multiple sizes and leading dimensions with 16-byte aligned buffers (the scale arrays' leading
+        dimensions, ceil(K/32) or a multiple of 8, are left generic)."""
+        return {(MX_TRITON_ARGS.index(n),): [["tt.divisibility", 16]] for n in MX_DIV16_ARGS}
+
+    def compile_mx(self, problem: GemmProblem, target: str, block: tuple[int, int, int],
+                   variant: str = "generic") -> tuple[bytes, str, dict]:
+        """The tl.dot_scaled kernel for a block-scaled problem's formats and layouts (compiled once)."""
+        from .triton_gemm import mx_gemm_kernel
+
+        key = ("mx", problem.a.name, problem.b.name, problem.d.name, problem.a_scale, problem.b_scale,
+               problem.b_preshuffle, target, block, variant)
+        sig, consts = self.mx_signature(problem, block)
+        return self._build(key, mx_gemm_kernel, sig, consts, target,
+                           self.mx_div16_attrs() if variant == "div16" else None)
+
+    def _contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
         a_n, b_n = not problem.a_transposed, not problem.b_transposed
         roles = [("a", None), ("b", None), ("d", None), ("m", None), ("n", None), ("k", None),
                  ("lda", None) if a_n else ("const", 1), ("const", 1) if a_n else ("lda", None),
                  ("ldb", None) if b_n else ("const", 1), ("const", 1) if b_n else ("ldb", None), ("ldd", None)]
         names = ["a_ptr", "b_ptr", "d_ptr", "M", "N", "K", "stride_am", "stride_ak", "stride_bk", "stride_bn",
                  "stride_dm"]
+        return self._describe(problem, target, block, blob, name, info, list(zip(names, roles, strict=True)),
+                              "gemm_kernel", "elements", {})
+
+    def _mx_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
+                     variant: str = "generic") -> dict:
+        roles = {"a_ptr": "a", "a_scale_ptr": "a_scale" if problem.a_scale != "none" else "unused", "b_ptr": "b",
+                 "b_scale_ptr": "b_scale" if problem.b_scale != "none" else "unused", "d_ptr": "d", "M": "m",
+                 "N": "n", "K": "k", "lda": "lda", "ldb": "ldb", "ld_a_scale": "ld_a_scale",
+                 "ld_b_scale": "ld_b_scale", "ldd": "ldd"}
+        args = [(arg, (roles[arg], None)) for arg in MX_TRITON_ARGS]
+        operation = {"a_scale": problem.a_scale, "b_scale": problem.b_scale, "scale_block": problem.scale_block,
+                     "b_preshuffle": problem.b_preshuffle}
+        data = self._describe(problem, target, block, blob, name, info, args, "mx_gemm_kernel", "bytes", operation)
+        if variant == "div16":   # what the tt.divisibility 16 arguments promise (leading dimensions: 16 bytes)
+            data["legality"].update({
+                "divisible": dict.fromkeys("mnk", 16),
+                "align_bytes": dict.fromkeys(("a", "b", "d", "a_scale", "b_scale"), 16),
+                "ld_multiple": {"a": 128 // problem.a.bits, "b": 128 // problem.b.bits, "d": 16 // problem.d.bytes}})
+        return data
+
+    def _describe(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
+                  args_roles: list, source: str, strides_in: str, operation: dict) -> dict:
+        from jitgemm.codegen import codeobj
+
+        kernel = codeobj.read(blob).kernel(name)
+        explicit = [a for a in kernel.args if not str(a.get(".value_kind", "")).startswith("hidden_")]
         # Triton 3 appends scratch-buffer pointers (global and profile scratch) that a launch passes as null
-        extra = explicit[len(roles):]
-        if len(explicit) < len(roles) or any(a.get(".value_kind") != "global_buffer" for a in extra):
-            raise ContractError(f"Triton kernel {name} has {len(explicit)} explicit arguments, expected {len(roles)} "
-                                f"plus trailing scratch pointers")
-        roles += [("unused", None)] * len(extra)
-        names += [f"scratch{i}" for i in range(len(extra))]
+        extra = explicit[len(args_roles):]
+        if len(explicit) < len(args_roles) or any(a.get(".value_kind") != "global_buffer" for a in extra):
+            raise ContractError(f"Triton kernel {name} has {len(explicit)} explicit arguments, expected "
+                                f"{len(args_roles)} plus trailing scratch pointers")
+        args_roles = args_roles + [(f"scratch{i}", ("unused", None)) for i in range(len(extra))]
         args = []
-        for arg_name, (role, value), meta in zip(names, roles, explicit, strict=True):
+        for (arg_name, (role, value)), meta in zip(args_roles, explicit, strict=True):
             entry = {"name": arg_name, "role": role, "offset": int(meta[".offset"]), "size": int(meta[".size"]),
                      "type": "ptr" if meta.get(".value_kind") == "global_buffer" else "i32"}
             if value is not None:
@@ -285,11 +422,11 @@ class TritonSupplier(Supplier):
         return {
             "contract_version": 1,
             "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
-                         "source": "jitgemm/triton_gemm.py:gemm_kernel", "target": isa.targets.base_target(target),
+                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
-                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout},
-            "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": "elements",
+                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},
+            "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": strides_in,
                     "args": args},
             "launch": {"workgroup": [info["num_warps"] * 64, 1, 1],
                        "grid": [f"ceil(n/{bn})", f"ceil(m/{bm})", "1"], "lds_bytes": info["shared"]},
@@ -302,19 +439,41 @@ class TritonSupplier(Supplier):
         }
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        if not self.available() or problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+        if self.scope == "mx" and not problem.scaled:
             return []
+        if not self.available():
+            if problem.scaled:
+                raise Refusal("Triton is not installed (pip install triton)")
+            return []
+        if problem.scaled:
+            why = self.mx_refusal(problem, target)
+            if why is not None:
+                raise Refusal(why)
+            kernels = [(block, variant, functools.partial(self.compile_mx, variant=variant),
+                        functools.partial(self._mx_contract, variant=variant))
+                       for block in self.mx_blocks for variant in self.mx_variants]
+        elif problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+            return []
+        else:
+            kernels = [(block, "generic", self._compile, self._contract) for block in self.blocks]
         out = []
-        for block in self.blocks:
-            blob, name, info = self._compile(problem, target, block)
-            contract = Contract.load(self._contract(problem, target, block, blob, name, info),
-                                     f"triton:{name}")
+        for block, variant, compile_, describe in kernels:
+            blob, name, info = compile_(problem, target, block)
+            contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 
             def load(blob=blob, name=name):
                 return blob, name
 
-            out.append(Candidate(self.name, f"{block[0]}x{block[1]}x{block[2]}", contract, load))
+            label = f"{block[0]}x{block[1]}x{block[2]}" + ("" if variant == "generic" else f"/{variant}")
+            out.append(Candidate(self.name, label, contract, load))
         return out
+
+
+# mx_gemm_kernel's explicit arguments in Triton's order (pointers, then i32 sizes and byte strides), and those
+# the "div16" variant takes as multiples of 16
+MX_TRITON_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb",
+                  "ld_a_scale", "ld_b_scale", "ldd")
+MX_DIV16_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb", "ldd")
 
 
 def _triton_version() -> str:

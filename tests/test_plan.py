@@ -156,10 +156,11 @@ def test_every_target_sees_the_same_suppliers(monkeypatch):
     monkeypatch.setattr(selector_module, "_selectors", {})
     s942, s950 = selector_module.default_selector("gfx942"), selector_module.default_selector("gfx950:sramecc+")
     assert s950.target == "gfx950" and s942.suppliers is s950.suppliers
-    assert [s.name for s in s950.suppliers] == ["jitgemm-asm", "jitgemm-llvm", "tuned"]
+    # triton: Triton's tl.dot_scaled kernels, offered for block-scaled problems only (issue 15)
+    assert [s.name for s in s950.suppliers] == ["jitgemm-asm", "jitgemm-llvm", "tuned", "triton"]
     s942._chosen[("x",)] = (b"", "k", None, "")
     selector_module.register_supplier(PrebuiltSupplier(REPO / "no-such-folder"))
-    assert len(s950.suppliers) == 4 and s942.suppliers is s950.suppliers and not s942._chosen
+    assert len(s950.suppliers) == 5 and s942.suppliers is s950.suppliers and not s942._chosen
     assert selector_module.default_selector("gfx942") is s942
 
 

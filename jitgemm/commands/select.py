@@ -34,7 +34,7 @@ def _selector(args: argparse.Namespace):
     if args.triton:
         if not TritonSupplier.available():
             raise CliError("--triton: Triton is not installed (pip install triton)")
-        suppliers.append(TritonSupplier())
+        suppliers = [s for s in suppliers if not isinstance(s, TritonSupplier)] + [TritonSupplier()]
     return Selector(suppliers, target=args.arch, tuning=db), prebuilt
 
 
@@ -45,8 +45,13 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
     try:
         da, db = parse_dtype_list(args.dtype)
-        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
-                                   batch=args.batch, lda=args.lda, ldb=args.ldb)
+        mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
+        scaled = (args.a_scale != "none" or args.b_scale != "none" or args.b_preshuffle != "none"
+                  or da.packed or db.packed)
+        # block-scaled problems are stored K-contiguous (NT): the default layout NN means "not given" there
+        layout = None if scaled and args.layout == "NN" else args.layout
+        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=layout,
+                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx)
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.spec:
@@ -146,7 +151,14 @@ def register(sub) -> None:
     p.add_argument("--ldb", type=positive_int, help="leading dimension of B in elements (default: packed)")
     p.add_argument("--align", type=positive_int, default=256, help="byte alignment of the A and B pointers")
     p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts")
-    p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels")
+    p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels (block-scaled "
+                   "problems see Triton's tl.dot_scaled kernels without it)")
+    for side in ("a", "b"):
+        p.add_argument(f"--{side}-scale", choices=("none", "plain", "shuffled"), default="none",
+                       help=f"{side.upper()}'s E8M0 block scales (MX dtypes fp4 fp6_e2m3 fp6_e3m2 fp8_e4m3 "
+                       f"fp8_e5m2): plain [rows, K/32] or shuffled (jitgemm.mx.shuffle_scales); layout NT")
+    p.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
+                   help="B's bytes in the 16x16 pre-shuffled weight layout (jitgemm.mx.shuffle_weight)")
     p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
     p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
     p.set_defaults(func=_cmd_select)
