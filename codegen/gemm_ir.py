@@ -201,6 +201,8 @@ class GemmProblem:
                               f"({', '.join(MX_ELEMENTS)}), {op.upper()} is {kind.name}")
         if self.b_preshuffle not in PRESHUFFLES:
             raise IRError(f"b_preshuffle {self.b_preshuffle!r} is not one of {', '.join(PRESHUFFLES)}")
+        if self.weight_only and self.b_scale == "none":
+            raise IRError("weight-only problem (16-bit A, MX B) needs B's scales: b_scale plain or shuffled")
         if not self.scaled:
             if self.b_preshuffle != "none":
                 raise IRError("b_preshuffle applies to MX weights (an MX element type for B)")
@@ -211,8 +213,6 @@ class GemmProblem:
         if self.layout != "NT":
             raise IRError(f"layout {self.layout}: MX and weight-only operands are stored K-contiguous; accepted: NT "
                           "(A as M x K, B as N x K row-major)")
-        if self.weight_only and self.b_scale == "none":
-            raise IRError("weight-only problem (16-bit A, MX B) needs B's scales: b_scale plain or shuffled")
         if self.acc.name != "fp32":
             raise IRError(f"MX problems accumulate in fp32, not {self.acc.name}")
         for op in ("a", "b"):
@@ -230,7 +230,10 @@ class GemmProblem:
     def kernel_class(self) -> GemmProblem:
         """The problem with everything that is a runtime argument normalised away: two problems with the same
         class run with the same kernel."""
-        return replace(self, m=1, n=1, k=1, batch=1, lda=None, ldb=None, ldc=None, ldd=None,
+        # a scaled class keeps sizes its own validation accepts (its IR text parses back): K of whole 128-element
+        # steps (packed rows on byte and 32-byte boundaries), N of 16-row weight tiles
+        k, n = (128, 16) if self.scaled else (1, 1)
+        return replace(self, m=1, n=n, k=k, batch=1, lda=None, ldb=None, ldc=None, ldd=None,
                        alpha=1.0 if self.alpha == 1.0 else 2.0, beta=0.0 if self.beta == 0.0 else 2.0)
 
 

@@ -58,7 +58,7 @@ def gemm_run_bytes(problem, tile_m: int, tile_n: int, waves_per_group: int) -> i
     copy and wave state, and the float64 reference (A and B converted, and the m x n result)."""
     p = problem
     elems_a, elems_b, elems_mn = p.batch * p.m * p.k, p.batch * p.k * p.n, p.batch * p.m * p.n
-    buffers = (elems_a * p.a.bytes + elems_b * p.b.bytes + elems_mn * p.d.bytes
+    buffers = (p.a.storage_bytes(elems_a) + p.b.storage_bytes(elems_b) + elems_mn * p.d.bytes
                + (elems_mn * p.c.bytes if p.c is not None else 0))
     groups = math.ceil(p.m / tile_m) * math.ceil(p.n / tile_n) * p.batch
     reference = 8 * (elems_a + elems_b + 2 * elems_mn)

@@ -136,11 +136,16 @@ def test_mx_problems_validate_formats_scales_and_layouts():
     assert p.layout == "NT" and p.acc.name == "fp32" and p.d.name == "fp32" and p.scaled and not p.weight_only
     assert p.scale_shape("a") == (100, 7) and p.scale_shape("b") == (70, 7)
     assert p.kernel_class().b_scale == "shuffled"           # the scale layout shapes the binary
+    for scaled in (p, GemmProblem.make(64, 48, 128, "fp6_e2m3", "fp4", a_scale="shuffled", b_scale="plain",
+                                       b_preshuffle="16x16")):
+        text = format_ir(scaled.kernel_class())                 # a kernel class's IR text parses back to it
+        assert parse(text)[0] == scaled.kernel_class()
     w = GemmProblem.make(64, 64, 256, "bf16", "fp4", b_scale="plain", b_preshuffle="16x16")
     assert w.weight_only and w.scaled and w.scale_shape("a") is None
     assert not GemmProblem.make(64, 64, 64, "fp8_e4m3").scaled     # unscaled OCP fp8: an ordinary GEMM
     bad = [
         (dict(a="bf16", b="fp4"), "needs B's scales"),
+        (dict(a="bf16", b="fp8_e4m3"), "needs B's scales"),
         (dict(a="fp4", b="fp4", layout="NN"), "accepted: NT"),
         (dict(a="bf16", b="bf16", a_scale="plain"), "only MX element types"),
         (dict(a="fp4", b="fp4", lda=201), "multiple of 2"),
