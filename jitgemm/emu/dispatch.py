@@ -631,6 +631,9 @@ def _packed(b: Builder, d: Decoded) -> RunFn:
 def _vop3p(b: Builder, d: Decoded) -> RunFn:
     """Packed math: each source's two components are chosen by op_sel (low result) and op_sel_hi (high
     result), negated by neg_lo/neg_hi, then the statement runs on (..., 2) arrays."""
+    special = gfx950.handler(d.name)
+    if special is not None:
+        return special(b, d)
     stmts = _semantics(d)
     srcs, dsts = _bind(b, d, vector=True)
     mods = dict(d.inst.modifiers)
