@@ -231,3 +231,100 @@ def test_rules_no_authority_states_are_refused_by_name_and_pc(kernel, mnemonic):
         emulate(co, kernel, grid=1, block=64, args=[x])
     assert f"PC 0x{bad[0].pc:x}" in str(err.value) and "unsupported: " in str(err.value)
     np.testing.assert_array_equal(x, before)
+
+
+def _narrow_k(m: int):
+    """Guide 7.1.5.1, FP6 and FP4 tables: lane l holds K = 32 (l // M) .. 32 (l // M) + 31 of row (column) l % M
+    (16x16x128 FP6: v0-v2 k = 0-15 and v3-v5 k = 16-31 for lanes 0-15, k = 32-63 for lanes 16-31, ...;
+    32x32x64: lanes 0-31 k = 0-31, lanes 32-63 k = 32-63)."""
+    def k_of(ln: int) -> np.ndarray:
+        return 32 * (ln // m) + np.arange(32)
+    return k_of
+
+
+SIX_IR = r"""
+target triple = "amdgcn-amd-amdhsa"
+declare i32 @llvm.amdgcn.workitem.id.x()
+declare <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v6i32.v6i32(<6 x i32>, <6 x i32>, <4 x float>,
+    i32, i32, i32, i32, i32, i32)
+declare <16 x float> @llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v6i32.v4i32(<6 x i32>, <4 x i32>, <16 x float>,
+    i32, i32, i32, i32, i32, i32)
+define amdgpu_kernel void @six(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %s, ptr addrspace(1) %d) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <6 x i32>, ptr addrspace(1) %a, i32 %l
+  %va = load <6 x i32>, ptr addrspace(1) %pa
+  %pb = getelementptr <6 x i32>, ptr addrspace(1) %b, i32 %l
+  %vb = load <6 x i32>, ptr addrspace(1) %pb
+  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
+  %vs = load <2 x i32>, ptr addrspace(1) %ps
+  %sa = extractelement <2 x i32> %vs, i32 0
+  %sb = extractelement <2 x i32> %vs, i32 1
+  ; A fp6 e2m3 (cbsz 2), B bf6 e3m2 (blgp 3); A's scale byte 1 of %sa, B's byte 3 of %sb
+  %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v6i32.v6i32(<6 x i32> %va, <6 x i32> %vb,
+      <4 x float> zeroinitializer, i32 2, i32 3, i32 1, i32 %sa, i32 3, i32 %sb)
+  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
+  store <4 x float> %r, ptr addrspace(1) %pd
+  ret void
+}
+define amdgpu_kernel void @six32(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %s,
+                                 ptr addrspace(1) %d) {
+  %l = call i32 @llvm.amdgcn.workitem.id.x()
+  %pa = getelementptr <6 x i32>, ptr addrspace(1) %a, i32 %l
+  %va = load <6 x i32>, ptr addrspace(1) %pa
+  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
+  %vb = load <4 x i32>, ptr addrspace(1) %pb
+  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
+  %vs = load <2 x i32>, ptr addrspace(1) %ps
+  %sa = extractelement <2 x i32> %vs, i32 0
+  %sb = extractelement <2 x i32> %vs, i32 1
+  ; A bf6 e3m2 (cbsz 3), B fp4 e2m1 (blgp 4); scale bytes 0 and 2
+  %r = call <16 x float> @llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v6i32.v4i32(<6 x i32> %va, <4 x i32> %vb,
+      <16 x float> zeroinitializer, i32 3, i32 4, i32 0, i32 %sa, i32 2, i32 %sb)
+  %pd = getelementptr <16 x float>, ptr addrspace(1) %d, i32 %l
+  store <16 x float> %r, ptr addrspace(1) %pd
+  ret void
+}
+"""
+
+
+def test_fp6_bf6_scaled_mfma_lanes_hold_32_consecutive_k():
+    """fp6 x bf6 (16x16x128) and bf6 x fp4 (32x32x64) block-scaled MFMAs from LLVM 22's
+    llvm.amdgcn.mfma.scale.f32.*.f8f6f4 with 6-register operands: every lane's K block gets its own random
+    scale, so a wrong K order for the 6-bit elements (e.g. fp8's two halves of 16) multiplies elements by the
+    wrong block's scale and fails. numpy: the guide's FP6/FP4 tables (`_narrow_k`), scales as guide 7.2.1."""
+    from jitgemm.emu import emulate
+
+    co = _object(SIX_IR)
+    rng = np.random.default_rng(47)
+    fp6, bf6, fp4 = ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn, ml_dtypes.float4_e2m1fn
+    for kernel, m, (ta, tb) in (("six", 16, (fp6, bf6)), ("six32", 32, (bf6, fp4))):
+        a_vals = rng.standard_normal((64, 32)).astype(ta)
+        b_vals = rng.standard_normal((64, 32)).astype(tb)
+        bits_a, bits_b = (6, 6) if kernel == "six" else (6, 4)
+        # a <6 x i32> is 32 bytes apart in memory (LLVM's vector alloc size): two dwords of padding per lane
+        a_regs = np.zeros((64, 8), np.uint32)
+        a_regs[:, :6] = _pack(a_vals.view(np.uint8) & ((1 << bits_a) - 1), bits_a)
+        b_regs = np.zeros((64, 8 if bits_b == 6 else 4), np.uint32)
+        b_regs[:, :32 * bits_b // 32] = _pack(b_vals.view(np.uint8) & ((1 << bits_b) - 1), bits_b)
+        sel_a, sel_b = (1, 3) if kernel == "six" else (0, 2)
+        words = rng.integers(0, 1 << 32, (64, 2), dtype=np.uint64).astype(np.uint32)
+        ea, eb = rng.integers(120, 134, 64), rng.integers(120, 134, 64)   # E8M0 bytes: 2^-7 .. 2^6
+        for col, sel, e in ((0, sel_a, ea), (1, sel_b, eb)):
+            words[:, col] = (words[:, col] & ~np.uint32(0xFF << 8 * sel)) | (e.astype(np.uint32) << 8 * sel)
+        regs = m * m // 64
+        d = np.full((64, regs), np.nan, np.float32)
+        emulate(co, kernel, grid=1, block=64, args=[a_regs, b_regs, words, d])
+        k = 128 if m == 16 else 64
+        A, B = np.zeros((m, k)), np.zeros((k, m))
+        for ln in range(64):
+            A[ln % m, _narrow_k(m)(ln)] = a_vals[ln].astype(np.float64)
+            B[_narrow_k(m)(ln), ln % m] = b_vals[ln].astype(np.float64)
+        rows, ks = np.arange(m)[:, None], np.arange(k)[None, :]
+        A *= np.ldexp(1.0, ea[m * (ks // 32) + rows] - 127)           # lane m * block + row holds the scale
+        B *= np.ldexp(1.0, eb[m * (ks // 32) + rows] - 127).T
+        ref = A @ B
+        groups = 64 // m
+        # C/D (guide 7.1.4.2): lane l column l % M; register r row (r // 4) * 4 * groups + 4 (l // M) + r % 4
+        want = np.array([[ref[(r // 4) * 4 * groups + 4 * (ln // m) + r % 4, ln % m] for r in range(regs)]
+                         for ln in range(64)])
+        np.testing.assert_array_equal(d, want.astype(np.float32), err_msg=kernel)

@@ -47,11 +47,15 @@ def k_of_element(bits: int, m: int, k: int) -> np.ndarray:
     """K index of element j (0..31) of lane l of an f8f6f4 A (or B) operand: (64, 32) int array.
 
     8-bit formats: the lane's first 16 elements are k = g*16 + j, the next 16 are k = K/2 + g*16 + (j-16),
-    g = l // M (two halves of K, 16 consecutive per lane group in each); 4-bit: 32 consecutive, k = g*32 + j.
+    g = l // M (two halves of K, 16 consecutive per lane group in each); 4- and 6-bit: 32 consecutive,
+    k = g*32 + j (CDNA 4 ISA guide 7.1.5.1 "Dense Matrix Layouts: 8-bit and Smaller": the FP8 tables put
+    k = 0-15 in v0-v3 and k = 64-79 in v4-v7 of lanes 0-15; the FP4 tables k = 0-31 in v0-v3; the FP6 tables
+    k = 0-15 in v0-v2 and k = 16-31 in v3-v5, i.e. 32 consecutive).
     Which K a lane holds is invisible to an unscaled GEMM (A and B are permuted alike) but decides which
-    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it.
-    6-bit formats are taken as 32 consecutive like fp4: no producer here checks it (Triton 3.9's dot_scaled
-    rejects e2m3/e3m2, "NYI"), so scaled fp6/bf6 results are unproven; unscaled ones do not depend on it."""
+    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it for
+    8 and 4 bits, and LLVM 22's mfma.scale intrinsics with fp6/bf6 operands and per-block random scales
+    (tests/test_emu_gfx950_rules.py) check the guide's 6-bit order (Triton 3.9's dot_scaled rejects e2m3/e3m2,
+    "NYI", so no second compiler produces them)."""
     lane = np.arange(WAVE)[:, None]
     j = np.arange(32)[None, :]
     g = lane // m
