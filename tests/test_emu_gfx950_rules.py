@@ -96,18 +96,19 @@ define amdgpu_kernel void @lone(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr ad
   %ps = getelementptr i32, ptr addrspace(1) %s, i32 %l
   %vs = load i32, ptr addrspace(1) %ps
   ; a load-scale half and then the unscaled MFMA (ABID 0): two instructions, as llvm-objdump-22 lists them
-  %r = call <4 x float> asm sideeffect "v_mfma_ld_scale_b32 $1, $1 op_sel:[1,0] op_sel_hi:[0,1]\0Av_mfma_f32_16x16x128_f8f6f4 $0, $2, $3, 0", "=&v,v,v,v"(i32 %vs, <8 x i32> %va, <8 x i32> %vb)
+  %r = call <4 x float> asm sideeffect "@ASM@", "@CONSTRAINTS@"(i32 %vs, <8 x i32> %va, <8 x i32> %vb)
   %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
   store <4 x float> %r, ptr addrspace(1) %pd
   ret void
 }
 """
+LONE_ASM = r"v_mfma_ld_scale_b32 $1, $1 op_sel:[1,0] op_sel_hi:[0,1]\0Av_mfma_f32_16x16x128_f8f6f4 $0, $2, $3, 0"
 
 
 def test_a_lone_load_scale_leaves_the_next_mfma_unscaled():
     from jitgemm.emu import emulate
 
-    co = _object(LONE_IR, through_mc=True)
+    co = _object(LONE_IR.replace("@ASM@", LONE_ASM).replace("@CONSTRAINTS@", "=&v,v,v,v"), through_mc=True)
     rng = np.random.default_rng(41)
     a_vals, b_vals = _finite_fp8(rng, (64, 32)), _finite_fp8(rng, (64, 32))
     scales = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)   # random bytes: not 127 (= 1.0)
@@ -145,10 +146,7 @@ def test_an_inline_constant_scale_is_its_float_exponent(src0, src1):
     text = decode_kernel(np.array(words, "<u4").tobytes(), isa.load_spec("gfx950"))[0].text
     assert f", {src0}, {src1}" in text, text
     longs = "\\0A".join(f".long 0x{w:08x}" for w in words)
-    ir = LONE_IR.replace('"v_mfma_ld_scale_b32 $1, $1 op_sel:[1,0] op_sel_hi:[0,1]\\0Av_mfma_f32_16x16x128_f8f6f4 '
-                         '$0, $2, $3, 0", "=&v,v,v,v"',
-                         f'"{longs}", "={{v[0:3]}},{{v20}},{{v[4:11]}},{{v[12:19]}}"')
-    assert ".long" in ir
+    ir = LONE_IR.replace("@ASM@", longs).replace("@CONSTRAINTS@", "={v[0:3]},{v20},{v[4:11]},{v[12:19]}")
     co = _object(ir, through_mc=True)
     rng = np.random.default_rng(43)
     a_vals, b_vals = _finite_fp8(rng, (64, 32)), _finite_fp8(rng, (64, 32))

@@ -475,7 +475,8 @@ _NO_RULE = {
     "V_CVT_SR_FP8_F32": "the guide (7.3) says the random bits are added 'with attention to not use msbs of src1 "
                         "mantissa based on opcode and dependent on the F8 data type' without saying which, nor how "
                         "FP16_OVFL saturation meets the carry",
-    "V_CVT_SR_BF8_F32": "as v_cvt_sr_fp8_f32: which src1 bits the stochastic add uses for bf8 is not stated (guide 7.3)",
+    "V_CVT_SR_BF8_F32": "as v_cvt_sr_fp8_f32: which src1 bits the stochastic add uses for bf8 is not stated "
+                        "(guide 7.3)",
 }
 _SCALED_SR = re.compile(r"^V_CVT_SCALEF32_SR_")
 
