@@ -19,7 +19,7 @@ import numpy as np
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
-from . import semantics_buffer, semantics_mem
+from . import semantics_buffer, semantics_mem, sparse_mfma
 from . import semantics_gfx950 as gfx950
 from .errors import EmulatorError, NoSemantics, pc_text
 from .mfma import MfmaShapeError, mfma, mfma_shape
@@ -694,6 +694,8 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
 def _mfma(b: Builder, d: Decoded) -> RunFn:
     if gfx950._is_f8f6f4(d):
         return gfx950.mfma_f8f6f4(b, d)
+    if sparse_mfma.is_smfmac(d.name):
+        return sparse_mfma.smfmac(b, d)
     pairs = d.operand_pairs()
     if len(pairs) != 4:
         raise NoSemantics("MFMA without its four operands")
