@@ -70,11 +70,18 @@ class StrictWarning(UserWarning):
 
 # --- the profile's tables ---------------------------------------------------------------------------------
 
-def mfma_timing(spec_inst, profile) -> tuple[int, str]:
+def mfma_timing(spec_inst, profile, formats: tuple[int, int] | None = None) -> tuple[int, str]:
     """(passes, kind) of an MFMA: passes from the profile's `mfma.passes` (0 when it has none: the rule's
     worst case applies), kind `dgemm` for f64 inputs, `smfma` for the profile's non-XDL input formats (f32),
-    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940)."""
-    passes = int(profile.mfma_passes.get(spec_inst.name.upper(), 0))
+    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940).
+
+    `formats`: the instruction's (CBSZ, BLGP); for gfx950's f8f6f4 MFMAs, whose A and B formats they are, an
+    FP8/BF8 operand (code 0 or 1) takes the profile's `mfma.fp8_operand_passes` (CDNA 4 ISA guide 7.1.2: "Larger
+    cycle count if either matrix A or B is F8"); unknown formats take that, the larger, count."""
+    name = spec_inst.name.upper()
+    passes = int(profile.mfma_passes.get(name, 0))
+    if name in profile.mfma_fp8_operand_passes and (formats is None or min(formats) < 2):
+        passes = int(profile.mfma_fp8_operand_passes[name])
     src = next((o for ie in spec_inst.encodings for o in ie.operands if o.field_name == "SRC0"), None)
     fmt = (src.data_format or "") if src is not None else ""
     if fmt.endswith("_F64"):
@@ -87,11 +94,9 @@ def hazard_gap(profile) -> str | None:
 
     The table's MFMA rows are `passes + N` by the writer's pass count, so checking them needs the profile's
     `mfma.passes`; without it every MFMA would be held to the row's worst case and correct compiler output
-    refused. gfx950 is such a profile today: its table is gfx942's four emitter rows, and LLVM's
-    GCNHazardRecognizer gives gfx950 its own terms (one more wait state after an XDL MFMA of more than two
-    passes, scaled MFMAs whose passes follow from their cbsz/blgp formats) that the profile does not hold yet.
-    There strict mode checks waits, barriers, LDS races and uninitialized reads, and says that hazards were
-    not checked (`RunStats.strict`, a StrictWarning)."""
+    refused. Such a profile gets waits, barriers, LDS races and uninitialized reads checked, and strict mode
+    says that hazards were not (`RunStats.strict`, a StrictWarning). gfx942 and gfx950 have their tables (gfx950's
+    with its own GCNHazardRecognizer terms and the f8f6f4 MFMAs' format-dependent passes, `mfma_timing`)."""
     if profile.hazard_rules and not profile.mfma_passes:
         return (f"specs/targets/{profile.target}.yaml has no mfma.passes, so its MFMA hazard rows cannot be checked "
                 "per pass count")
@@ -206,7 +211,8 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
     classes = set(facts.classes_of(inst))
     if "mfma" in classes:
-        f.passes, f.mfma_kind = mfma_timing(inst, profile)
+        formats = (int(d.modifier("cbsz", 0) or 0), int(d.modifier("blgp", 0) or 0))
+        f.passes, f.mfma_kind = mfma_timing(inst, profile, formats)
     f.classes = frozenset(classes)
     f.counters = facts.counters_of(inst)
     if f.counters:
