@@ -193,7 +193,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         regs = _regs_of(a, o.size or 32, ops)
         if o.output:
             writes += regs
-        else:
+        if o.input or not o.output:   # both for an operand the spec says is read and written (the permlane swaps)
             reads += regs
             if o.field_name:
                 by_field.setdefault(o.field_name.upper(), []).extend(regs)
