@@ -24,6 +24,7 @@ typedef float float4v __attribute__((ext_vector_type(4)));
 typedef float float16v __attribute__((ext_vector_type(16)));
 typedef double double4v __attribute__((ext_vector_type(4)));
 typedef __bf16 bf16x8 __attribute__((ext_vector_type(8)));
+typedef __bf16 bf16v16 __attribute__((ext_vector_type(16)));
 typedef int int8v __attribute__((ext_vector_type(8)));
 typedef unsigned int uint2v __attribute__((ext_vector_type(2)));
 __kernel void bf16x32(__global const bf16x8 *A, __global const bf16x8 *B, __global float *D) {
@@ -57,6 +58,13 @@ __kernel void f32(__global const float *A, __global const float *B, __global flo
     uint x = __builtin_amdgcn_workitem_id_x();     /* 8-pass SMFMA -> store: s_nop 9 */
     float4v d = __builtin_amdgcn_mfma_f32_16x16x4f32(A[x], B[x], (float4v)(0.0f), 0, 0, 0);
     for (int i = 0; i < 4; ++i) D[x * 4 + i] = d[i];
+}
+__kernel void sparse(__global const bf16x8 *A, __global const bf16v16 *B, __global const float4v *C,
+                     __global const int *I, __global float4v *D) {
+    uint x = __builtin_amdgcn_workitem_id_x();     /* VALU write of C -> v_smfmac reading it (as VDST): 2 */
+    float4v c = C[x] * 2.0f;
+    float4v d = __builtin_amdgcn_smfmac_f32_16x16x64_bf16(A[x], B[x], c, I[x] + 1, 0, 1);
+    D[x] = d * 3.0f;                               /* 4-pass XDL -> VALU: 8 */
 }
 __kernel void swap(__global uint *X, __global uint *Y) {
     uint x = __builtin_amdgcn_workitem_id_x();     /* VALU write -> v_permlane32_swap read: s_nop 1 */
@@ -103,6 +111,12 @@ def _args(kernel: str):
         ref = A @ B
         want = np.array([[ref[4 * p + ln // 16, ln % 16] for p in range(4)] for ln in range(64)]) * 2
         return [a, b, np.full(256, np.nan)], want.ravel()
+    if kernel == "sparse":
+        a = rng.standard_normal((64, 8)).astype(ml_dtypes.bfloat16).view(np.uint16)
+        b = rng.standard_normal((64, 16)).astype(ml_dtypes.bfloat16).view(np.uint16)
+        c = rng.standard_normal((64, 4)).astype(np.float32)
+        idx = rng.integers(0, 1 << 31, 64).astype(np.int32)
+        return [a, b, c, idx, np.full((64, 4), np.nan, np.float32)], None
     if kernel == "f32":
         a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
         return [a, b, np.full(256, np.nan, np.float32)], None
@@ -120,6 +134,7 @@ def _args(kernel: str):
     ("fp4scale", "mfma -> valu read needs 8"),
     ("f64", "mfma -> valu read needs 19"),
     ("f32", "mfma -> memory read needs 10"),
+    ("sparse", "valu -> mfma read needs 2|mfma -> valu read needs 8"),
     ("swap", "valu -> permlane read needs 2"),
 ])
 def test_llvm_gfx950_nops_are_exactly_the_table(tmp_path, kernel, rule):

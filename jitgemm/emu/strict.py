@@ -193,7 +193,9 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         regs = _regs_of(a, o.size or 32, ops)
         if o.output:
             writes += regs
-        if o.input or not o.output:   # both for an operand the spec says is read and written (the permlane swaps)
+        # both for an operand the spec says is read and written: the permlane swaps' two VGPRs, a sparse MFMA's VDST
+        # (also its C, CDNA 3/4 ISA guide "Sparse Matrices"), a returning atomic's data
+        if o.input or not o.output:
             reads += regs
             if o.field_name:
                 by_field.setdefault(o.field_name.upper(), []).extend(regs)
