@@ -730,7 +730,7 @@ def _mfma(b: Builder, d: Decoded) -> RunFn:
 
 
 def _element(fmt: Fmt) -> Fmt:
-    return Fmt(fmt.name, fmt.kind, fmt.bits, 1, fmt.dtype)
+    return fmt.component
 
 
 # --- program control ---------------------------------------------------------------------------------------

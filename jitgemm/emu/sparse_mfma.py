@@ -85,7 +85,6 @@ def smfmac_product(a_vals: np.ndarray, b_vals: np.ndarray, idx: np.ndarray, m: i
 
 def smfmac(b: Builder, d: Decoded) -> RunFn:
     """The op of one V_SMFMAC_* instruction (module docstring for the layouts)."""
-    from .dispatch import _element
     from .errors import NoSemantics
 
     shape = parse_smfmac_name(d.name)
@@ -93,7 +92,7 @@ def smfmac(b: Builder, d: Decoded) -> RunFn:
     if shape is None or len(pairs) != 4:
         raise NoSemantics(f"{d.name}: a sparse MFMA needs VDST, SRC0 (A), SRC1 (B) and SRC2 (indices)")
     (od, opd), (oa, opa), (ob, opb), (_oi, opi) = pairs
-    a_fmt, b_fmt, acc = (_element(b.fmt(o)) for o in (oa, ob, od))
+    a_fmt, b_fmt, acc = (b.fmt(o).component for o in (oa, ob, od))
     m, k = shape.m, shape.k
     a_items, b_items = oa.size // a_fmt.bits, ob.size // b_fmt.bits
     if shape.m != shape.n or b_items != 2 * a_items or b_items * (WAVE // m) != k:
