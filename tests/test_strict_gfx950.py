@@ -3,7 +3,8 @@ gfx950 terms) and MFMA passes against what LLVM does. Kernels clang-22 -mcpu=gfx
 with the s_nop LLVM's hazard recognizer put in, and removing any of those s_nop is flagged by the row the table
 cites for it; each s_nop count is also the table's number (XDL MFMA of 4 / 8 / 16 passes -> VALU read: 8 / 12 / 20
 wait states, one more than gfx942's passes + 3 beyond 2 passes; the 16-pass 16x16 DGEMM -> VALU: 19; an 8-pass
-SMFMA -> store: 10; VALU -> v_permlane32_swap: 2). Outputs are poisoned and checked against numpy where the
+SMFMA -> store: 10; VALU -> v_permlane32_swap: 2; a conversion into byte 1 or 2 of a VGPR -> the next VALU
+touching it: 1). Outputs are poisoned and checked against numpy where the
 kernel's arithmetic is simple enough to state (the bf16 16x16x32 MFMA, doubled to bf16 x 8 per lane on gfx950:
 lane l row l % 16, k = 8 (l // 16) + j, CDNA 4 ISA guide 7.1.5 "A[m][k]/B[k][n] Layout BF16"; the f64 16x16x4
 DGEMM and its group-height-1 result layout, guide 7.1.3.4), else for being written and finite.
@@ -66,6 +67,14 @@ __kernel void sparse(__global const bf16x8 *A, __global const bf16v16 *B, __glob
     float4v d = __builtin_amdgcn_smfmac_f32_16x16x64_bf16(A[x], B[x], c, I[x] + 1, 0, 1);
     D[x] = d * 3.0f;                               /* 4-pass XDL -> VALU: 8 */
 }
+__kernel void bytes(__global const float4v *X, __global uint *O) {
+    uint x = __builtin_amdgcn_workitem_id_x();     /* conversions into bytes 0, 1, 2 and the high half of one VGPR */
+    float4v v = X[x];
+    uint r = __builtin_amdgcn_cvt_scalef32_pk_fp4_f32(0u, v.x, v.y, 1.0f, 0);
+    r = __builtin_amdgcn_cvt_scalef32_pk_fp4_f32(r, v.z, v.w, 1.0f, 1);     /* byte 1: s_nop 0 after it */
+    r = __builtin_amdgcn_cvt_scalef32_pk_fp4_f32(r, v.x, v.w, 1.0f, 2);     /* byte 2: s_nop 0 after it */
+    O[x] = r;
+}
 __kernel void swap(__global uint *X, __global uint *Y) {
     uint x = __builtin_amdgcn_workitem_id_x();     /* VALU write -> v_permlane32_swap read: s_nop 1 */
     uint2v r = __builtin_amdgcn_permlane32_swap(X[x] + 1u, Y[x] * 3u, false, false);
@@ -117,6 +126,13 @@ def _args(kernel: str):
         c = rng.standard_normal((64, 4)).astype(np.float32)
         idx = rng.integers(0, 1 << 31, 64).astype(np.int32)
         return [a, b, c, idx, np.full((64, 4), np.nan, np.float32)], None
+    if kernel == "bytes":
+        xs = (rng.standard_normal((64, 4)) * 3).astype(np.float32)
+        fp4 = xs.astype(np.float64).clip(-6, 6).astype(np.float32).astype(ml_dtypes.float4_e2m1fn)
+        codes = fp4.view(np.uint8).astype(np.uint32) & 0xF
+        byte = [codes[:, 0] | codes[:, 1] << 4, codes[:, 2] | codes[:, 3] << 4, codes[:, 0] | codes[:, 3] << 4]
+        want = byte[0] | byte[1] << 8 | byte[2] << 16          # round to nearest even, saturated, byte 3 zero
+        return [xs, np.full(64, 0xDEADBEEF, np.uint32)], want.astype(np.uint32)
     if kernel == "f32":
         a, b = rng.standard_normal(64).astype(np.float32), rng.standard_normal(64).astype(np.float32)
         return [a, b, np.full(256, np.nan, np.float32)], None
@@ -135,6 +151,7 @@ def _args(kernel: str):
     ("f64", "mfma -> valu read needs 19"),
     ("f32", "mfma -> memory read needs 10"),
     ("sparse", "valu -> mfma read needs 2|mfma -> valu read needs 8"),
+    ("bytes", "dst_sel -> valu (read|write) needs 1"),
     ("swap", "valu -> permlane read needs 2"),
 ])
 def test_llvm_gfx950_nops_are_exactly_the_table(tmp_path, kernel, rule):
@@ -145,6 +162,8 @@ def test_llvm_gfx950_nops_are_exactly_the_table(tmp_path, kernel, rule):
     if kernel == "swap":
         np.testing.assert_array_equal(args[0], expect[0])
         np.testing.assert_array_equal(args[1], expect[1])
+    elif kernel == "bytes":
+        np.testing.assert_array_equal(args[1], expect)
     else:
         out = args[-1]
         assert np.isfinite(out).all()

@@ -212,6 +212,8 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     f.writes = np.array(sorted(set(writes)), np.int64)
     f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
     classes = set(facts.classes_of(inst))
+    if "valu" in classes and writes_part_of_vgpr(d):
+        classes.add("dst_sel")
     if "mfma" in classes:
         formats = (int(d.modifier("cbsz", 0) or 0), int(d.modifier("blgp", 0) or 0))
         f.passes, f.mfma_kind = mfma_timing(inst, profile, formats)
@@ -242,6 +244,30 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
             need[i] = r.required(f.passes, f.mfma_kind)
     f.need = need
     return f
+
+
+def writes_part_of_vgpr(d) -> bool:
+    """Whether a decoded VALU writes only a part of its destination VGPR other than what a plain write covers,
+    the producers of LLVM's dst-sel forwarding hazard (GCNHazardRecognizer getDstSelForwardingOperand: SDWA with
+    dst_sel != DWORD; a VOP3 whose op_sel destination bit picks the high half; a conversion writing the byte
+    op_sel[3:2] selects with op_sel[2] set; CDNA 4 ISA guide 7.3: these conversions "do not support 4-cycle
+    forwarding ... the user must insert a NOP or instruction writing some other destination VREG"). The part is
+    the spec's: a destination operand narrower than 32 bits (8: a byte, 16: a half). The fp4 stochastic-rounding
+    conversions, which LLVM treats as producers for every op_sel, are not singled out (the emulator refuses them)."""
+    dst_sel = d.modifier("dst_sel")
+    if dst_sel is not None:
+        return str(dst_sel).upper() != "DWORD"
+    op_sel = tuple(int(x) for x in (d.modifier("op_sel") or ()))
+    if not op_sel:
+        return False
+    pairs = d.operand_pairs()
+    dst = next((o for o, _a in pairs if o.output and o.field_name == "VDST"), None)
+    if dst is None or (dst.size or 32) >= 32:
+        return False
+    sources = sum(1 for o, _a in pairs if not o.output)
+    if len(op_sel) == sources + 1 and op_sel[-1]:
+        return True                                  # the destination bit: the high half (or byte 2/3)
+    return (dst.size or 32) == 8 and len(op_sel) > 2 and bool(op_sel[2])   # a byte select's low bit
 
 
 def _file_mask(regs: np.ndarray, kind: str) -> np.ndarray:
