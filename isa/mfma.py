@@ -33,6 +33,20 @@ class MfmaName:
         return "XF32" in self.rest
 
 
+_SPARSE_NAME = re.compile(_NAME.pattern.replace("^V_MFMA_", "^V_SMFMAC_", 1))
+
+
+def parse_smfmac_name(name: str) -> MfmaName | None:
+    """The shape a sparse MFMA's name states (V_SMFMAC_<acc>_<M>X<N>X<K>_<types>: K counts the dense A, of which
+    the instruction holds half, CDNA 3/4 ISA guide "Sparse Matrices"), or None. Kept apart from
+    `parse_mfma_name` so dense-MFMA users (the generators' catalog) never see sparse ones."""
+    match = _SPARSE_NAME.match(name.upper())
+    if not match:
+        return None
+    return MfmaName(match.group("acc"), int(match.group("m")), int(match.group("n")), int(match.group("k")),
+                    int(match.group("blocks") or 1), match.group("rest") or "")
+
+
 def parse_mfma_name(name: str) -> MfmaName | None:
     """The shape an MFMA's spec name states, or None for a name not of that form."""
     match = _NAME.match(name.upper())

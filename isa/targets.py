@@ -74,7 +74,7 @@ _HAZARD_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
     "emitter": ((bool,), True), "source": ((str,), ""),
 }
 _HAZARD_CHOICES = {"regs": ("any", "vgpr", "sgpr", "hwreg"), "access": ("read", "write")}
-_MFMA_KEYS = {"passes": dict, "smfma_input_formats": list}
+_MFMA_KEYS = {"passes": dict, "smfma_input_formats": list, "fp8_operand_passes": dict}
 
 
 @dataclass(frozen=True)
@@ -211,6 +211,12 @@ class TargetProfile:
         return self.values["mfma"].get("passes", {})
 
     @property
+    def mfma_fp8_operand_passes(self) -> dict[str, int]:
+        """Passes of the MFMAs whose time depends on their operand formats (gfx950's f8f6f4) when A or B is an
+        8-bit float (CBSZ/BLGP 0 or 1); `mfma_passes` holds their count otherwise (empty: no such MFMA)."""
+        return self.values["mfma"].get("fp8_operand_passes", {})
+
+    @property
     def smfma_input_formats(self) -> frozenset[str]:
         """Input data formats whose MFMAs take the non-XDL (SMFMA) path (LLVM SIInstrInfo::isXDL)."""
         return frozenset(self.values["mfma"].get("smfma_input_formats", ()))
@@ -306,10 +312,11 @@ def parse_profile(text: str, where: str) -> TargetProfile:
     for key, kind in _MFMA_KEYS.items():
         if key in mfma and not isinstance(mfma[key], kind):
             raise SpecError(f"target profile key 'mfma.{key}' is {mfma[key]!r}; accepted: {kind.__name__}", path=where)
-    for name, passes in mfma.get("passes", {}).items():
-        if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
-            raise SpecError(f"target profile key 'mfma.passes.{name}' is {passes!r}; accepted: a positive int",
-                            path=where)
+    for table in ("passes", "fp8_operand_passes"):
+        for name, passes in mfma.get(table, {}).items():
+            if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
+                raise SpecError(f"target profile key 'mfma.{table}.{name}' is {passes!r}; accepted: a positive int",
+                                path=where)
     return TargetProfile(
         target=values["target"], family=values["family"], spec_file=values["spec_file"],
         legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],

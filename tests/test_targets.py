@@ -57,6 +57,8 @@ def test_profile_numbers_have_one_owner():
      r"hazards\[4\]\.emitter is 'no-thanks'; accepted: bool"),
     (lambda t: t.replace("V_MFMA_F32_32X32X8_BF16: 8", "V_MFMA_F32_32X32X8_BF16: 0"),
      "'mfma.passes.V_MFMA_F32_32X32X8_BF16' is 0; accepted: a positive int"),
+    (lambda t: t.replace("  passes:\n", "  fp8_operand_passes: {V_MFMA_F32_32X32X8_BF16: eight}\n  passes:\n", 1),
+     "'mfma.fp8_operand_passes.V_MFMA_F32_32X32X8_BF16' is 'eight'; accepted: a positive int"),
 ])
 def test_malformed_profile_is_refused_with_the_key(edit, message):
     from importlib import resources

@@ -19,7 +19,7 @@ import numpy as np
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
-from . import semantics_buffer, semantics_mem
+from . import semantics_buffer, semantics_mem, sparse_mfma
 from . import semantics_gfx950 as gfx950
 from .errors import EmulatorError, NoSemantics, pc_text
 from .mfma import MfmaShapeError, mfma, mfma_shape
@@ -631,6 +631,9 @@ def _packed(b: Builder, d: Decoded) -> RunFn:
 def _vop3p(b: Builder, d: Decoded) -> RunFn:
     """Packed math: each source's two components are chosen by op_sel (low result) and op_sel_hi (high
     result), negated by neg_lo/neg_hi, then the statement runs on (..., 2) arrays."""
+    special = gfx950.handler(d.name)
+    if special is not None:
+        return special(b, d)
     stmts = _semantics(d)
     srcs, dsts = _bind(b, d, vector=True)
     mods = dict(d.inst.modifiers)
@@ -691,6 +694,8 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
 def _mfma(b: Builder, d: Decoded) -> RunFn:
     if gfx950._is_f8f6f4(d):
         return gfx950.mfma_f8f6f4(b, d)
+    if sparse_mfma.is_smfmac(d.name):
+        return sparse_mfma.smfmac(b, d)
     pairs = d.operand_pairs()
     if len(pairs) != 4:
         raise NoSemantics("MFMA without its four operands")
@@ -725,7 +730,7 @@ def _mfma(b: Builder, d: Decoded) -> RunFn:
 
 
 def _element(fmt: Fmt) -> Fmt:
-    return Fmt(fmt.name, fmt.kind, fmt.bits, 1, fmt.dtype)
+    return fmt.component
 
 
 # --- program control ---------------------------------------------------------------------------------------

@@ -16,6 +16,10 @@ them in this project is Triton-compiled GEMMs matching numpy, tests/test_emu_tri
 - CBSZ/ABID: block b takes its A from block (b // 2**CBSZ) * 2**CBSZ + ABID (broadcast of one A block to
   a group of 2**CBSZ blocks); BLGP permutes the lanes B is read from (0: none, 1/2: lanes 0-31/32-63
   broadcast, 3: rotate down by 16 lanes, 4-7: lanes 16*(BLGP-4)..+15 broadcast).
+- f64 (DGEMM) results do not use the 4 x N tiles: their group height is 1, so item p of lane l (a register
+  pair) holds row 4p + l // 16 of a 16x16 block (CDNA 3/4 ISA guide, "General input and output layout": H = 1
+  for f64; the V_MFMA_F64_16X16X4_F64 example); they ignore CBSZ/ABID and BLGP[0..2] negates A, B and C
+  (guide "Alternate meaning of broadcast fields for F64 instructions"). One rounding, to f64.
 """
 
 from __future__ import annotations
@@ -75,24 +79,24 @@ def mfma_shape(name: str, a: Fmt, b: Fmt, acc: Fmt, a_bits: int, b_bits: int, c_
 
 
 @cache
-def _d_layout(m: int, n: int, blocks: int) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
-    """(block, row, col) of each (lane, register) of C/D."""
+def _d_layout(m: int, n: int, blocks: int, height: int = 4) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """(block, row, col) of each (lane, item) of C/D; `height` is the guide's group height H (4, or 1 for f64)."""
     groups = WAVE // n
     per_block = m * n // WAVE
     lane = np.arange(WAVE)[:, None]
     reg = np.arange(per_block * blocks)[None, :]
     block = np.broadcast_to(reg // per_block, (WAVE, per_block * blocks))
     r = reg % per_block
-    row = (r // 4) * 4 * groups + 4 * (lane // n) + r % 4
+    row = (r // height) * height * groups + height * (lane // n) + r % height
     col = np.broadcast_to(lane % n, row.shape)
     return block, row, col
 
 
 @cache
-def _d_flat(m: int, n: int, blocks: int) -> np.ndarray:
-    """The (lane, register) -> flat (block, row, col) index of `_d_layout`, for one `np.take` over a
+def _d_flat(m: int, n: int, blocks: int, height: int = 4) -> np.ndarray:
+    """The (lane, item) -> flat (block, row, col) index of `_d_layout`, for one `np.take` over a
     (G, blocks * M * N) product: the same elements as indexing with three arrays, about 3x faster."""
-    block, row, col = _d_layout(m, n, blocks)
+    block, row, col = _d_layout(m, n, blocks, height)
     return np.ascontiguousarray((block * m + row) * n + col)
 
 
@@ -126,6 +130,8 @@ def mfma(shape: MfmaShape, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.nd
     g = a_bits.shape[0]
     m, n, kper, blocks = shape.m, shape.n, shape.kper, shape.blocks
     groups = WAVE // m
+    if shape.acc.kind == "f" and shape.acc.bits == 64:
+        return _dgemm(shape, a_bits, b_bits, c_bits, blgp)
     if blgp:
         b_bits = b_bits[:, _BLGP[blgp]]
     a = _elements(a_bits, shape.a, shape.xf32).reshape(g, groups, m, kper)
@@ -148,3 +154,19 @@ def mfma(shape: MfmaShape, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.nd
         return d.view(np.uint32)
     d = gathered + c.view(np.int32).astype(np.int64)
     return d.astype(np.uint32)
+
+
+def _dgemm(shape: MfmaShape, a_bits: np.ndarray, b_bits: np.ndarray, c_bits: np.ndarray, blgp: int) -> np.ndarray:
+    """An f64 MFMA (one block): BLGP bits negate A, B, C; D items are register pairs in the H = 1 layout."""
+    if shape.blocks != 1:
+        raise MfmaShapeError(f"{shape.name}: multi-block f64 MFMAs are not modelled")
+    g, m, n, kper = a_bits.shape[0], shape.m, shape.n, shape.kper
+    groups = WAVE // m
+    sign = [-1.0 if blgp >> i & 1 else 1.0 for i in range(3)]
+    a = _elements(a_bits, shape.a, False).reshape(g, groups, m, kper).transpose(0, 2, 1, 3).reshape(g, m, -1)
+    b = _elements(b_bits, shape.b, False).reshape(g, groups, n, kper).transpose(0, 1, 3, 2).reshape(g, -1, n)
+    prod = np.matmul(a * sign[0], b * sign[1])
+    gathered = np.take(prod.reshape(g, -1), _d_flat(m, n, 1, 1), axis=1)           # (G, 64, items)
+    c = np.ascontiguousarray(np.broadcast_to(c_bits, (g, WAVE, 2 * gathered.shape[2])), np.uint32)
+    d = gathered + sign[2] * c.view(np.float64)
+    return np.ascontiguousarray(d).view(np.uint32)

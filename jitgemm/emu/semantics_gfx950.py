@@ -11,6 +11,15 @@ gfx950 GEMMs of tests/test_emu_gfx950_kernels.py and the llvmlite-built kernels 
 - Scaled forms: lane l's SCALE_SRC0 register holds the E8M0 scale of K block l // M (32 elements) of row
   l % M of A, in the byte op_sel[0] (low bit) and op_sel_hi[0] (high bit) select; B likewise with
   op_sel[1]/op_sel_hi[1] and SCALE_SRC1. An E8M0 byte 0 is 2^-127 and 0xFF NaN (mx_formats.e8m0_values).
+  A scale that is an inline constant (or an SGPR) is its bits [30:23], the f32 exponent, whatever op_sel says
+  (CDNA 4 ISA guide 7.2.1: "Inline constants (floats, using only the exponent portion)"; LLVM
+  VOP3PInstructions.td, MAIInst scale operands: "For all Inline/SGPR constants, SP HW use bits [30:23] as the
+  scale", why LLVM 22 accepts only VGPRs there).
+- The load-scale half: the 128-bit scaled MFMA is v_mfma_ld_scale_b32 followed by the f8f6f4 MFMA with ABID[0]
+  set (CDNA 4 ISA guide 7.2.1, 7.1.5 "Scale": "ABID[0] = 1'b0 : forces all scales into the ALU as 1.0f"; "The
+  scale value is used just for one instruction and does not carry forward into non-scale MFMA ops"). So a
+  v_mfma_ld_scale_b32 that is not fused with the MFMA after it changes nothing a later instruction can see
+  (`mfma_ld_scale`), and the unscaled MFMA after it runs with scale 1.
 """
 
 from __future__ import annotations
@@ -38,11 +47,15 @@ def k_of_element(bits: int, m: int, k: int) -> np.ndarray:
     """K index of element j (0..31) of lane l of an f8f6f4 A (or B) operand: (64, 32) int array.
 
     8-bit formats: the lane's first 16 elements are k = g*16 + j, the next 16 are k = K/2 + g*16 + (j-16),
-    g = l // M (two halves of K, 16 consecutive per lane group in each); 4-bit: 32 consecutive, k = g*32 + j.
+    g = l // M (two halves of K, 16 consecutive per lane group in each); 4- and 6-bit: 32 consecutive,
+    k = g*32 + j (CDNA 4 ISA guide 7.1.5.1 "Dense Matrix Layouts: 8-bit and Smaller": the FP8 tables put
+    k = 0-15 in v0-v3 and k = 64-79 in v4-v7 of lanes 0-15; the FP4 tables k = 0-31 in v0-v3; the FP6 tables
+    k = 0-15 in v0-v2 and k = 16-31 in v3-v5, i.e. 32 consecutive).
     Which K a lane holds is invisible to an unscaled GEMM (A and B are permuted alike) but decides which
-    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it.
-    6-bit formats are taken as 32 consecutive like fp4: no producer here checks it (Triton 3.9's dot_scaled
-    rejects e2m3/e3m2, "NYI"), so scaled fp6/bf6 results are unproven; unscaled ones do not depend on it."""
+    elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it for
+    8 and 4 bits, and LLVM 22's mfma.scale intrinsics with fp6/bf6 operands and per-block random scales
+    (tests/test_emu_gfx950_rules.py) check the guide's 6-bit order (Triton 3.9's dot_scaled rejects e2m3/e3m2,
+    "NYI", so no second compiler produces them)."""
     lane = np.arange(WAVE)[:, None]
     j = np.arange(32)[None, :]
     g = lane // m
@@ -101,6 +114,9 @@ def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
     a_src, b_src, c_src = b.ops.src(opa, 32 * a_regs), b.ops.src(opb, 32 * b_regs), b.ops.src(opc, oc.size)
     sel = (0, 0)
     scale_srcs = ()
+    if not scaled and int(d.modifier("abid", 0) or 0) & 1:
+        raise NoSemantics(f"unsupported: {d.name} with ABID[0] = 1 takes its scales from a load-scale half "
+                          "(v_mfma_ld_scale_b32 fused before it), and this one has none (CDNA 4 ISA guide 7.1.5)")
     if scaled:
         op_sel = tuple(d.modifier("op_sel") or (0, 0, 0)) + (0, 0)
         op_sel_hi = tuple(d.modifier("op_sel_hi") or (0, 0, 0)) + (0, 0)
@@ -115,8 +131,9 @@ def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
 
     def lane_scale(src, st, w, which):
         bits = np.asarray(src.read(st, w)).astype(np.uint32)
-        if src.uniform:
+        if src.uniform:   # inline constant / SGPR: the exponent field, not an op_sel byte (module docstring)
             bits = np.broadcast_to(bits.reshape(-1, 1), (bits.shape[0], 64))
+            return _exponent_scale(bits)
         return e8m0_values(scale_byte(bits, sel[which]))
 
     def run(ctx, w):
@@ -427,6 +444,55 @@ def cvt_sr_bf16(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
+def mfma_ld_scale(b: Builder, d: Decoded) -> RunFn:
+    """v_mfma_ld_scale_b32 not fused with the MFMA after it (the decoder fuses it with an f8f6f4 MFMA that has
+    ABID[0] set into the 128-bit scaled MFMA, as LLVM does): it writes no register, and the scales it loads do
+    not carry forward into a non-scale MFMA (CDNA 4 ISA guide 7.2.1; 7.1.5: ABID[0] = 0 runs the MFMA with
+    scale 1.0), so nothing later can observe it. Its two scale sources are still bound, so a malformed one is
+    refused when the program is built."""
+    from .errors import NoSemantics
+
+    pairs = d.operand_pairs()
+    if len(pairs) != 2:
+        raise NoSemantics(f"{d.name} without its two scale sources")
+    for _o, op in pairs:
+        b.ops.src(op, 32)
+
+    def run(ctx, w):
+        return None
+    return run
+
+
+# Stochastic-rounding conversions and the PRNG whose rounding rule no authority here states: refused with the
+# reason rather than run by a guess (the rule v_cvt_sr_bf16_f32 uses is stated for bf16 only: cvt_sr_bf16).
+_NO_RULE = {
+    "V_PRNG_B32": "AMD's CDNA 4 description says only 'a pseudorandom number using an LFSR seeded with the vector "
+                  "input' (no polynomial or taps), and LLVM 22 does not fold llvm.amdgcn.prng.b32",
+    "V_CVT_SR_F16_F32": "which random bits are added for an f16 result (13 dropped mantissa bits for normals, more "
+                        "for f16 denormals) and the overflow rule are not stated by the CDNA 4 ISA guide (7.3: 'add a "
+                        "random value ... then truncate') or AMD's XML, and LLVM 22 does not fold "
+                        "llvm.amdgcn.cvt.sr.f16.f32",
+    "V_CVT_SR_FP8_F32": "the guide (7.3) says the random bits are added 'with attention to not use msbs of src1 "
+                        "mantissa based on opcode and dependent on the F8 data type' without saying which, nor how "
+                        "FP16_OVFL saturation meets the carry",
+    "V_CVT_SR_BF8_F32": "as v_cvt_sr_fp8_f32: which src1 bits the stochastic add uses for bf8 is not stated "
+                        "(guide 7.3)",
+}
+_SCALED_SR = re.compile(r"^V_CVT_SCALEF32_SR_")
+
+
+def refuse_without_rule(b: Builder, d: Decoded) -> RunFn:
+    """Raise the emulator's 'unsupported: <why>' for an instruction whose rule no authority states (the engine
+    names the instruction and PC when a wave reaches it; `jitgemm emulate --check` lists it)."""
+    from .errors import NoSemantics
+
+    why = _NO_RULE.get(d.name) or (
+        "the scaled stochastic-rounding conversions add src1's random bits before the scale and rounding, and for "
+        "the multi-pass fp4/fp6 forms 'an updated random number is generated every pass ... internally via "
+        "V_PRNG_B32' (CDNA 4 ISA guide 7.3), whose LFSR is not stated")
+    raise NoSemantics(f"unsupported: {why}")
+
+
 def handler(name: str):
     """The gfx950 handler of a VALU instruction, or None."""
     if name in HANDLERS:
@@ -435,9 +501,12 @@ def handler(name: str):
         return cvt_scale_up
     if _DOWN.match(name):
         return cvt_scale_down
+    if name in _NO_RULE or _SCALED_SR.match(name):
+        return refuse_without_rule
     return None
 
 
 HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
             "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap,
-            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk, "V_CVT_SR_BF16_F32": cvt_sr_bf16}
+            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk, "V_CVT_SR_BF16_F32": cvt_sr_bf16,
+            "V_MFMA_LD_SCALE_B32": mfma_ld_scale}

@@ -70,11 +70,18 @@ class StrictWarning(UserWarning):
 
 # --- the profile's tables ---------------------------------------------------------------------------------
 
-def mfma_timing(spec_inst, profile) -> tuple[int, str]:
+def mfma_timing(spec_inst, profile, formats: tuple[int, int] | None = None) -> tuple[int, str]:
     """(passes, kind) of an MFMA: passes from the profile's `mfma.passes` (0 when it has none: the rule's
     worst case applies), kind `dgemm` for f64 inputs, `smfma` for the profile's non-XDL input formats (f32),
-    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940)."""
-    passes = int(profile.mfma_passes.get(spec_inst.name.upper(), 0))
+    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940).
+
+    `formats`: the instruction's (CBSZ, BLGP); for gfx950's f8f6f4 MFMAs, whose A and B formats they are, an
+    FP8/BF8 operand (code 0 or 1) takes the profile's `mfma.fp8_operand_passes` (CDNA 4 ISA guide 7.1.2: "Larger
+    cycle count if either matrix A or B is F8"); unknown formats take that, the larger, count."""
+    name = spec_inst.name.upper()
+    passes = int(profile.mfma_passes.get(name, 0))
+    if name in profile.mfma_fp8_operand_passes and (formats is None or min(formats) < 2):
+        passes = int(profile.mfma_fp8_operand_passes[name])
     src = next((o for ie in spec_inst.encodings for o in ie.operands if o.field_name == "SRC0"), None)
     fmt = (src.data_format or "") if src is not None else ""
     if fmt.endswith("_F64"):
@@ -87,11 +94,9 @@ def hazard_gap(profile) -> str | None:
 
     The table's MFMA rows are `passes + N` by the writer's pass count, so checking them needs the profile's
     `mfma.passes`; without it every MFMA would be held to the row's worst case and correct compiler output
-    refused. gfx950 is such a profile today: its table is gfx942's four emitter rows, and LLVM's
-    GCNHazardRecognizer gives gfx950 its own terms (one more wait state after an XDL MFMA of more than two
-    passes, scaled MFMAs whose passes follow from their cbsz/blgp formats) that the profile does not hold yet.
-    There strict mode checks waits, barriers, LDS races and uninitialized reads, and says that hazards were
-    not checked (`RunStats.strict`, a StrictWarning)."""
+    refused. Such a profile gets waits, barriers, LDS races and uninitialized reads checked, and strict mode
+    says that hazards were not (`RunStats.strict`, a StrictWarning). gfx942 and gfx950 have their tables (gfx950's
+    with its own GCNHazardRecognizer terms and the f8f6f4 MFMAs' format-dependent passes, `mfma_timing`)."""
     if profile.hazard_rules and not profile.mfma_passes:
         return (f"specs/targets/{profile.target}.yaml has no mfma.passes, so its MFMA hazard rows cannot be checked "
                 "per pass count")
@@ -188,7 +193,9 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         regs = _regs_of(a, o.size or 32, ops)
         if o.output:
             writes += regs
-        else:
+        # both for an operand the spec says is read and written: the permlane swaps' two VGPRs, a sparse MFMA's VDST
+        # (also its C, CDNA 3/4 ISA guide "Sparse Matrices"), a returning atomic's data
+        if o.input or not o.output:
             reads += regs
             if o.field_name:
                 by_field.setdefault(o.field_name.upper(), []).extend(regs)
@@ -205,8 +212,11 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     f.writes = np.array(sorted(set(writes)), np.int64)
     f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
     classes = set(facts.classes_of(inst))
+    if "valu" in classes and writes_part_of_vgpr(d):
+        classes.add("dst_sel")
     if "mfma" in classes:
-        f.passes, f.mfma_kind = mfma_timing(inst, profile)
+        formats = (int(d.modifier("cbsz", 0) or 0), int(d.modifier("blgp", 0) or 0))
+        f.passes, f.mfma_kind = mfma_timing(inst, profile, formats)
     f.classes = frozenset(classes)
     f.counters = facts.counters_of(inst)
     if f.counters:
@@ -234,6 +244,30 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
             need[i] = r.required(f.passes, f.mfma_kind)
     f.need = need
     return f
+
+
+def writes_part_of_vgpr(d) -> bool:
+    """Whether a decoded VALU writes only a part of its destination VGPR other than what a plain write covers,
+    the producers of LLVM's dst-sel forwarding hazard (GCNHazardRecognizer getDstSelForwardingOperand: SDWA with
+    dst_sel != DWORD; a VOP3 whose op_sel destination bit picks the high half; a conversion writing the byte
+    op_sel[3:2] selects with op_sel[2] set; CDNA 4 ISA guide 7.3: these conversions "do not support 4-cycle
+    forwarding ... the user must insert a NOP or instruction writing some other destination VREG"). The part is
+    the spec's: a destination operand narrower than 32 bits (8: a byte, 16: a half). The fp4 stochastic-rounding
+    conversions, which LLVM treats as producers for every op_sel, are not singled out (the emulator refuses them)."""
+    dst_sel = d.modifier("dst_sel")
+    if dst_sel is not None:
+        return str(dst_sel).upper() != "DWORD"
+    op_sel = tuple(int(x) for x in (d.modifier("op_sel") or ()))
+    if not op_sel:
+        return False
+    pairs = d.operand_pairs()
+    dst = next((o for o, _a in pairs if o.output and o.field_name == "VDST"), None)
+    if dst is None or (dst.size or 32) >= 32:
+        return False
+    sources = sum(1 for o, _a in pairs if not o.output)
+    if len(op_sel) == sources + 1 and op_sel[-1]:
+        return True                                  # the destination bit: the high half (or byte 2/3)
+    return (dst.size or 32) == 8 and len(op_sel) > 2 and bool(op_sel[2])   # a byte select's low bit
 
 
 def _file_mask(regs: np.ndarray, kind: str) -> np.ndarray:

@@ -73,6 +73,11 @@ class Fmt:
     def is_float(self) -> bool:
         return self.kind == "f"
 
+    @property
+    def component(self) -> Fmt:
+        """The format of one component (a packed operand's element: what a matrix instruction multiplies)."""
+        return Fmt(self.name, self.kind, self.bits, 1, self.dtype)
+
 
 BITS32 = Fmt("B32", "b", 32, 1, np.dtype(np.uint32))
 BITS64 = Fmt("B64", "b", 64, 1, np.dtype(np.uint64))
