@@ -14,7 +14,7 @@ from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import GemmPlan
 from .gemm_text import format_ir
 from .generator import Build, CompiledKernel, Generator, Stage
-from .kernel_abi import KERNARGS
+from .kernel_abi import kernargs
 
 __all__ = ["DirectGenerator", "compile_gemm"]
 
@@ -52,7 +52,7 @@ def _co(build: Build) -> bytes:
                                    generator=gen.name, version=gen.version())
     integer = cls.acc.kind == "int"
     args = []
-    for arg_name, offset, size, kind in KERNARGS:
+    for arg_name, offset, size, kind in kernargs(cls):
         if kind == "ptr":
             args.append(codeobj.KernelArg.buffer(arg_name, type_name="void*"))
         else:

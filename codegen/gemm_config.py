@@ -173,6 +173,8 @@ def default_config(problem: GemmProblem, spec: Spec, target: TargetProfile, acce
     to the next smaller one. One LDS buffer: a 256x256 tile has no room for a padded second one, and smaller
     tiles keep LDS for two or three workgroups per CU, which hide each other's barriers (lds_buffers=2 is the
     explicit alternative)."""
+    if problem.scaled:
+        return mx_default_config(problem, spec, target, accept)
     options = mfmas_for(spec, problem.a, problem.b)
     if not options:
         raise IRError(f"the spec ({spec.architecture.name}) has no MFMA for {problem.a.name}x{problem.b.name}")
@@ -223,3 +225,41 @@ def scalar_config(problem: GemmProblem, base: GemmConfig, spec: Spec, target: Ta
             except IRError as exc:
                 last = exc
     raise IRError(f"no scalar-load config of {base.mfma} fits {target.target}: {last}")
+
+
+def mx_default_config(problem: GemmProblem, spec: Spec, target: TargetProfile,
+                      accept: Accept | None = None) -> GemmConfig:
+    """The default of a block-scaled or sub-byte problem (codegen/gemm_plan_mx.py): the 16x16x128 f8f6f4 MFMA
+    first (its scale operand takes the pre-shuffled layout a dword at a time), then 32x32x64; 2x2 waves of the
+    largest wave tile (64x64 down to one block) whose two fragment sets fit the VGPRs (one set when two do not),
+    with work for about 3/4 of the compute units when the problem has it; depth_k 256 with shuffled scales (one
+    column group of their layout per tile), else 128 (fewer fragment registers, a shorter K tail)."""
+    from .gemm_plan_mx import SHUFFLE_COLS
+    from .mfma_catalog import f8f6f4_mfmas_for
+
+    p = problem
+    scaled = p.a_scale != "none" or p.b_scale != "none"
+    options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
+    if not options:
+        raise IRError(f"the spec ({spec.architecture.name}) has no f8f6f4 MFMA for {p.a.name}x{p.b.name}"
+                      f"{' with block scales' if scaled else ''} (gfx950 has them)")
+    shuffled = "shuffled" in (p.a_scale, p.b_scale)
+    reasons = []
+    for mfma in options:
+        depth = max(mfma.k, SHUFFLE_COLS * p.scale_block if shuffled else 128)
+        waves = (2, 2) if p.m > 2 * mfma.m and p.n > 2 * mfma.n else (1, 1)
+        for wm, wn in ((4, 4), (4, 2), (2, 4), (2, 2), (2, 1), (1, 2), (1, 1)):
+            tm, tn = wm * mfma.m * waves[0], wn * mfma.n * waves[1]
+            if (tm > 2 * p.m or tn > 2 * p.n) and (wm, wn) != (1, 1):
+                continue
+            groups = -(-p.m // tm) * -(-p.n // tn) * p.batch
+            if (wm, wn) != (1, 1) and wm * wn > 4 and groups * 4 < target.compute_units * 3:
+                continue
+            for prefetch in (2, 1):
+                cfg = GemmConfig(tm, tn, depth, waves[0], waves[1], mfma.name, prefetch=prefetch)
+                try:
+                    _accepted(p, cfg, spec, target, accept)
+                    return cfg
+                except IRError as exc:
+                    reasons.append(f"{tm}x{tn} {mfma.name}: {exc}")
+    raise IRError(f"no default config fits {target.target} for {p.a.name}x{p.b.name}: " + "; ".join(reasons[-3:]))

@@ -1,0 +1,145 @@
+"""MX GEMM operands for the generators' tests: random element codes and E8M0 scales (with the extremes 2^-127 and
+2^127 and NaN), stored in the problem's layouts (plain or pre-shuffled scales, plain or 16x16 pre-shuffled B), with
+garbage (NaN codes, NaN scales) in every byte the kernel must not use (row padding past K, scale columns past
+ceil(K/32)); the numpy float64 reference on the dequantized values; and a launch through the contract.
+
+Tolerance: products of MX elements are exact in fp32 (at most 2 x 4 mantissa bits) and the scales are powers of
+two, so the only rounding is the fp32 accumulation: |D - ref| <= rtol * (|A| @ |B|) per element with rtol 1e-5 for
+fp32 output (a few fp32 ulps per MFMA step), bf16 2^-8 and fp16 2^-11 (one rounding of the output) on top."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from jitgemm import mx
+from jitgemm.codegen.gemm_ir import GemmProblem
+
+OUT_RTOL = {"fp32": 1e-5, "bf16": 2.0 ** -8 + 1e-5, "fp16": 2.0 ** -11 + 1e-5}
+
+
+@dataclass
+class MxOperands:
+    values: dict
+    d: np.ndarray
+    want: np.ndarray
+    bound: np.ndarray       # sum of |products| per element (the accumulation error scale)
+
+
+def _codes(rng: np.random.Generator, fmt: str, shape: tuple[int, int]) -> np.ndarray:
+    bits = mx.FORMATS[fmt].bits
+    codes = rng.integers(0, 1 << bits, size=shape, dtype=np.uint16).astype(np.uint8)
+    vals = mx.codes_to_float(codes, fmt)
+    return np.where(np.isfinite(vals), codes, 0).astype(np.uint8)
+
+
+def _store_rows(codes: np.ndarray, fmt: str, ld: int) -> np.ndarray:
+    """Rows of `ld` elements (codes past the row's K are garbage: NaN codes for fp8, all-ones otherwise), packed."""
+    rows, k = codes.shape
+    bits = mx.FORMATS[fmt].bits
+    full = np.full((rows, ld), (1 << bits) - 1, np.uint8)
+    full[:, :k] = codes
+    if bits == 4:
+        return mx.pack_fp4(full)
+    if bits == 6:
+        return mx.pack_fp6(full)[:, : ld * 6 // 8]
+    return full
+
+
+def _scales(rng: np.random.Generator, rows: int, blocks: int) -> np.ndarray:
+    return rng.integers(120, 135, size=(rows, blocks)).astype(np.uint8)
+
+
+def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad: int = 0,
+                  extremes: bool = True) -> MxOperands:
+    """Operands and reference of an MX x MX problem (batch 1)."""
+    p = problem
+    rng = np.random.default_rng(seed)
+    nb = -(-p.k // p.scale_block)
+    ca, cb = _codes(rng, p.a.name, (p.m, p.k)), _codes(rng, p.b.name, (p.n, p.k))
+    sa, sb = _scales(rng, p.m, nb), _scales(rng, p.n, nb)
+    if extremes and p.a_scale != "none" and p.b_scale != "none":
+        # block 0: A rows 0/1 at 2^127 / 2^-127, every B column small enough that the products stay in fp32;
+        # block 1 the same with the sides swapped; NaN in one A row (last block) and one B column (block 0)
+        sa[:2, 0] = (254, 0)
+        sb[:, 0] = rng.integers(88, 100, size=p.n)
+        if nb > 1:
+            sb[:2, 1] = (254, 0)
+            sa[:, 1] = rng.integers(88, 100, size=p.m)
+        if p.m > 2:
+            sa[2, nb - 1] = mx.E8M0_NAN
+        if p.n > 2:
+            sb[2, 0] = mx.E8M0_NAN
+    deq_a = mx.codes_to_float(ca, p.a.name)
+    deq_b = mx.codes_to_float(cb, p.b.name)
+    if p.a_scale != "none":
+        deq_a = deq_a * np.repeat(mx.e8m0_to_float(sa), p.scale_block, axis=1)[:, : p.k]
+    if p.b_scale != "none":
+        deq_b = deq_b * np.repeat(mx.e8m0_to_float(sb), p.scale_block, axis=1)[:, : p.k]
+    with np.errstate(invalid="ignore", over="ignore"):
+        want = deq_a @ deq_b.T
+        bound = np.abs(np.nan_to_num(deq_a)) @ np.abs(np.nan_to_num(deq_b)).T
+    lda, ldb = p.lead["a"], p.lead["b"]
+    a_store = _store_rows(ca, p.a.name, lda)
+    b_store = _store_rows(cb, p.b.name, ldb)
+    if p.b_preshuffle == "16x16":
+        b_store = mx.shuffle_weight(b_store)
+    values = {"a": a_store.reshape(-1).copy(), "b": b_store.reshape(-1).copy(), "c": None, "bias": None,
+              "m": p.m, "n": p.n, "k": p.k, "batch": 1, "lda": lda, "ldb": ldb, "ldc": p.n, "ldd": p.n,
+              "stride_a": 0, "stride_b": 0, "stride_c": 0, "stride_d": 0, "alpha": p.alpha, "beta": p.beta,
+              "a_scale": None, "b_scale": None, "ld_a_scale": 0, "ld_b_scale": 0, "stride_a_scale": 0,
+              "stride_b_scale": 0}
+    for op, s in (("a", sa), ("b", sb)):
+        layout = getattr(p, f"{op}_scale")
+        if layout == "plain":          # two garbage (NaN) columns past ceil(K/32)
+            stored = np.full((s.shape[0], nb + 2), mx.E8M0_NAN, np.uint8)
+            stored[:, :nb] = s
+        elif layout == "shuffled":
+            stored = mx.shuffle_scales(s)
+        else:
+            continue
+        values[f"{op}_scale"] = stored.reshape(-1).copy()
+        values[f"ld_{op}_scale"] = stored.shape[1]
+    d = np.full((p.m, p.n), np.nan, dtype=p.d.numpy)       # poison: every element must be written
+    values["d"] = d.reshape(-1)
+    want = p.alpha * want
+    return MxOperands(values, d, want, abs(p.alpha) * bound)
+
+
+def check_mx(problem: GemmProblem, got: np.ndarray, ops: MxOperands) -> None:
+    """NaN exactly where numpy has NaN; elsewhere within the accumulation bound (module docstring)."""
+    got64 = np.asarray(got, np.float64)
+    want = ops.want
+    assert (np.isnan(got64) == np.isnan(want)).all(), \
+        f"NaN at {np.argwhere(np.isnan(got64) != np.isnan(want))[:5].tolist()} (got vs numpy)"
+    ok = ~np.isnan(want)
+    rtol = OUT_RTOL[problem.d.name]
+    err = np.abs(got64[ok] - want[ok])
+    lim = rtol * ops.bound[ok] + rtol * np.abs(want[ok]) + 1e-35
+    bad = err > lim
+    assert not bad.any(), (f"{bad.sum()} of {bad.size} elements off; worst at "
+                           f"{np.argwhere(ok)[np.argmax(err / lim)].tolist()}: got {got64[ok][np.argmax(err / lim)]}, "
+                           f"want {want[ok][np.argmax(err / lim)]}")
+
+
+def run_mx(problem: GemmProblem, config=None, seed: int = 0, strict: bool = False, lda_pad: int = 0,
+           ldb_pad: int = 0, generator: str = "asm"):
+    """Compile (direct generator unless told), launch through the contract in the emulator, check."""
+    from dataclasses import replace
+
+    from jitgemm.api import GemmCall, launch
+    from jitgemm.codegen.generator import generator as gen_of
+    from jitgemm.contract import Contract
+
+    if lda_pad or ldb_pad:
+        problem = replace(problem, lda=problem.k + lda_pad if lda_pad else None,
+                          ldb=problem.k + ldb_pad if ldb_pad else None)
+        problem.validate()
+    compiled = gen_of(generator).compile(problem, config, target="gfx950")
+    ops = make_operands(problem, seed)
+    call = GemmCall(problem, ops.values, ops.d, {"a": 16, "b": 16, "c": 16, "bias": 16})
+    got = launch(call, compiled.code_object, compiled.name, Contract.load(compiled.contract), backend="emu",
+                 strict=strict)
+    check_mx(problem, got, ops)
+    return compiled
