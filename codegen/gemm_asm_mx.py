@@ -424,10 +424,10 @@ class MxGemmLowering(GemmLowering):
                             pos = s * op.mfma_bytes + ld.kbyte[0] + 4 * d
                             word = Reg("v", dst.index + d)
                             self._tail_dword_load(op, word, voff, imm + 4 * d, pos)
-                            pending.append((op, word, pos))
+                            pending.append((op, word, pos, voff, imm + 4 * d))
             self._scale_loads(op, scales[op.name], guarded)
-        for op, word, pos in pending:
-            self._tail_dword_mask(op, word, pos)
+        for op, word, pos, voff, imm in pending:
+            self._tail_dword_mask(op, word, pos, voff, imm)
         if guarded:
             for op in self.ops:
                 if op.scale_mode == "dword":
@@ -438,13 +438,20 @@ class MxGemmLowering(GemmLowering):
         self.emit("s_sub_i32", self.stmp, self.kbits[op.name], 8 * pos)
         self.emit("v_sub_u32", vb, self.stmp, self.kb8[op.name])
 
-    def _window(self, vb: Reg, t: Reg) -> None:
-        """t = bytes the dword is moved back so that it ends inside the row: clamp(4 - ceil(vb / 8), 0, 3)."""
+    def _window(self, vb: Reg, t: Reg, voff: Reg, imm: int) -> None:
+        """t = bytes the dword is moved back so that it ends inside the row: clamp(4 - ceil(vb / 8), 0, 3), and
+        never before byte 0 of the buffer (a first row shorter than a dword; temps[2] = voff + imm)."""
         emit = self.emit
         emit("v_add_u32", t, 7, vb)
         emit("v_ashrrev_i32", t, 3, t)
         emit("v_sub_u32", t, 4, t)
         emit("v_med3_i32", t, t, 0, 3)
+        addr = self.temps[2]
+        if imm:
+            emit("v_add_u32", addr, imm, voff)
+        else:
+            emit("v_mov_b32", addr, voff)
+        emit("v_min_u32", t, t, addr)
 
     def _tail_dword_load(self, op: MxOperand, word: Reg, voff: Reg, imm: int, pos: int) -> None:
         vb, t, addr = self.temps[0], self.temps[1], self.temps[2]
@@ -453,18 +460,17 @@ class MxGemmLowering(GemmLowering):
                       offset=imm or None)
             return
         self._valid_bits(op, pos, vb)
-        self._window(vb, t)
-        self.emit("v_sub_u32", addr, voff, t)
-        self.emit("buffer_load_dword", word, addr, self.rsrc[op.name], self.soff[op.name], offen=True,
-                  offset=imm or None)
+        self._window(vb, t, voff, imm)
+        self.emit("v_sub_u32", addr, addr, t)
+        self.emit("buffer_load_dword", word, addr, self.rsrc[op.name], self.soff[op.name], offen=True)
 
-    def _tail_dword_mask(self, op: MxOperand, word: Reg, pos: int) -> None:
+    def _tail_dword_mask(self, op: MxOperand, word: Reg, pos: int, voff: Reg, imm: int) -> None:
         """Shift a moved-back dword into place and clear the bits past K."""
         emit = self.emit
         vb, t = self.temps[0], self.temps[1]
         self._valid_bits(op, pos, vb)
         if not op.preshuffle:
-            self._window(vb, t)
+            self._window(vb, t, voff, imm)
             emit("v_lshlrev_b32", t, 3, t)
             emit("v_lshrrev_b32", word, t, word)
         emit("v_sub_u32", t, 32, vb)
