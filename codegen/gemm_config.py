@@ -181,7 +181,10 @@ def default_config(problem: GemmProblem, spec: Spec, target: TargetProfile, acce
     small = problem.m <= 32 and problem.n <= 32
     units = target.compute_units
     reasons = []
-    for mfma in sorted(options, key=lambda x: (x.m * x.n, x.k) if small else (-x.m * x.n, -x.k)):
+    # the largest K per shape first: gfx950's doubled-K bf16/f16/i8 MFMAs (16x16x32, 32x32x16, 16x16x64, 32x32x32)
+    # take as many cycles as the ones they double (llvm-mca-22 -mcpu=gfx950: 4 / 8 cycles of throughput each,
+    # LLVM's SISchedule.td), so they halve the MFMAs of any K; gfx942 has one MFMA per shape and dtype
+    for mfma in sorted(options, key=lambda x: (x.m * x.n, -x.k) if small else (-x.m * x.n, -x.k)):
         big = problem.m >= 4 * mfma.m and problem.n >= 4 * mfma.n
         for tm, tn, wm, wn in _tiles(problem, mfma, small):
             if tm > 4 * mfma.m or tn > 4 * mfma.n:        # beyond 128x128: only with work for every CU
@@ -238,6 +241,9 @@ def mx_default_config(problem: GemmProblem, spec: Spec, target: TargetProfile,
     from .mfma_catalog import f8f6f4_mfmas_for
 
     p = problem
+    if p.weight_only:
+        raise IRError(f"weight-only {p.a.name}x{p.b.name}: the direct generator lowers MX x MX problems (both "
+                      "operands MX element types)")
     scaled = p.a_scale != "none" or p.b_scale != "none"
     options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
     if not options:

@@ -66,11 +66,11 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
         # (fp16 output: 2^127-scaled rows would overflow it; NaN scales are tested below in every case)
         # block 0: A rows 0/1 at 2^127 / 2^-127, every B column small enough that the products stay in fp32;
         # block 1 the same with the sides swapped; NaN in one A row (last block) and one B column (block 0)
-        sa[:2, 0] = (254, 0)
-        sb[:, 0] = rng.integers(88, 100, size=p.n)
+        sa[:2, 0] = (254, 0)[: p.m]
+        sb[:, 0] = rng.integers(40, 60, size=p.n)
         if nb > 1:
-            sb[:2, 1] = (254, 0)
-            sa[:, 1] = rng.integers(88, 100, size=p.m)
+            sb[:2, 1] = (254, 0)[: p.n]
+            sa[:, 1] = rng.integers(40, 60, size=p.m)
     if p.a_scale != "none" and p.m > 2:
         sa[2, nb - 1] = mx.E8M0_NAN
     if p.b_scale != "none" and p.n > 2:
