@@ -314,6 +314,11 @@ class MxGemmLowering(GemmLowering):
                 frag[op.name] = [ra.take("v", mx.steps * op.regs, align=4) for _ in range(op.blocks)]
                 scales[op.name] = [self.vtmp() for _ in range(mx.scale_regs(op))]
             self.sets.append((frag, scales))
+        if mx.weight_only:
+            from .gemm_plan_mx import CONVERT_REGS
+
+            self.conv = [ra.take("v", CONVERT_REGS, align=4) for _ in range(2)]
+            self.conv_scale = [self.vtmp() for _ in range(2)]
         self._setup()
         scaled = self.mfma.scaled
         if scaled:
@@ -532,9 +537,55 @@ class MxGemmLowering(GemmLowering):
         spairs = -(-self.mx.steps // 2)
         return regs[(blk // 2) * spairs + s // 2], (s % 2) * 2 + blk % 2
 
+    def _convert(self, sset: int, j: int, s: int, conv: Reg, scale: Reg) -> None:
+        """B block j, step s of set `sset`: 32 MX values times their block's scale -> 32 A-typed values in `conv`
+        (v_cvt_scalef32_pk_<bf16|f16>_<fp4|fp8|bf8>: two values of the byte (fp4) or 16-bit word (fp8) op_sel
+        selects; pk32 for fp6/bf6: all 32 from 6 registers; the scale operand is an f32 whose exponent is the E8M0
+        code: code << 23, AMD's cdna4 descriptions)."""
+        emit = self.emit
+        B = self.mx.b
+        reg, sel = self._scale_operand(B, sset, j, s)
+        if sel:
+            emit("v_bfe_u32", scale, reg, 8 * sel, 8)
+            emit("v_lshlrev_b32", scale, 23, scale)
+        else:
+            emit("v_lshlrev_b32", scale, 23, reg)
+        out = {"bf16": "bf16", "fp16": "f16"}[self.p.a.name]
+        src = {"fp4": "fp4", "fp8_e4m3": "fp8", "fp8_e5m2": "bf8", "fp6_e2m3": "fp6", "fp6_e3m2": "bf6"}[B.dtype.name]
+        frag = self.sets[sset][0]["b"][j].index + s * B.regs
+        if B.dtype.bits == 6:
+            emit(f"v_cvt_scalef32_pk32_{out}_{src}", conv, Reg("v", frag, 6), scale)
+            return
+        per_reg = 32 // (2 * B.dtype.bits)               # conversions per source register: 4 (fp4) or 2 (fp8)
+        for w in range(16):
+            part = w % per_reg
+            op_sel = (part & 1, part >> 1, 0) if B.dtype.bits == 4 else (part, 0, 0)
+            emit(f"v_cvt_scalef32_pk_{out}_{src}", Reg("v", conv.index + w), Reg("v", frag + w // per_reg), scale,
+                 op_sel=op_sel if any(op_sel) else None)
+
+    def _compute_weight_only(self, sset: int) -> None:
+        """Per step and B block: dequantize, then the four 16-bit MFMAs of every A block (K order above)."""
+        from .gemm_plan_mx import WEIGHT_ONLY_SUBSTEPS
+
+        m, mx = self.mfma, self.mx
+        A, B = self.ops
+        frag = self.sets[sset][0]
+        for s in range(mx.steps):
+            for j in range(B.blocks):
+                conv, scale = self.conv[j % 2], self.conv_scale[j % 2]
+                self._convert(sset, j, s, conv, scale)
+                for i in range(A.blocks):
+                    acc = self._acc(i, j)
+                    for q in range(WEIGHT_ONLY_SUBSTEPS):
+                        fa = Reg("v", frag["a"][i].index + s * A.regs + 4 * q, 4)
+                        self.emit(m.name.lower(), acc, fa, Reg("v", conv.index + 4 * q, 4), acc)
+
     def _compute(self, sset: int) -> None:
         """The tile's MFMAs from register set `sset`, every accumulator taking its K steps in order."""
         m, mx = self.mfma, self.mx
+        if mx.weight_only:
+            self._compute_weight_only(sset)
+            return
         frag = self.sets[sset][0]
         A, B = self.ops
         for s in range(mx.steps):

@@ -241,18 +241,18 @@ def mx_default_config(problem: GemmProblem, spec: Spec, target: TargetProfile,
     from .mfma_catalog import f8f6f4_mfmas_for
 
     p = problem
-    if p.weight_only:
-        raise IRError(f"weight-only {p.a.name}x{p.b.name}: the direct generator lowers MX x MX problems (both "
-                      "operands MX element types)")
     scaled = p.a_scale != "none" or p.b_scale != "none"
-    options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
+    if p.weight_only:   # B dequantized in registers for A's 16x16x32 MFMA (codegen/gemm_plan_mx.py)
+        options = tuple(x for x in mfmas_for(spec, p.a, p.a) if x.m == x.n == 16 and x.k == 32)
+    else:
+        options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
     if not options:
         raise IRError(f"the spec ({spec.architecture.name}) has no f8f6f4 MFMA for {p.a.name}x{p.b.name}"
                       f"{' with block scales' if scaled else ''} (gfx950 has them)")
     shuffled = "shuffled" in (p.a_scale, p.b_scale)
     reasons = []
     for mfma in options:
-        depth = max(mfma.k, SHUFFLE_COLS * p.scale_block if shuffled else 128)
+        depth = max(128, SHUFFLE_COLS * p.scale_block if shuffled else 128)
         waves = (2, 2) if p.m > 2 * mfma.m and p.n > 2 * mfma.n else (1, 1)
         for wm, wn in ((4, 4), (4, 2), (2, 4), (2, 2), (2, 1), (1, 2), (1, 1)):
             tm, tn = wm * mfma.m * waves[0], wn * mfma.n * waves[1]

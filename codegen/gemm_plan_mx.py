@@ -35,6 +35,7 @@ from jitgemm.isa.targets import TargetProfile
 
 from .dtypes import DType
 from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .mfma_catalog import F8F6F4_FORMAT_CODES as F8F6F4_CODE
 from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named
 
 MAX_BUFFER_OFFSET = 4095      # MUBUF instruction offset: 12 bits
@@ -86,8 +87,9 @@ class MxOperand:
 class MxPlan:
     a: MxOperand
     b: MxOperand
-    steps: int                 # MFMA K steps per tile
+    steps: int                 # MFMA K steps per tile (weight-only: 128-element steps of 4 MFMAs)
     sets: int                  # fragment register sets (2: the next tile loads while this one multiplies)
+    weight_only: bool = False  # 16-bit A x MX B: B dequantized in registers (v_cvt_scalef32_*) for a 16-bit MFMA
 
     def scale_regs(self, op: MxOperand) -> int:
         if op.scale_mode == "byte":
@@ -110,6 +112,26 @@ def _loads(dt: DType, mfma_k: int, groups: int, preshuffle: bool) -> tuple[MxLoa
             return tuple(MxLoad(2 * q, 8, tuple(24 * x + 8 * q for x in g)) for q in range(3))
         return (MxLoad(0, 16, tuple(24 * x for x in g)), MxLoad(4, 8, tuple(24 * x + 16 for x in g)))
     raise IRError(f"{dt.name}: not an f8f6f4 element format")
+
+
+# Weight-only (bf16/fp16 A x MX B): B's fragment is the f8f6f4 B fragment with 32 consecutive K elements per lane
+# (one scale block), dequantized with gfx950's v_cvt_scalef32_pk_{bf16,f16}_* (pk32 for fp6/bf6) into the operand of
+# four 16x16x32 bf16/f16 MFMAs. Those MFMAs hold 8 consecutive K per lane (lane l: K 8 * (l // 16) + j of the
+# MFMA's 32; codegen/gemm_asm.py), and any permutation of K applied to A and B alike leaves A @ B unchanged, so
+# MFMA q of a 128-element step takes K 32 g + 8 q + j for lane group g: lane l's four MFMAs together take K
+# 32 g .. 32 g + 31, its one block of B and its one scale, and its A runs are 64 contiguous bytes.
+WEIGHT_ONLY_STEP = 128
+WEIGHT_ONLY_SUBSTEPS = 4
+CONVERT_REGS = 16          # 32 converted 16-bit values per lane and step
+
+
+def _weight_only_loads(dt: DType, groups: int, preshuffle: bool) -> tuple[MxLoad, ...]:
+    g = range(groups)
+    if dt.bits == 16:
+        return tuple(MxLoad(4 * q, 16, tuple(64 * x + 16 * q for x in g)) for q in range(4))
+    if dt.bits == 8:
+        return (MxLoad(0, 16, tuple(32 * x for x in g)), MxLoad(4, 16, tuple(32 * x + 16 for x in g)))
+    return _loads(dt, WEIGHT_ONLY_STEP, groups, preshuffle)
 
 
 def mx_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
@@ -148,10 +170,7 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     from .gemm_plan import log2_exact
 
     p, c = problem, config
-    if p.weight_only:
-        raise IRError(f"weight-only {p.a.name}x{p.b.name}: the direct generator lowers MX x MX problems (both "
-                      f"operands of {', '.join(('fp8_e4m3', 'fp8_e5m2', 'fp6_e2m3', 'fp6_e3m2', 'fp4'))})")
-    mfma = mx_mfma(p, c, spec)
+    mfma = weight_only_mfma(p, c, spec) if p.weight_only else mx_mfma(p, c, spec)
     for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
                         ("waves_m", c.waves_m), ("waves_n", c.waves_n)):
         log2_exact(value, what)
@@ -159,8 +178,10 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     if c.tile_m % c.waves_m or c.tile_n % c.waves_n or wave_m % mfma.m or wave_n % mfma.n:
         raise IRError(f"tile {c.tile_m}x{c.tile_n} over {c.waves_m}x{c.waves_n} waves is not a multiple of the MFMA "
                       f"shape {mfma.m}x{mfma.n} per wave")
-    if c.depth_k % mfma.k:
-        raise IRError(f"depth_k={c.depth_k} is not a multiple of the MFMA's K={mfma.k}")
+    step_k = WEIGHT_ONLY_STEP if p.weight_only else mfma.k
+    if c.depth_k % step_k:
+        raise IRError(f"depth_k={c.depth_k} is not a multiple of {step_k} (the MFMA's K"
+                      f"{' x 4: one scale block per lane' if p.weight_only else ''})")
     if c.prefetch not in (1, 2):
         raise IRError(f"prefetch={c.prefetch}; accepted: 1 (one fragment set) or 2 (the next tile loads into a "
                       "second set while this one multiplies)")
@@ -179,8 +200,39 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     if c.workgroup_size > target.max_workgroup_size:
         raise IRError(f"{c.waves_m}x{c.waves_n} waves = {c.workgroup_size} work-items; {target.target} allows "
                       f"{target.max_workgroup_size}")
+    if p.weight_only:
+        a, b = weight_only_operands(p, c, mfma)
+        return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     a, b = mx_operands(p, c, mfma)
     return mfma, MxPlan(a, b, c.depth_k // mfma.k, c.prefetch)
+
+
+def weight_only_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
+    """The 16x16x32 MFMA of A's type that config.mfma names (the K layout above needs 8 consecutive K per lane)."""
+    from .mfma_catalog import mfmas_for
+
+    usable = [x for x in mfmas_for(spec, problem.a, problem.a) if x.m == x.n == 16 and x.k * x.m == 64 * 8]
+    inst = spec.find_instruction(config.mfma)
+    found = next((x for x in usable if inst is not None and x.name == inst.name), None)
+    if found is None:
+        raise IRError(f"mfma={config.mfma}: weight-only {problem.a.name}x{problem.b.name} needs one of: "
+                      f"{', '.join(x.name for x in usable) or 'none on ' + spec.architecture.name}")
+    return found
+
+
+def weight_only_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
+    p, c = problem, config
+    wave_m, wave_n = c.wave_tile
+    out = []
+    for name, dt, dim, wave in (("a", p.a, mfma.m, wave_m), ("b", p.b, mfma.n, wave_n)):
+        scale = getattr(p, f"{name}_scale")
+        mode = "none" if scale == "none" else "dword" if scale == "shuffled" and wave % SHUFFLE_ROWS == 0 else "byte"
+        pre = name == "b" and p.b_preshuffle == "16x16"
+        # 32 values per lane and step: `bits` registers
+        out.append(MxOperand(name, dt, F8F6F4_CODE.get(dt.name, 0), dt.bits, dim, wave // dim,
+                             _weight_only_loads(dt, WAVE64 // dim, pre), dt.storage_bytes(WEIGHT_ONLY_STEP),
+                             dt.storage_bytes(c.depth_k), scale, mode, pre))
+    return out[0], out[1]
 
 
 def _offset_keys(op: MxOperand, steps: int) -> int:
@@ -197,4 +249,6 @@ def mx_vgprs(mx: MxPlan) -> int:
         total += mx.sets * (op.blocks * mx.steps * op.regs + mx.scale_regs(op))
         total += op.blocks * (_offset_keys(op, mx.steps) + 1)
         total += 2          # the side's g and 8 * K-byte lane step
+    if mx.weight_only:
+        total += 2 * CONVERT_REGS + 2
     return total

@@ -59,9 +59,14 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
     p = problem
     rng = np.random.default_rng(seed)
     nb = -(-p.k // p.scale_block)
-    ca, cb = _codes(rng, p.a.name, (p.m, p.k)), _codes(rng, p.b.name, (p.n, p.k))
-    narrow = p.d.name == "fp16"
+    wo = p.weight_only
+    ca = rng.standard_normal((p.m, p.k)).astype(p.a.numpy) if wo else _codes(rng, p.a.name, (p.m, p.k))
+    cb = _codes(rng, p.b.name, (p.n, p.k))
+    narrow = p.d.name == "fp16" or p.a.name == "fp16"
     sa, sb = _scales(rng, p.m, nb, narrow), _scales(rng, p.n, nb, narrow)
+    if extremes and wo and p.a.name == "bf16":
+        # B is dequantized to bf16 (weight-only): 2^-127 and, as large as bf16 holds for every B code, 2^100
+        sb[:2, 0] = (227, 0)[: p.n]
     if extremes and p.a_scale != "none" and p.b_scale != "none" and p.d.name != "fp16":
         # (fp16 output: 2^127-scaled rows would overflow it; NaN scales are tested below in every case)
         # block 0: A rows 0/1 at 2^127 / 2^-127, every B column small enough that the products stay in fp32;
@@ -75,7 +80,7 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
         sa[2, nb - 1] = mx.E8M0_NAN
     if p.b_scale != "none" and p.n > 2:
         sb[2, 0] = mx.E8M0_NAN
-    deq_a = mx.codes_to_float(ca, p.a.name)
+    deq_a = ca.astype(np.float64) if wo else mx.codes_to_float(ca, p.a.name)
     deq_b = mx.codes_to_float(cb, p.b.name)
     if p.a_scale != "none":
         deq_a = deq_a * np.repeat(mx.e8m0_to_float(sa), p.scale_block, axis=1)[:, : p.k]
@@ -85,7 +90,11 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
         want = deq_a @ deq_b.T
         bound = np.abs(np.nan_to_num(deq_a)) @ np.abs(np.nan_to_num(deq_b)).T
     lda, ldb = p.lead["a"], p.lead["b"]
-    a_store = _store_rows(ca, p.a.name, lda)
+    if wo:                             # 16-bit rows, NaN past K
+        a_store = np.full((p.m, lda), np.nan, p.a.numpy)
+        a_store[:, : p.k] = ca
+    else:
+        a_store = _store_rows(ca, p.a.name, lda)
     b_store = _store_rows(cb, p.b.name, ldb)
     if p.b_preshuffle == "16x16":
         b_store = mx.shuffle_weight(b_store)
