@@ -54,6 +54,23 @@ def _byte_rows(fmt: str, k: int, pad: int) -> int:
     return pad
 
 
+WO_PAIRS = [(x, y) for x in ("bf16", "fp16") for y in MX_ELEMENTS]
+# (b_scale, b_preshuffle, d)
+WO_VARIANTS = (("plain", "none", "fp32"), ("shuffled", "none", "fp32"), ("shuffled", "16x16", "bf16"),
+               ("plain", "16x16", "fp16"), ("plain", "none", "bf16"))
+
+
+@pytest.mark.parametrize("a, b", WO_PAIRS, ids=[f"{a}x{b}" for a, b in WO_PAIRS])
+def test_weight_only(a, b):
+    """16-bit A x MX B: B dequantized in registers (v_cvt_scalef32_pk*) for the 16x16x32 bf16/f16 MFMA."""
+    i = WO_PAIRS.index((a, b))
+    b_scale, pre, d = WO_VARIANTS[(i + i // 5) % 5]
+    k = 384 if pre != "none" else 300
+    kernel = run_mx(GemmProblem.make(40, 48, k, a, b, d=d, b_scale=b_scale, b_preshuffle=pre), seed=i,
+                    lda_pad=2 * (i % 2))
+    assert "v_cvt_scalef32_pk" in kernel.stages["asm"] and not kernel.spills and kernel.lds_bytes == 0
+
+
 @pytest.mark.parametrize("m, n, k", [(1, 1, 32), (17, 5, 6), (33, 65, 130)])
 def test_sizes(m, n, k):
     """One row or column, K shorter than a dword of fp4 (3 bytes), K blocks cut short."""
@@ -72,6 +89,7 @@ def test_unscaled_fp4_and_fp6_use_the_unscaled_mfma():
     ("byte scales, 32x32, pre-shuffled fp6", GemmProblem.make(40, 32, 384, "fp4", "fp6_e2m3", a_scale="plain",
                                                                b_scale="plain", b_preshuffle="16x16"),
      GemmConfig(32, 32, 128, 1, 1, S32, prefetch=1)),
+    ("weight-only", GemmProblem.make(40, 32, 300, "bf16", "fp4", d="fp32", b_scale="shuffled"), None),
 ])
 def test_strict_emulation(name, problem, config):
     """Waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py), one kernel per path."""
@@ -108,7 +126,8 @@ def test_plan_resources_and_shuffled_scale_path():
 
 
 @pytest.mark.parametrize("kw, match", [
-    (dict(a="bf16", b="fp4", b_scale="plain"), "weight-only"),
+    (dict(a="bf16", b="fp4", b_scale="plain", config=GemmConfig(32, 32, 128, 1, 1, "V_MFMA_F32_32X32X16_BF16")),
+     "weight-only bf16xfp4 needs one of: V_MFMA_F32_16X16X32_BF16"),
     (dict(a="fp4", b="fp4", a_scale="shuffled", config=GemmConfig(32, 32, 128, 1, 1, S16)), "multiple of 256"),
     (dict(a="fp4", b="fp4", a_scale="plain", config=GemmConfig(32, 32, 128, 1, 1, "V_MFMA_F32_16X16X128_F8F6F4")),
      "with block scales needs one of"),
