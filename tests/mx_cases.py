@@ -5,17 +5,18 @@ ceil(K/32)); the numpy float64 reference on the dequantized values; and a launch
 
 Tolerance: products of MX elements are exact in fp32 (at most 2 x 4 mantissa bits) and the scales are powers of
 two, so the only rounding is the fp32 accumulation: |D - ref| <= 1e-5 * (|A| @ |B|) per element (a few fp32 ulps
-per MFMA step), plus for bf16 / fp16 output one rounding of the result: 2^-8 / 2^-10 of |ref| (and a denormal step). Weight-only B is
-dequantized to A's 16-bit type exactly (every MX value times a power of two the tests keep in that type's range)."""
+per MFMA step), plus for bf16 / fp16 output one rounding of the result: 2^-8 / 2^-10 of |ref| (and a denormal
+step). Weight-only B is dequantized to A's 16-bit type exactly (every MX value times a power of two the tests keep
+in that type's range)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm import mx
-from jitgemm.codegen.gemm_ir import GemmProblem
 
 ACC_RTOL = 1e-5                                          # fp32 accumulation, of sum |products|
 OUT_RTOL = {"fp32": 0.0, "bf16": 2.0 ** -8, "fp16": 2.0 ** -10}   # the output's rounding, of |result|
@@ -143,8 +144,9 @@ def run_mx(problem: GemmProblem, config=None, seed: int = 0, strict: bool = Fals
     """Compile (direct generator unless told), launch through the contract in the emulator, check."""
     from dataclasses import replace
 
-    from jitgemm.api import GemmCall, launch
     from jitgemm.codegen.generator import generator as gen_of
+
+    from jitgemm.api import GemmCall, launch
     from jitgemm.contract import Contract
 
     if lda_pad or ldb_pad:

@@ -10,11 +10,11 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-
-from jitgemm import isa, mx
 from jitgemm.codegen.dtypes import MX_ELEMENTS
 from jitgemm.codegen.gemm_compile import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+
+from jitgemm import isa, mx
 from tests.mx_cases import check_mx, make_operands, run_mx
 
 S16 = "V_MFMA_SCALE_F32_16X16X128_F8F6F4"
@@ -150,10 +150,10 @@ def test_gfx950_doubled_k_mfmas_by_default(dt, m, n, k):
     """bf16/f16/i8 on gfx950 take the doubled-K MFMAs (16x16x32, 32x32x16, 16x16x64, 32x32x32: the same cycles
     as the ones they double, llvm-mca-22 -mcpu=gfx950) and = numpy."""
     import ml_dtypes
-
-    import jitgemm
     from jitgemm.codegen.gemm_config import default_config
     from jitgemm.isa.mfma import parse_mfma_name
+
+    import jitgemm
 
     spec, profile = isa.load_spec("gfx950"), isa.target_profile("gfx950")
     p = GemmProblem.make(m, n, k, dt, layout="NT")

@@ -9,10 +9,10 @@ import subprocess
 
 import numpy as np
 import pytest
-
-from jitgemm import isa
 from jitgemm.codegen.dtypes import MX_ELEMENTS, dtype
 from jitgemm.codegen.mfma_catalog import F8F6F4_FORMAT_CODES, f8f6f4_catalog, f8f6f4_mfmas_for
+
+from jitgemm import isa
 from tests.oracles import require_tool
 
 NAMES = ("V_MFMA_F32_16X16X128_F8F6F4", "V_MFMA_F32_32X32X64_F8F6F4", "V_MFMA_SCALE_F32_16X16X128_F8F6F4",
