@@ -5,7 +5,8 @@ Per workgroup and wave as the other GEMMs (codegen/gemm_asm.py: tile origin, wav
 accumulators, the shared epilogue); the main loop differs: every lane loads its own A and B fragments and its
 scales with buffer loads straight into the MFMA's registers, one fragment set per K tile. With prefetch=2 two
 sets alternate, so the next tile's loads are in flight while this tile's MFMAs run (the loop body is emitted once
-per set, its K tail once per set as well). Addresses: per lane and block one offset VGPR per distinct lane
+per set); the partial last tile, if K needs one, is loaded guarded after the full tiles (one copy of the masking
+code). Addresses: per lane and block one offset VGPR per distinct lane
 pattern (computed before the loop), the MFMA step and run within the tile in the instruction offset, the tile's
 K position in soffset (set from the tile index per load, so no state is carried between iterations).
 
@@ -359,37 +360,31 @@ class MxGemmLowering(GemmLowering):
             self._load(0, t, guarded=True)
             self._compute(0)
         else:
+            # full tiles with the next one in flight; the partial last tile (if K needs one) after them, guarded,
+            # in one copy (its loads are not overlapped: one tile per kernel)
             emit("s_cmp_eq_u32", full, 0)
-            e.branch("s_cbranch_scc1", "mx_first_guarded")
+            e.branch("s_cbranch_scc1", "mx_tail")
             self._load(0, t, guarded=False)
             for cur in (0, 1):
-                nxt = 1 - cur
                 e.label(f"mx_set{cur}")
                 emit("s_add_u32", n1, t, 1)
-                emit("s_cmp_ge_u32", n1, tiles)
-                e.branch("s_cbranch_scc1", f"mx_last{cur}")
                 emit("s_cmp_ge_u32", n1, full)
-                e.branch("s_cbranch_scc1", f"mx_guard{cur}")
-                self._load(nxt, n1, guarded=False)
+                e.branch("s_cbranch_scc1", f"mx_last{cur}")
+                self._load(1 - cur, n1, guarded=False)
                 self._compute(cur)
                 emit("s_mov_b32", t, n1)
                 if cur == 1:
                     e.jump("mx_set0")
-            for cur in (0, 1):
-                e.label(f"mx_guard{cur}")
-                self._load(1 - cur, n1, guarded=True)
-                self._compute(cur)
-                self._compute(1 - cur)
-                e.jump("mx_done")
-            e.label("mx_first_guarded")
-            self._load(0, t, guarded=True)
-            self._compute(0)
-            e.jump("mx_done")
             e.label("mx_last0")
             self._compute(0)
-            e.jump("mx_done")
+            e.jump("mx_tail")
             e.label("mx_last1")
             self._compute(1)
+            e.label("mx_tail")
+            emit("s_cmp_ge_u32", full, tiles)
+            e.branch("s_cbranch_scc1", "mx_done")
+            self._load(0, full, guarded=True)
+            self._compute(0)
         e.label("mx_done")
         e.wait(vmcnt=0)
         self._in_loop = False
