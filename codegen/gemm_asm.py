@@ -312,10 +312,6 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
 
 def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
                name: str = "jitgemm_gemm") -> LoweredKernel:
-    """Instructions and resource use of one GEMM kernel class (block-scaled and sub-byte problems: the MX
-    lowering of codegen/gemm_asm_mx.py)."""
-    if problem.scaled:
-        from .gemm_asm_mx import MxGemmLowering
-
-        return MxGemmLowering(problem, config, spec, target, name).lower()
+    """Instructions and resource use of one GEMM kernel class (block-scaled and sub-byte problems:
+    codegen/gemm_asm_mx.lower_mx_gemm)."""
     return GemmLowering(problem, config, spec, target, name).lower()

@@ -27,50 +27,9 @@ from .gemm_asm import GemmLowering
 from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import log2_exact, validate_config
-from .gemm_plan_mx import MAX_BUFFER_OFFSET, SHUFFLE_CHUNK, SHUFFLE_COLS, SHUFFLE_ROWS, MxOperand, MxPlan
+from .gemm_plan_mx import SHUFFLE_CHUNK, SHUFFLE_ROWS, MxOperand, MxPlan, element_offsets, scale_offsets
 
 E8M0_ONE = 127            # the scale of a side without scales: 2^0
-_IMM_ROOM = 16            # bytes the tail's per-dword loads add to an instruction offset
-
-
-def _preshuffled_k(kb: int) -> int:
-    """Offset of K byte `kb` of a column within its 16-row group of the 16x16 pre-shuffled weight layout."""
-    return (kb // 32) * 512 + ((kb // 16) % 2) * 256 + kb % 16
-
-
-def _shuffled_scale_k(kk: int) -> int:
-    """Offset of scale column `kk` (within the tile's column groups) in the shuffled scale layout, for row 0."""
-    return (kk // SHUFFLE_COLS) * SHUFFLE_CHUNK + (kk % 4) * 64 + ((kk // 4) % 2) * 2
-
-
-def _split(values: list[int]) -> tuple[tuple, int]:
-    """(lane-pattern key, instruction offset): values per lane group minus the first, which goes to the
-    instruction offset unless it is beyond its 12 bits (then it stays in the key's register)."""
-    rem = tuple(v - values[0] for v in values)
-    if values[0] > MAX_BUFFER_OFFSET - _IMM_ROOM:
-        return (rem, values[0]), 0
-    return (rem, 0), values[0]
-
-
-def element_offsets(op: MxOperand, steps: int) -> dict[tuple[int, int], tuple[tuple, int]]:
-    """(K step, load) -> (offset-register key, instruction offset) of an operand's fragment loads."""
-    out = {}
-    for s in range(steps):
-        for q, ld in enumerate(op.loads):
-            kbs = [s * op.mfma_bytes + kb for kb in ld.kbyte]
-            out[(s, q)] = _split([_preshuffled_k(kb) if op.preshuffle else kb for kb in kbs])
-    return out
-
-
-def scale_offsets(op: MxOperand, steps: int, mfma_k: int) -> dict[int, tuple[tuple, int]]:
-    """K step -> (offset-register key, instruction offset) of an operand's byte scale loads: lane group g reads
-    K block s * (mfma_k / 32) + g of the tile."""
-    per_step = mfma_k // 32
-    out = {}
-    for s in range(steps):
-        kks = [s * per_step + g for g in range(op.groups)]
-        out[s] = _split([_shuffled_scale_k(kk) if op.scale == "shuffled" else kk for kk in kks])
-    return out
 
 
 class MxGemmLowering(GemmLowering):
@@ -599,3 +558,9 @@ class MxGemmLowering(GemmLowering):
                     op_sel_hi = (sel_a >> 1, sel_b >> 1, 0)
                     self.emit(m.name.lower(), acc, fa, fb, acc, sa, sb, op_sel=op_sel if any(op_sel) else None,
                               op_sel_hi=op_sel_hi if any(op_sel_hi) else None, **codes)
+
+
+def lower_mx_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
+                  name: str = "jitgemm_gemm"):
+    """Instructions and resource use of one block-scaled, sub-byte or weight-only GEMM kernel class."""
+    return MxGemmLowering(problem, config, spec, target, name).lower()

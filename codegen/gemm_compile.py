@@ -30,8 +30,10 @@ def _asm(build: Build) -> str:
     from jitgemm.isa.printer import format_item
 
     from .gemm_asm import lower_gemm
+    from .gemm_asm_mx import lower_mx_gemm
 
-    build.lowered = lower_gemm(build.problem, build.config, build.spec, build.profile, build.name)
+    lower = lower_mx_gemm if build.problem.scaled else lower_gemm     # block-scaled, sub-byte, weight-only
+    build.lowered = lower(build.problem, build.config, build.spec, build.profile, build.name)
     return "".join(format_item(item) + "\n" for item in build.lowered.instructions)
 
 

@@ -322,6 +322,9 @@ def _make_mx_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: 
     no LDS; IRError for a limit it exceeds."""
     from .gemm_plan_mx import check_mx, mx_vgprs
 
+    for what, value in (("tile_m", config.tile_m), ("tile_n", config.tile_n), ("depth_k", config.depth_k),
+                        ("waves_m", config.waves_m), ("waves_n", config.waves_n)):
+        log2_exact(value, what)
     mfma, mx = check_mx(problem, config, spec, target)
     agprs = mx.a.blocks * mx.b.blocks * mfma.acc_regs
     vgprs = mx_vgprs(mx)

@@ -36,13 +36,14 @@ from jitgemm.isa.targets import TargetProfile
 from .dtypes import DType
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .mfma_catalog import F8F6F4_FORMAT_CODES as F8F6F4_CODE
-from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named
+from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, mfmas_for
 
 MAX_BUFFER_OFFSET = 4095      # MUBUF instruction offset: 12 bits
 SHUFFLE_ROWS, SHUFFLE_COLS, SHUFFLE_CHUNK = 32, 8, 256   # one 256-byte chunk of the shuffled scale layout
 # VGPRs outside fragments, scales and offsets: v0, lane, wave, OOB, per-side g/r/row temps, the guarded tile's
 # mask temporaries and the {~0, 0} pair, and the constants (127, 0xFFFF, 0xFFFF0000)
 MX_FIXED_VGPRS = 24
+_IMM_ROOM = 16            # bytes the K tail's per-dword loads add to an instruction offset
 
 
 @dataclass(frozen=True)
@@ -166,14 +167,10 @@ def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[M
 
 
 def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> tuple[Mfma, MxPlan]:
-    """The MFMA and MX plan of a legal config; IRError naming the field that does not fit otherwise."""
-    from .gemm_plan import log2_exact
-
+    """The MFMA and MX plan of a legal config (its tile sizes already checked to be powers of two by
+    gemm_plan); IRError naming the field that does not fit otherwise."""
     p, c = problem, config
     mfma = weight_only_mfma(p, c, spec) if p.weight_only else mx_mfma(p, c, spec)
-    for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
-                        ("waves_m", c.waves_m), ("waves_n", c.waves_n)):
-        log2_exact(value, what)
     wave_m, wave_n = c.wave_tile
     if c.tile_m % c.waves_m or c.tile_n % c.waves_n or wave_m % mfma.m or wave_n % mfma.n:
         raise IRError(f"tile {c.tile_m}x{c.tile_n} over {c.waves_m}x{c.waves_n} waves is not a multiple of the MFMA "
@@ -209,8 +206,6 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
 
 def weight_only_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
     """The 16x16x32 MFMA of A's type that config.mfma names (the K layout above needs 8 consecutive K per lane)."""
-    from .mfma_catalog import mfmas_for
-
     usable = [x for x in mfmas_for(spec, problem.a, problem.a) if x.m == x.n == 16 and x.k * x.m == 64 * 8]
     inst = spec.find_instruction(config.mfma)
     found = next((x for x in usable if inst is not None and x.name == inst.name), None)
@@ -236,9 +231,7 @@ def weight_only_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -
 
 
 def _offset_keys(op: MxOperand, steps: int) -> int:
-    """Distinct per-lane offset registers per block (see gemm_asm_mx.MxGemmLowering._offsets)."""
-    from .gemm_asm_mx import element_offsets
-
+    """Distinct per-lane offset registers per block (gemm_asm_mx.MxGemmLowering._setup)."""
     return len({key for key, _ in element_offsets(op, steps).values()})
 
 
@@ -252,3 +245,44 @@ def mx_vgprs(mx: MxPlan) -> int:
     if mx.weight_only:
         total += 2 * CONVERT_REGS + 2
     return total
+
+
+# --- per-lane address patterns (the lowering turns each key into one offset VGPR per block) ---------------------
+def _preshuffled_k(kb: int) -> int:
+    """Offset of K byte `kb` of a column within its 16-row group of the 16x16 pre-shuffled weight layout."""
+    return (kb // 32) * 512 + ((kb // 16) % 2) * 256 + kb % 16
+
+
+def _shuffled_scale_k(kk: int) -> int:
+    """Offset of scale column `kk` (within the tile's column groups) in the shuffled scale layout, for row 0."""
+    return (kk // SHUFFLE_COLS) * SHUFFLE_CHUNK + (kk % 4) * 64 + ((kk // 4) % 2) * 2
+
+
+def _split(values: list[int]) -> tuple[tuple, int]:
+    """(lane-pattern key, instruction offset): values per lane group minus the first, which goes to the
+    instruction offset unless it is beyond its 12 bits (then it stays in the key's register)."""
+    rem = tuple(v - values[0] for v in values)
+    if values[0] > MAX_BUFFER_OFFSET - _IMM_ROOM:
+        return (rem, values[0]), 0
+    return (rem, 0), values[0]
+
+
+def element_offsets(op: MxOperand, steps: int) -> dict[tuple[int, int], tuple[tuple, int]]:
+    """(K step, load) -> (offset-register key, instruction offset) of an operand's fragment loads."""
+    out = {}
+    for s in range(steps):
+        for q, ld in enumerate(op.loads):
+            kbs = [s * op.mfma_bytes + kb for kb in ld.kbyte]
+            out[(s, q)] = _split([_preshuffled_k(kb) if op.preshuffle else kb for kb in kbs])
+    return out
+
+
+def scale_offsets(op: MxOperand, steps: int, mfma_k: int) -> dict[int, tuple[tuple, int]]:
+    """K step -> (offset-register key, instruction offset) of an operand's byte scale loads: lane group g reads
+    K block s * (mfma_k / 32) + g of the tile."""
+    per_step = mfma_k // 32
+    out = {}
+    for s in range(steps):
+        kks = [s * per_step + g for g in range(op.groups)]
+        out[s] = _split([_shuffled_scale_k(kk) if op.scale == "shuffled" else kk for kk in kks])
+    return out
