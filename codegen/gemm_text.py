@@ -32,7 +32,7 @@ _GRAMMAR = r"""
 """
 
 _PROBLEM_KEYS = ("m", "n", "k", "batch", "a", "b", "c", "d", "acc", "layout", "lda", "ldb", "ldc", "ldd",
-                 "alpha", "beta", "bias", "act")
+                 "alpha", "beta", "bias", "act", "a_scale", "b_scale", "scale_block", "b_preshuffle")
 _CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec", "lds_buffers")
 
 
@@ -60,6 +60,9 @@ def format_problem(p: GemmProblem) -> str:
         if ld is not None:
             parts.append(f"ld{op}={ld}")
     parts += [f"alpha={_num(p.alpha)}", f"beta={_num(p.beta)}", f"bias={p.bias}", f"act={p.activation}"]
+    if p.scaled:      # block-scaled problems: the scale and weight layouts shape the kernel (and its cache key)
+        parts += [f"a_scale={p.a_scale}", f"b_scale={p.b_scale}", f"scale_block={p.scale_block}",
+                  f"b_preshuffle={p.b_preshuffle}"]
     return "gemm " + " ".join(parts)
 
 
@@ -115,8 +118,8 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
     for required in ("m", "n", "k", "a"):
         if required not in kv:
             raise IRError(f"{source}: gemm needs {required}=...")
-    ints = {key: _int(kv[key], key, source) for key in ("m", "n", "k", "batch", "lda", "ldb", "ldc", "ldd")
-            if key in kv}
+    ints = {key: _int(kv[key], key, source) for key in ("m", "n", "k", "batch", "lda", "ldb", "ldc", "ldd",
+                                                         "scale_block") if key in kv}
     floats = {key: _float(kv[key], key, source) for key in ("alpha", "beta") if key in kv}
     names = {key: str(kv[key]) for key in ("b", "c", "d", "acc") if key in kv}
     try:
@@ -125,7 +128,9 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
             acc=names.get("acc"), layout=str(kv.get("layout", "NN")), batch=ints.get("batch", 1),
             lda=ints.get("lda"), ldb=ints.get("ldb"), ldc=ints.get("ldc"), ldd=ints.get("ldd"),
             alpha=floats.get("alpha", 1.0), beta=floats.get("beta", 0.0), bias=str(kv.get("bias", "none")),
-            activation=str(kv.get("act", "none")))
+            activation=str(kv.get("act", "none")), a_scale=str(kv.get("a_scale", "none")),
+            b_scale=str(kv.get("b_scale", "none")), scale_block=ints.get("scale_block", 32),
+            b_preshuffle=str(kv.get("b_preshuffle", "none")))
     except ValueError as exc:  # IRError, and unknown dtype names
         raise IRError(f"{source}:{problem_tree.meta.line}: {exc}") from None
     config = None

@@ -173,3 +173,20 @@ def test_gfx950_doubled_k_mfmas_by_default(dt, m, n, k):
         assert (d == want).all()
     else:   # fp32 accumulation of exact 16-bit products
         np.testing.assert_allclose(d, want, rtol=1e-5, atol=1e-5 * np.abs(want).max())
+
+
+def test_scale_and_weight_layouts_name_distinct_kernels():
+    """The IR text (cache keys, kernel names, contracts' source) carries the scale and weight layouts, and reads
+    back: a plain-scale kernel is never served for a shuffled-scale problem."""
+    from jitgemm.codegen.gemm_text import format_ir, parse
+    from jitgemm.codegen.kernel_abi import kernel_name
+
+    config = GemmConfig(64, 64, 256, 2, 2, S16)
+    names = set()
+    for kw in (dict(a_scale="plain", b_scale="plain"), dict(a_scale="shuffled", b_scale="plain"),
+               dict(a_scale="plain", b_scale="shuffled"), dict(a_scale="plain", b_scale="plain", b_preshuffle="16x16"),
+               dict(b_scale="plain")):
+        p = GemmProblem.make(64, 64, 256, "fp4", "fp4", **kw)
+        assert parse(format_ir(p, config)) == (p, config)
+        names.add(kernel_name(p, config))
+    assert len(names) == 5
