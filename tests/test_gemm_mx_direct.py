@@ -71,10 +71,23 @@ def test_weight_only(a, b):
     assert "v_cvt_scalef32_pk" in kernel.stages["asm"] and not kernel.spills and kernel.lds_bytes == 0
 
 
-@pytest.mark.parametrize("m, n, k", [(1, 1, 32), (17, 5, 6), (33, 65, 130)])
+@pytest.mark.parametrize("m, n, k", [(1, 1, 32), (17, 5, 10), (33, 65, 130)])
 def test_sizes(m, n, k):
-    """One row or column, K shorter than a dword of fp4 (3 bytes), K blocks cut short."""
+    """One row or column, a row of 5 bytes (fp4: its second dword partial), K blocks cut short."""
     run_mx(GemmProblem.make(m, n, k, "fp4", "fp8_e5m2", a_scale="plain", b_scale="shuffled"), seed=m + n + k)
+
+
+def test_k_shorter_than_a_dword_is_refused_not_misread():
+    """A one-row fp4 matrix of K < 8 is under 4 bytes: the contract says K >= 8 (legality.min.k)."""
+    from jitgemm.api import GemmCall, MatmulError, launch
+    from jitgemm.contract import Contract
+
+    p = GemmProblem.make(1, 1, 6, "fp4", "fp4", a_scale="plain", b_scale="plain")
+    kernel = compile_gemm(p, target="gfx950")
+    ops = make_operands(p)
+    with pytest.raises(MatmulError, match="k"):
+        launch(GemmCall(p, ops.values, ops.d, {"a": 16, "b": 16, "c": 16, "bias": 16}), kernel.code_object,
+               kernel.name, Contract.load(kernel.contract), backend="emu")
 
 
 def test_unscaled_fp4_and_fp6_use_the_unscaled_mfma():
