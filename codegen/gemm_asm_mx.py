@@ -69,6 +69,7 @@ class MxGemmLowering(GemmLowering):
     def _batch_offsets(self, wg_z: Reg) -> None:
         """ptr_X += wg_z * stride_X * bits / 8 for every matrix and scale array (64-bit)."""
         emit, a, p = self.emit, self.args, self.p
+        mark = self.ra.next["s"]
         prod = self.ra.take("s", 2, align=2)
         lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
         items = [("a", p.a.bits, "stride_a"), ("b", p.b.bits, "stride_b"), ("d", p.d.bits, "stride_d")]
@@ -82,6 +83,7 @@ class MxGemmLowering(GemmLowering):
             self._bits_to_bytes(prod, bits)
             emit("s_add_u32", Reg("s", ptr.index), Reg("s", ptr.index), lo)
             emit("s_addc_u32", Reg("s", ptr.index + 1), Reg("s", ptr.index + 1), hi)
+        self.ra.release("s", mark)                 # the products are dead: the descriptors reuse them
 
     def _descriptor(self, ptr: Reg) -> tuple[Reg, Reg]:
         """A raw buffer descriptor of `ptr`; (descriptor, its num_records word for the caller to fill)."""
@@ -264,6 +266,7 @@ class MxGemmLowering(GemmLowering):
     # --- the loop --------------------------------------------------------------------------------------------
     def _main_loop(self) -> None:
         emit, ra, c, mx, e = self.emit, self.ra, self.c, self.mx, self.e
+        smark = ra.next["s"]
         if not hasattr(self, "stmp0"):
             self.stmp0 = ra.take("s")
         self.stmp, self.stmp2 = ra.take("s"), ra.take("s")
@@ -347,6 +350,9 @@ class MxGemmLowering(GemmLowering):
         e.label("mx_done")
         e.wait(vmcnt=0)
         self._in_loop = False
+        # the loop's SGPRs (and constants first made in it) are dead: the epilogue reuses them
+        ra.release("s", smark)
+        self._kregs = {v: r for v, r in self.__dict__.get("_kregs", {}).items() if r.index < smark}
 
     def _load(self, sset: int, tile: Reg, guarded: bool) -> None:
         """Every fragment and scale load of K tile `tile` (an SGPR) into register set `sset`; guarded: the tile

@@ -57,11 +57,8 @@ def _scales(rng: np.random.Generator, rows: int, blocks: int, narrow: bool) -> n
     return rng.integers(lo, hi, size=(rows, blocks)).astype(np.uint8)
 
 
-def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad: int = 0,
-                  extremes: bool = True) -> MxOperands:
-    """Operands and reference of an MX x MX problem (batch 1)."""
-    p = problem
-    rng = np.random.default_rng(seed)
+def _one(p: GemmProblem, rng: np.random.Generator, extremes: bool, nans: bool):
+    """One batch entry: (stored A, stored B, {op: stored scales}, reference A @ B^T, sum |products|)."""
     nb = -(-p.k // p.scale_block)
     wo = p.weight_only
     ca = rng.standard_normal((p.m, p.k)).astype(p.a.numpy) if wo else _codes(rng, p.a.name, (p.m, p.k))
@@ -80,9 +77,9 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
         if nb > 1:
             sb[:2, 1] = (254, 0)[: p.n]
             sa[:, 1] = rng.integers(40, 60, size=p.m)
-    if p.a_scale != "none" and p.m > 2:
+    if nans and p.a_scale != "none" and p.m > 2:
         sa[2, nb - 1] = mx.E8M0_NAN
-    if p.b_scale != "none" and p.n > 2:
+    if nans and p.b_scale != "none" and p.n > 2:
         sb[2, 0] = mx.E8M0_NAN
     deq_a = ca.astype(np.float64) if wo else mx.codes_to_float(ca, p.a.name)
     deq_b = mx.codes_to_float(cb, p.b.name)
@@ -102,26 +99,58 @@ def make_operands(problem: GemmProblem, seed: int = 0, lda_pad: int = 0, ldb_pad
     b_store = _store_rows(cb, p.b.name, ldb)
     if p.b_preshuffle == "16x16":
         b_store = mx.shuffle_weight(b_store)
-    values = {"a": a_store.reshape(-1).copy(), "b": b_store.reshape(-1).copy(), "c": None, "bias": None,
-              "m": p.m, "n": p.n, "k": p.k, "batch": 1, "lda": lda, "ldb": ldb, "ldc": p.n, "ldd": p.n,
-              "stride_a": 0, "stride_b": 0, "stride_c": 0, "stride_d": 0, "alpha": p.alpha, "beta": p.beta,
-              "a_scale": None, "b_scale": None, "ld_a_scale": 0, "ld_b_scale": 0, "stride_a_scale": 0,
-              "stride_b_scale": 0}
-    for op, s in (("a", sa), ("b", sb)):
+    scales = {}
+    for op, sc in (("a", sa), ("b", sb)):
         layout = getattr(p, f"{op}_scale")
         if layout == "plain":          # two garbage (NaN) columns past ceil(K/32)
-            stored = np.full((s.shape[0], nb + 2), mx.E8M0_NAN, np.uint8)
-            stored[:, :nb] = s
+            stored = np.full((sc.shape[0], nb + 2), mx.E8M0_NAN, np.uint8)
+            stored[:, :nb] = sc
         elif layout == "shuffled":
-            stored = mx.shuffle_scales(s)
+            stored = mx.shuffle_scales(sc)
         else:
             continue
-        values[f"{op}_scale"] = stored.reshape(-1).copy()
+        scales[op] = stored
+    return a_store, b_store, scales, want, bound
+
+
+def make_operands(problem: GemmProblem, seed: int = 0, extremes: bool = True, nans: bool = True) -> MxOperands:
+    """Operands and reference of an MX problem (every batch entry its own data; C, bias and the activation as
+    the problem says: C fp32 when the problem has one, bias float32)."""
+    p = problem
+    rng = np.random.default_rng(seed)
+    parts = [_one(p, rng, extremes, nans) for _ in range(p.batch)]
+    flat = lambda xs: np.concatenate([x.reshape(-1) for x in xs])  # noqa: E731
+    a_store, b_store = parts[0][0], parts[0][1]
+    values = {"a": flat([x[0] for x in parts]), "b": flat([x[1] for x in parts]), "c": None, "bias": None,
+              "m": p.m, "n": p.n, "k": p.k, "batch": p.batch, "lda": p.lead["a"], "ldb": p.lead["b"], "ldc": p.n,
+              "ldd": p.n, "stride_a": p.m * p.lead["a"], "stride_b": p.n * p.lead["b"], "stride_c": p.m * p.n,
+              "stride_d": p.m * p.n, "alpha": p.alpha, "beta": p.beta, "a_scale": None, "b_scale": None,
+              "ld_a_scale": 0, "ld_b_scale": 0, "stride_a_scale": 0, "stride_b_scale": 0}
+    assert a_store.size * a_store.itemsize * 8 == p.m * p.lead["a"] * p.a.bits
+    assert b_store.size * 8 == p.n * p.lead["b"] * p.b.bits
+    for op in parts[0][2]:
+        stored = parts[0][2][op]
+        values[f"{op}_scale"] = flat([x[2][op] for x in parts])
         values[f"ld_{op}_scale"] = stored.shape[1]
-    d = np.full((p.m, p.n), np.nan, dtype=p.d.numpy)       # poison: every element must be written
+        values[f"stride_{op}_scale"] = stored.size
+    want = p.alpha * np.stack([x[3] for x in parts])
+    bound = abs(p.alpha) * np.stack([x[4] for x in parts])
+    if p.c is not None:
+        c = rng.standard_normal((p.batch, p.m, p.n)).astype(np.float32) * np.float32(1000)
+        values["c"] = c.reshape(-1)
+        want = want + p.beta * c
+        bound = bound + abs(p.beta) * np.abs(c)
+    if p.bias != "none":
+        bias = rng.standard_normal(p.m if p.bias == "m" else p.n).astype(np.float32) * np.float32(1000)
+        values["bias"] = bias
+        want = want + (bias[None, :, None] if p.bias == "m" else bias[None, None, :])
+        bound = bound + np.abs(bias[None, :, None] if p.bias == "m" else bias[None, None, :])
+    if p.activation == "relu":
+        want = np.maximum(want, 0.0)
+    shape = (p.batch, p.m, p.n) if p.batch > 1 else (p.m, p.n)
+    d = np.full(shape, np.nan, dtype=p.d.numpy)       # poison: every element must be written
     values["d"] = d.reshape(-1)
-    want = p.alpha * want
-    return MxOperands(values, d, want, abs(p.alpha) * bound)
+    return MxOperands(values, d, want.reshape(shape), bound.reshape(shape))
 
 
 def check_mx(problem: GemmProblem, got: np.ndarray, ops: MxOperands) -> None:
@@ -140,7 +169,7 @@ def check_mx(problem: GemmProblem, got: np.ndarray, ops: MxOperands) -> None:
 
 
 def run_mx(problem: GemmProblem, config=None, seed: int = 0, strict: bool = False, lda_pad: int = 0,
-           ldb_pad: int = 0, generator: str = "asm"):
+           ldb_pad: int = 0, generator: str = "asm", nans: bool = True):
     """Compile (direct generator unless told), launch through the contract in the emulator, check."""
     from dataclasses import replace
 
@@ -154,7 +183,7 @@ def run_mx(problem: GemmProblem, config=None, seed: int = 0, strict: bool = Fals
                           ldb=problem.k + ldb_pad if ldb_pad else None)
         problem.validate()
     compiled = gen_of(generator).compile(problem, config, target="gfx950")
-    ops = make_operands(problem, seed)
+    ops = make_operands(problem, seed, nans=nans)
     call = GemmCall(problem, ops.values, ops.d, {"a": 16, "b": 16, "c": 16, "bias": 16})
     got = launch(call, compiled.code_object, compiled.name, Contract.load(compiled.contract), backend="emu",
                  strict=strict)

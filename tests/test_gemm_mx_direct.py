@@ -90,6 +90,23 @@ def test_k_shorter_than_a_dword_is_refused_not_misread():
                kernel.name, Contract.load(kernel.contract), backend="emu")
 
 
+@pytest.mark.parametrize("a, b, kw", [
+    ("fp6_e2m3", "fp4", dict(a_scale="plain", b_scale="shuffled")),
+    ("bf16", "fp6_e3m2", dict(b_scale="plain", b_preshuffle="16x16")),
+])
+def test_batched(a, b, kw):
+    """Batch strides of packed (fp6: 3/4 byte per element) and 16-bit operands and of the scale arrays."""
+    run_mx(GemmProblem.make(24, 32, 256, a, b, d="fp32", batch=3, **kw), seed=5)
+
+
+@pytest.mark.parametrize("kw", [dict(c="fp32", beta=-0.5, alpha=2.0, bias="n", activation="relu"),
+                                dict(d="bf16", c="fp32", beta=1.0, bias="m")])
+def test_epilogues(kw):
+    """alpha, beta * C, bias and relu after MX accumulation (the shared epilogue; no NaN scales here: relu(NaN)
+    is 0 on the hardware's v_max_f32, NaN in numpy)."""
+    run_mx(GemmProblem.make(40, 48, 300, "fp4", "fp8_e4m3", a_scale="plain", b_scale="plain", **kw), nans=False)
+
+
 def test_unscaled_fp4_and_fp6_use_the_unscaled_mfma():
     p = GemmProblem.make(40, 24, 200, "fp4", "fp6_e3m2")
     kernel = run_mx(p, GemmConfig(64, 32, 128, 2, 1, U32))
