@@ -28,6 +28,7 @@ from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import log2_exact, validate_config
 from .gemm_plan_mx import SHUFFLE_CHUNK, SHUFFLE_ROWS, MxOperand, MxPlan, element_offsets, scale_offsets
+from .kernel_abi import LoweredKernel
 
 E8M0_ONE = 127            # the scale of a side without scales: 2^0
 
@@ -567,6 +568,6 @@ class MxGemmLowering(GemmLowering):
 
 
 def lower_mx_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
-                  name: str = "jitgemm_gemm"):
+                  name: str = "jitgemm_gemm") -> LoweredKernel:
     """Instructions and resource use of one block-scaled, sub-byte or weight-only GEMM kernel class."""
     return MxGemmLowering(problem, config, spec, target, name).lower()

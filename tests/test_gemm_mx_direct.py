@@ -109,7 +109,7 @@ def test_epilogues(kw):
 
 def test_unscaled_fp4_and_fp6_use_the_unscaled_mfma():
     p = GemmProblem.make(40, 24, 200, "fp4", "fp6_e3m2")
-    kernel = run_mx(p, GemmConfig(64, 32, 128, 2, 1, U32))
+    kernel = run_mx(p, GemmConfig(64, 32, 128, 2, 1, U32), strict=True)
     assert "v_mfma_f32_32x32x64_f8f6f4" in kernel.stages["asm"] and "cbsz:4 blgp:3" in kernel.stages["asm"]
 
 
