@@ -24,7 +24,7 @@ from jitgemm.isa.targets import TargetProfile
 
 from .asm_emit import Emitter, RegAlloc, emit_facts
 from .gemm_asm import GemmLowering
-from .gemm_asm_staging import BUFFER_LOAD
+from .gemm_asm_staging import BUFFER_LOAD, Thunk
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import log2_exact, validate_config
 from .gemm_plan_mx import SHUFFLE_CHUNK, SHUFFLE_ROWS, MxOperand, MxPlan, element_offsets, scale_offsets
@@ -333,8 +333,7 @@ class MxGemmLowering(GemmLowering):
                 emit("s_add_u32", n1, t, 1)
                 emit("s_cmp_ge_u32", n1, full)
                 e.branch("s_cbranch_scc1", f"mx_last{cur}")
-                self._load(1 - cur, n1, guarded=False)
-                self._compute(cur)
+                self._compute(cur, fillers=self._load_thunks(1 - cur, n1))
                 emit("s_mov_b32", t, n1)
                 if cur == 1:
                     e.jump("mx_set0")
@@ -358,46 +357,75 @@ class MxGemmLowering(GemmLowering):
     def _load(self, sset: int, tile: Reg, guarded: bool) -> None:
         """Every fragment and scale load of K tile `tile` (an SGPR) into register set `sset`; guarded: the tile
         reaches past K (elements past K read 0, their scales 2^-127)."""
+        if not guarded:
+            for thunk in self._load_thunks(sset, tile):
+                thunk()
+            return
         emit, a, mx = self.emit, self.args, self.mx
         frag, scales = self.sets[sset]
+        self._tile_offsets(tile)
         for op in self.ops:
-            emit("s_mul_i32", self.soff[op.name], tile, op.k_step)
-            if op.scale != "none":
-                step = self.c.depth_k if op.scale == "shuffled" else self.c.depth_k // self.p.scale_block
-                emit("s_mul_i32", self.ssoff[op.name], tile, step)
-            if guarded:
-                kb = self.kbits[op.name]                         # K bits of a row left from this tile on
-                emit("s_mul_i32", self.stmp, tile, 8 * op.depth_bytes)
-                emit("s_mul_i32", kb, a["k"], op.dtype.bits)
-                emit("s_sub_i32", kb, kb, self.stmp)
-                if op.scale != "none":                           # scale blocks left from this tile on
-                    emit("s_mul_i32", self.stmp, tile, self.c.depth_k // self.p.scale_block)
-                    emit("s_sub_i32", self.sbound[op.name], self.nblocks, self.stmp)
+            kb = self.kbits[op.name]                         # K bits of a row left from this tile on
+            emit("s_mul_i32", self.stmp, tile, 8 * op.depth_bytes)
+            emit("s_mul_i32", kb, a["k"], op.dtype.bits)
+            emit("s_sub_i32", kb, kb, self.stmp)
+            if op.scale != "none":                           # scale blocks left from this tile on
+                emit("s_mul_i32", self.stmp, tile, self.c.depth_k // self.p.scale_block)
+                emit("s_sub_i32", self.sbound[op.name], self.nblocks, self.stmp)
         pending = []
         for op in self.ops:
             eoffs = element_offsets(op, mx.steps)
-            rsrc, soff = self.rsrc[op.name], self.soff[op.name]
             for blk in range(op.blocks):
                 for s in range(mx.steps):
                     for q, ld in enumerate(op.loads):
                         key, imm = eoffs[(s, q)]
                         voff = self.offs[op.name][blk][key]
                         dst = Reg("v", frag[op.name][blk].index + s * op.regs + ld.reg, ld.nbytes // 4)
-                        if not guarded:
-                            emit(BUFFER_LOAD[ld.nbytes], dst, voff, rsrc, soff, offen=True, offset=imm or None)
-                            continue
                         for d in range(ld.nbytes // 4):
                             pos = s * op.mfma_bytes + ld.kbyte[0] + 4 * d
                             word = Reg("v", dst.index + d)
                             self._tail_dword_load(op, word, voff, imm + 4 * d, pos)
                             pending.append((op, word, pos, voff, imm + 4 * d))
-            self._scale_loads(op, scales[op.name], guarded)
+            for thunk in self._scale_loads(op, scales[op.name], guarded=True):
+                thunk()
         for op, word, pos, voff, imm in pending:
             self._tail_dword_mask(op, word, pos, voff, imm)
-        if guarded:
-            for op in self.ops:
-                if op.scale_mode == "dword":
-                    self._tail_scale_mask(op, scales[op.name])
+        for op in self.ops:
+            if op.scale_mode == "dword":
+                self._tail_scale_mask(op, scales[op.name])
+
+    def _tile_offsets(self, tile: Reg) -> None:
+        """soffset of every operand and scale array for K tile `tile`."""
+        emit = self.emit
+        for op in self.ops:
+            emit("s_mul_i32", self.soff[op.name], tile, op.k_step)
+            if op.scale != "none":
+                step = self.c.depth_k if op.scale == "shuffled" else self.c.depth_k // self.p.scale_block
+                emit("s_mul_i32", self.ssoff[op.name], tile, step)
+
+    def _load_thunks(self, sset: int, tile: Reg) -> list[Thunk]:
+        """The unguarded loads of tile `tile` into set `sset`, one thunk per load (the first sets the soffsets),
+        A and B blocks alternating so the MFMAs they are spread between keep both streams going."""
+        mx = self.mx
+        frag, scales = self.sets[sset]
+        per_op = []
+        for op in self.ops:
+            eoffs = element_offsets(op, mx.steps)
+            rsrc, soff = self.rsrc[op.name], self.soff[op.name]
+            loads: list[Thunk] = []
+            for blk in range(op.blocks):
+                for s in range(mx.steps):
+                    for q, ld in enumerate(op.loads):
+                        key, imm = eoffs[(s, q)]
+                        dst = Reg("v", frag[op.name][blk].index + s * op.regs + ld.reg, ld.nbytes // 4)
+                        loads.append(lambda ld=ld, dst=dst, voff=self.offs[op.name][blk][key], rsrc=rsrc, soff=soff,
+                                     imm=imm: self.emit(BUFFER_LOAD[ld.nbytes], dst, voff, rsrc, soff, offen=True,
+                                                        offset=imm or None))
+            per_op.append(loads + self._scale_loads(op, scales[op.name], guarded=False))
+        out: list[Thunk] = [lambda: self._tile_offsets(tile)]
+        for i in range(max(len(x) for x in per_op)):
+            out += [x[i] for x in per_op if i < len(x)]
+        return out
 
     def _valid_bits(self, op: MxOperand, pos: int, vb: Reg) -> None:
         """vb = bits of the lane's dword at K byte `pos` (+ its lane group's run) that lie inside K."""
@@ -444,32 +472,39 @@ class MxGemmLowering(GemmLowering):
         emit("v_lshrrev_b64", self.mask, t, self.ones)   # low word: ~0 >> (32 - valid bits)
         emit("v_and_b32", word, word, Reg("v", self.mask.index))
 
-    def _scale_loads(self, op: MxOperand, regs: list[Reg], guarded: bool) -> None:
+    def _scale_loads(self, op: MxOperand, regs: list[Reg], guarded: bool) -> list[Thunk]:
+        """One thunk per scale load of the operand (none without scales)."""
         if op.scale == "none":
-            return
+            return []
         emit = self.emit
         n = op.name
         rsrc, soff = self.rsrc[f"{n}_scale"], self.ssoff[n]
+        out: list[Thunk] = []
         if op.scale_mode == "dword":
-            pairs = -(-op.blocks // 2)
-            for pair in range(pairs):
-                for sp in range(-(-self.mx.steps // 2)):
-                    emit("buffer_load_dword", regs[pair * -(-self.mx.steps // 2) + sp], self.soffs_v[n][pair], rsrc,
-                         soff, offen=True, offset=sp * SHUFFLE_CHUNK or None)
-            return
+            spairs = -(-self.mx.steps // 2)
+            for pair in range(-(-op.blocks // 2)):
+                for sp in range(spairs):
+                    out.append(lambda dst=regs[pair * spairs + sp], voff=self.soffs_v[n][pair], sp=sp:
+                               emit("buffer_load_dword", dst, voff, rsrc, soff, offen=True,
+                                    offset=sp * SHUFFLE_CHUNK or None))
+            return out
         soffs = scale_offsets(op, self.mx.steps, self.mfma.k)
         per_step = self.mfma.k // self.p.scale_block
+
+        def load(dst: Reg, voff: Reg, imm: int, s: int) -> None:
+            if guarded:          # K blocks past ceil(K / 32): out of range (reads 0 = 2^-127)
+                emit("s_sub_i32", self.stmp, self.sbound[n], s * per_step)
+                emit("v_cmp_gt_i32", VCC, self.stmp, self.g[n])
+                emit("v_cndmask_b32", self.temps[2], self.oob, voff, VCC)
+                voff = self.temps[2]
+            emit("buffer_load_ubyte", dst, voff, rsrc, soff, offen=True, offset=imm or None)
+
         for blk in range(op.blocks):
             for s in range(self.mx.steps):
                 key, imm = soffs[s]
-                voff = self.soffs_v[n][blk][key]
-                if guarded:          # K blocks past ceil(K / 32): out of range (reads 0 = 2^-127)
-                    emit("s_sub_i32", self.stmp, self.sbound[n], s * per_step)
-                    emit("v_cmp_gt_i32", VCC, self.stmp, self.g[n])
-                    emit("v_cndmask_b32", self.temps[2], self.oob, voff, VCC)
-                    voff = self.temps[2]
-                emit("buffer_load_ubyte", regs[blk * self.mx.steps + s], voff, rsrc, soff, offen=True,
-                     offset=imm or None)
+                out.append(lambda dst=regs[blk * self.mx.steps + s], voff=self.soffs_v[n][blk][key], imm=imm, s=s:
+                           load(dst, voff, imm, s))
+        return out
 
     def _tail_scale_mask(self, op: MxOperand, regs: list[Reg]) -> None:
         """Shuffled dwords of the tail: bytes of K blocks past ceil(K / 32) cleared (2^-127). Byte c1*2 + r1 of
@@ -524,7 +559,7 @@ class MxGemmLowering(GemmLowering):
             emit(f"v_cvt_scalef32_pk_{out}_{src}", Reg("v", conv.index + w), Reg("v", frag + w // per_reg), scale,
                  op_sel=op_sel if any(op_sel) else None)
 
-    def _compute_weight_only(self, sset: int) -> None:
+    def _compute_weight_only(self, sset: int, fillers: list[Thunk]) -> None:
         """Per step and B block: dequantize, then the four 16-bit MFMAs of every A block (K order above)."""
         from .gemm_plan_mx import WEIGHT_ONLY_SUBSTEPS
 
@@ -540,12 +575,36 @@ class MxGemmLowering(GemmLowering):
                     for q in range(WEIGHT_ONLY_SUBSTEPS):
                         fa = Reg("v", frag["a"][i].index + s * A.regs + 4 * q, 4)
                         self.emit(m.name.lower(), acc, fa, Reg("v", conv.index + 4 * q, 4), acc)
+                        if fillers:
+                            fillers.pop(0)()
+        for thunk in fillers:
+            thunk()
 
-    def _compute(self, sset: int) -> None:
-        """The tile's MFMAs from register set `sset`, every accumulator taking its K steps in order."""
+    @staticmethod
+    def _spread(fillers: list[Thunk], mfmas: int) -> list[Thunk]:
+        """The fillers grouped so that they are all issued within the first half of the MFMAs: the loads of the
+        next tile start early (its MFMAs read them right after this tile's) yet do not hold up this tile's issue.
+        llvm-mca-22 -mcpu=gfx950 on the loop (cycles per 16x16x128 MFMA; 4 is MFMA-bound): with two K steps per
+        tile all loads first 4.8-5.1, one per MFMA gap 4.9-6.0, within the first half 4.1-4.3; with one K step
+        all loads first 5.4-5.9 and the first half 6.3-6.9, so one-step tiles issue them first."""
+        per = max(1, -(-2 * len(fillers) // max(1, mfmas)))
+        return [lambda chunk=fillers[i:i + per]: [t() for t in chunk] for i in range(0, len(fillers), per)]
+
+    def _compute(self, sset: int, fillers: list[Thunk] | None = None) -> None:
+        """The tile's MFMAs from register set `sset`, every accumulator taking its K steps in order; `fillers`
+        (the next tile's loads) are issued one after each MFMA, the rest after the last."""
         m, mx = self.mfma, self.mx
+        fillers = list(fillers or [])
+        if mx.weight_only:      # one load per MFMA gap, between the conversions: 4.97 cycles per MFMA, 5.38 first
+            pass
+        elif mx.steps > 1:
+            fillers = self._spread(fillers, mx.steps * self.blocks_m * self.blocks_n)
+        else:                   # one K step: all loads first
+            for thunk in fillers:
+                thunk()
+            fillers = []
         if mx.weight_only:
-            self._compute_weight_only(sset)
+            self._compute_weight_only(sset, fillers)
             return
         frag = self.sets[sset][0]
         A, B = self.ops
@@ -558,6 +617,8 @@ class MxGemmLowering(GemmLowering):
                     codes = dict(cbsz=A.code or None, blgp=B.code or None)
                     if not m.scaled:
                         self.emit(m.name.lower(), acc, fa, fb, acc, **codes)
+                        if fillers:
+                            fillers.pop(0)()
                         continue
                     sa, sel_a = self._scale_operand(A, sset, i, s)
                     sb, sel_b = self._scale_operand(B, sset, j, s)
@@ -565,6 +626,10 @@ class MxGemmLowering(GemmLowering):
                     op_sel_hi = (sel_a >> 1, sel_b >> 1, 0)
                     self.emit(m.name.lower(), acc, fa, fb, acc, sa, sb, op_sel=op_sel if any(op_sel) else None,
                               op_sel_hi=op_sel_hi if any(op_sel_hi) else None, **codes)
+                    if fillers:
+                        fillers.pop(0)()
+        for thunk in fillers:
+            thunk()
 
 
 def lower_mx_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
