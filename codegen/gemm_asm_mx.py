@@ -275,13 +275,13 @@ class MxGemmLowering(GemmLowering):
         for _ in range(mx.sets):
             frag, scales = {}, {}
             for op in self.ops:
-                frag[op.name] = [ra.take("v", mx.steps * op.regs, align=4) for _ in range(op.blocks)]
+                frag[op.name] = [ra.take("v", mx.steps * op.regs, align=2) for _ in range(op.blocks)]
                 scales[op.name] = [self.vtmp() for _ in range(mx.scale_regs(op))]
             self.sets.append((frag, scales))
         if mx.weight_only:
             from .gemm_plan_mx import CONVERT_REGS
 
-            self.conv = [ra.take("v", CONVERT_REGS, align=4) for _ in range(2)]
+            self.conv = [ra.take("v", CONVERT_REGS, align=2) for _ in range(2)]
             self.conv_scale = [self.vtmp() for _ in range(2)]
         self._setup()
         scaled = self.mfma.scaled

@@ -239,11 +239,12 @@ def mx_vgprs(mx: MxPlan) -> int:
     """Upper bound of the MX lowering's VGPRs: fragments and scales per set, per-block offsets, fixed."""
     total = MX_FIXED_VGPRS
     for op in (mx.a, mx.b):
-        total += mx.sets * (op.blocks * mx.steps * op.regs + mx.scale_regs(op))
+        # fragments (each an even-aligned range: at most one register of padding) and scales, per set
+        total += mx.sets * (op.blocks * (mx.steps * op.regs + 1) + mx.scale_regs(op))
         total += op.blocks * (_offset_keys(op, mx.steps) + 1)
         total += 2          # the side's g and 8 * K-byte lane step
     if mx.weight_only:
-        total += 2 * CONVERT_REGS + 2
+        total += 2 * (CONVERT_REGS + 1) + 2
     return total
 
 

@@ -152,7 +152,12 @@ def test_plan_resources_and_shuffled_scale_path():
     assert plan.mx.a.scale_mode == plan.mx.b.scale_mode == "dword"
     assert kernel.vgprs <= plan.vgprs <= 256 and kernel.lds_bytes == 0 and not kernel.spills
     asm = kernel.stages["asm"]
-    assert "op_sel:[1,1,0] op_sel_hi:[1,1,0]" in asm and "buffer_load_ubyte" not in asm.split("mx_guard")[0]
+    assert "op_sel:[1,1,0] op_sel_hi:[1,1,0]" in asm and "buffer_load_ubyte" not in asm.split("mx_tail")[0]
+    for a in (*MX_ELEMENTS, "bf16"):           # the bound holds for every format (fp6's 6-register fragments)
+        for b, layout in (("fp6_e3m2", "plain"), ("fp8_e4m3", "shuffled")):
+            scales = dict(b_scale=layout) if a == "bf16" else dict(a_scale=layout, b_scale=layout)
+            k = compile_gemm(GemmProblem.make(4096, 4096, 4096, a, b, c="fp32", beta=1.0, **scales), target="gfx950")
+            assert k.vgprs <= k.plan.vgprs <= 256 and not k.spills, (a, b, k.vgprs, k.plan.vgprs)
 
 
 @pytest.mark.parametrize("kw, match", [
