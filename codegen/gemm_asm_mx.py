@@ -271,17 +271,19 @@ class MxGemmLowering(GemmLowering):
         if not hasattr(self, "stmp0"):
             self.stmp0 = ra.take("s")
         self.stmp, self.stmp2 = ra.take("s"), ra.take("s")
-        self.sets = []
-        for _ in range(mx.sets):
-            frag, scales = {}, {}
-            for op in self.ops:
-                frag[op.name] = [ra.take("v", mx.steps * op.regs, align=2) for _ in range(op.blocks)]
-                scales[op.name] = [self.vtmp() for _ in range(mx.scale_regs(op))]
-            self.sets.append((frag, scales))
+        # every even-sized range first (fragments, conversion buffers, the mask pairs), then the single registers,
+        # so no alignment padding falls between them (gemm_plan_mx.mx_vgprs counts none)
+        frags = [{op.name: [ra.take("v", mx.steps * op.regs, align=2) for _ in range(op.blocks)] for op in self.ops}
+                 for _ in range(mx.sets)]
         if mx.weight_only:
             from .gemm_plan_mx import CONVERT_REGS
 
             self.conv = [ra.take("v", CONVERT_REGS, align=2) for _ in range(2)]
+        self.ones = ra.take("v", 2, align=2)
+        self.mask = ra.take("v", 2, align=2)
+        self.sets = [(frag, {op.name: [self.vtmp() for _ in range(mx.scale_regs(op))] for op in self.ops})
+                     for frag in frags]
+        if mx.weight_only:
             self.conv_scale = [self.vtmp() for _ in range(2)]
         self._setup()
         scaled = self.mfma.scaled
@@ -289,10 +291,8 @@ class MxGemmLowering(GemmLowering):
             self.one_scale = self.vconst(E8M0_ONE)
         if any(op.scale_mode == "dword" for op in self.ops):
             self.half_masks = (self.vconst(0xFFFF), self.vconst(0xFFFF0000))
-        self.ones = ra.take("v", 2, align=2)
         emit("v_mov_b32", Reg("v", self.ones.index), 0xFFFFFFFF)
         emit("v_mov_b32", Reg("v", self.ones.index + 1), 0)
-        self.mask = ra.take("v", 2, align=2)
         self.kbits, self.sbound = {}, {}
         for op in self.ops:
             self.kbits[op.name] = ra.take("s")

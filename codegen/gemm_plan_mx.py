@@ -40,9 +40,9 @@ from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, mfmas_for
 
 MAX_BUFFER_OFFSET = 4095      # MUBUF instruction offset: 12 bits
 SHUFFLE_ROWS, SHUFFLE_COLS, SHUFFLE_CHUNK = 32, 8, 256   # one 256-byte chunk of the shuffled scale layout
-# VGPRs outside fragments, scales and offsets: v0, lane, wave, OOB, per-side g/r/row temps, the guarded tile's
-# mask temporaries and the {~0, 0} pair, and the constants (127, 0xFFFF, 0xFFFF0000)
-MX_FIXED_VGPRS = 24
+# VGPRs outside fragments, scales and offsets: v0, lane, wave, OOB, the 4 setup / tail temporaries, the tail's
+# mask pair and {~0, 0} pair, the constants (127, 0xFFFF, 0xFFFF0000) and a register of alignment padding
+MX_FIXED_VGPRS = 18
 _IMM_ROOM = 16            # bytes the K tail's per-dword loads add to an instruction offset
 
 
@@ -239,12 +239,12 @@ def mx_vgprs(mx: MxPlan) -> int:
     """Upper bound of the MX lowering's VGPRs: fragments and scales per set, per-block offsets, fixed."""
     total = MX_FIXED_VGPRS
     for op in (mx.a, mx.b):
-        # fragments (each an even-aligned range: at most one register of padding) and scales, per set
-        total += mx.sets * (op.blocks * (mx.steps * op.regs + 1) + mx.scale_regs(op))
+        # fragments (even-aligned ranges allocated back to back: no padding) and scales, per set
+        total += mx.sets * (op.blocks * mx.steps * op.regs + mx.scale_regs(op))
         total += op.blocks * (_offset_keys(op, mx.steps) + 1)
         total += 2          # the side's g and 8 * K-byte lane step
     if mx.weight_only:
-        total += 2 * (CONVERT_REGS + 1) + 2
+        total += 2 * CONVERT_REGS + 2
     return total
 
 
