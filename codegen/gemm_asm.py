@@ -32,7 +32,8 @@ B[kpl*(l // N) + j][l % N] for j < kpl = K*M/64, and result register r of lane l
 D[(r // 4) * 4 * (64 // N) + 4 * (l // N) + r % 4][l % N]. Every accumulator takes its K substeps in
 order, as the LLVM generator does (the two agree bit for bit).
 
-Instruction names are LLVM's mnemonics; the encoder takes them to the spec. Kernel arguments: see KERNARGS.
+Instruction names are LLVM's mnemonics; the encoder takes them to the spec. Kernel arguments: kernel_abi.kernargs;
+block-scaled, sub-byte and weight-only problems are lowered by codegen/gemm_asm_mx.py.
 """
 
 
