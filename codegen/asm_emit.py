@@ -259,6 +259,7 @@ class Emitter:
         self._labels: dict[str, int] = {}
         self._label_queues: dict[str, dict] = {}
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
+        self._dead = False                                        # after an unconditional branch
 
     def _needed(self, cls: frozenset[str], read: set[RegKey], written: set[RegKey], elapsed_before: int = 0) -> int:
         """Wait states still missing before an instruction of classes `cls` reading `read` and writing `written`,
@@ -395,11 +396,24 @@ class Emitter:
         branch to it checks the loop's tail against its head (see `branch`)."""
         self.code.append(LabelDef(name))
         incoming = self._forward.pop(name, [])
-        if incoming:
+        if incoming and self._dead:
+            # nothing falls through (an unconditional branch came before): only the branches' states count
+            first = incoming[0][1]
+            self._queues = {c: [_Pending(set(regs), scalar) for regs, scalar in q] for c, q in first.items()}
+            self._merge_hazards([h for h, _ in incoming])
+            self._settle(*(queues for _, queues in incoming[1:]))
+        elif incoming:
             self._merge_hazards([self._recent] + [h for h, _ in incoming])
             self._settle(*(queues for _, queues in incoming))
+        self._dead = False
         self._labels[name] = len(self._log)
         self._label_queues[name] = self._queue_state()
+
+    def jump(self, target: str) -> None:
+        """An unconditional branch (s_branch): the code after it is reached only through labels, whose state is
+        then that of the branches to them."""
+        self.branch("s_branch", target)
+        self._dead = True
 
     def branch(self, name: str, target: str) -> None:
         """A branch; when it goes back to a label already emitted, the instructions at the label follow this

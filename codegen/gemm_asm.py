@@ -32,7 +32,8 @@ B[kpl*(l // N) + j][l % N] for j < kpl = K*M/64, and result register r of lane l
 D[(r // 4) * 4 * (64 // N) + 4 * (l // N) + r % 4][l % N]. Every accumulator takes its K substeps in
 order, as the LLVM generator does (the two agree bit for bit).
 
-Instruction names are LLVM's mnemonics; the encoder takes them to the spec. Kernel arguments: see KERNARGS.
+Instruction names are LLVM's mnemonics; the encoder takes them to the spec. Kernel arguments: kernel_abi.kernargs;
+block-scaled, sub-byte and weight-only problems are lowered by codegen/gemm_asm_mx.py.
 """
 
 
@@ -48,7 +49,7 @@ from .gemm_asm_fragments import FragmentPhase
 from .gemm_asm_staging import StagingPhase
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
-from .kernel_abi import KERNARGS, OOB, RSRC_WORD3, LoweredKernel, matrix_extent
+from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
 class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
@@ -111,10 +112,10 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         wg_x, wg_y, wg_z = ra.at("s", 2), ra.at("s", 3), ra.at("s", 4)
         tid = ra.at("v", 0)
         args = {}
-        for base in (0, 32, 64):
+        for base in range(0, kernarg_size(self.p), 32):
             dst = ra.take("s", 8, align=4)
             emit("s_load_dwordx8", dst, self.kernarg, base)
-            for name, off, size, _ in KERNARGS:
+            for name, off, size, _ in kernargs(self.p):
                 if base <= off < base + 32:
                     args[name] = Reg("s", dst.index + (off - base) // 4, size // 4)
         self.args = args
@@ -136,9 +137,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
         self._batch_offsets(wg_z)
-        self.rsrc = {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
-                     if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
-                     (x == "bias" and self.p.bias != "none")}
+        self.rsrc = self._resources()
         self._zero_accumulators()
         self.oob = self.vconst(OOB)
         mark = ra.next["v"]
@@ -167,6 +166,12 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
                 emit("s_lshl_b64", prod, prod, log2_exact(eb, "element size"))
             emit("s_add_u32", plo, plo, lo)
             emit("s_addc_u32", phi, phi, hi)
+
+    def _resources(self) -> dict[str, Reg]:
+        """Buffer descriptors of the matrices the kernel reads or writes."""
+        return {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
+                if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
+                (x == "bias" and self.p.bias != "none")}
 
     def _resource(self, x: str) -> Reg:
         """A buffer descriptor whose num_records is exactly the matrix's bytes ((rows-1)*ld + cols)."""
@@ -308,5 +313,6 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
 
 def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
                name: str = "jitgemm_gemm") -> LoweredKernel:
-    """Instructions and resource use of one GEMM kernel class."""
+    """Instructions and resource use of one GEMM kernel class (block-scaled and sub-byte problems:
+    codegen/gemm_asm_mx.lower_mx_gemm)."""
     return GemmLowering(problem, config, spec, target, name).lower()

@@ -14,7 +14,7 @@ from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import GemmPlan
 from .gemm_text import format_ir
 from .generator import Build, CompiledKernel, Generator, Stage
-from .kernel_abi import KERNARGS
+from .kernel_abi import kernargs
 
 __all__ = ["DirectGenerator", "compile_gemm"]
 
@@ -30,8 +30,10 @@ def _asm(build: Build) -> str:
     from jitgemm.isa.printer import format_item
 
     from .gemm_asm import lower_gemm
+    from .gemm_asm_mx import lower_mx_gemm
 
-    build.lowered = lower_gemm(build.problem, build.config, build.spec, build.profile, build.name)
+    lower = lower_mx_gemm if build.problem.scaled else lower_gemm     # block-scaled, sub-byte, weight-only
+    build.lowered = lower(build.problem, build.config, build.spec, build.profile, build.name)
     return "".join(format_item(item) + "\n" for item in build.lowered.instructions)
 
 
@@ -52,7 +54,7 @@ def _co(build: Build) -> bytes:
                                    generator=gen.name, version=gen.version())
     integer = cls.acc.kind == "int"
     args = []
-    for arg_name, offset, size, kind in KERNARGS:
+    for arg_name, offset, size, kind in kernargs(cls):
         if kind == "ptr":
             args.append(codeobj.KernelArg.buffer(arg_name, type_name="void*"))
         else:

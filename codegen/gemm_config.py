@@ -173,13 +173,18 @@ def default_config(problem: GemmProblem, spec: Spec, target: TargetProfile, acce
     to the next smaller one. One LDS buffer: a 256x256 tile has no room for a padded second one, and smaller
     tiles keep LDS for two or three workgroups per CU, which hide each other's barriers (lds_buffers=2 is the
     explicit alternative)."""
+    if problem.scaled:
+        return mx_default_config(problem, spec, target, accept)
     options = mfmas_for(spec, problem.a, problem.b)
     if not options:
         raise IRError(f"the spec ({spec.architecture.name}) has no MFMA for {problem.a.name}x{problem.b.name}")
     small = problem.m <= 32 and problem.n <= 32
     units = target.compute_units
     reasons = []
-    for mfma in sorted(options, key=lambda x: (x.m * x.n, x.k) if small else (-x.m * x.n, -x.k)):
+    # the largest K per shape first: gfx950's doubled-K bf16/f16/i8 MFMAs (16x16x32, 32x32x16, 16x16x64, 32x32x32)
+    # take as many cycles as the ones they double (llvm-mca-22 -mcpu=gfx950: 4 / 8 cycles of throughput each,
+    # LLVM's SISchedule.td), so they halve the MFMAs of any K; gfx942 has one MFMA per shape and dtype
+    for mfma in sorted(options, key=lambda x: (x.m * x.n, -x.k) if small else (-x.m * x.n, -x.k)):
         big = problem.m >= 4 * mfma.m and problem.n >= 4 * mfma.n
         for tm, tn, wm, wn in _tiles(problem, mfma, small):
             if tm > 4 * mfma.m or tn > 4 * mfma.n:        # beyond 128x128: only with work for every CU
@@ -223,3 +228,44 @@ def scalar_config(problem: GemmProblem, base: GemmConfig, spec: Spec, target: Ta
             except IRError as exc:
                 last = exc
     raise IRError(f"no scalar-load config of {base.mfma} fits {target.target}: {last}")
+
+
+def mx_default_config(problem: GemmProblem, spec: Spec, target: TargetProfile,
+                      accept: Accept | None = None) -> GemmConfig:
+    """The default of a block-scaled or sub-byte problem (codegen/gemm_plan_mx.py): the 16x16x128 f8f6f4 MFMA
+    first (its scale operand takes the pre-shuffled layout a dword at a time), then 32x32x64; 2x2 waves of the
+    largest wave tile (64x64 down to one block) whose two fragment sets fit the VGPRs (one set when two do not),
+    with work for about 3/4 of the compute units when the problem has it; depth_k 256 with shuffled scales (one
+    column group of their layout per tile), else 128 (fewer fragment registers, a shorter K tail)."""
+    from .gemm_plan_mx import SHUFFLE_COLS
+    from .mfma_catalog import f8f6f4_mfmas_for
+
+    p = problem
+    scaled = p.a_scale != "none" or p.b_scale != "none"
+    if p.weight_only:   # B dequantized in registers for A's 16x16x32 MFMA (codegen/gemm_plan_mx.py)
+        options = tuple(x for x in mfmas_for(spec, p.a, p.a) if x.m == x.n == 16 and x.k == 32)
+    else:
+        options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
+    if not options:
+        raise IRError(f"the spec ({spec.architecture.name}) has no f8f6f4 MFMA for {p.a.name}x{p.b.name}"
+                      f"{' with block scales' if scaled else ''} (gfx950 has them)")
+    shuffled = "shuffled" in (p.a_scale, p.b_scale)
+    reasons = []
+    for mfma in options:
+        depth = max(128, SHUFFLE_COLS * p.scale_block if shuffled else 128)
+        waves = (2, 2) if p.m > 2 * mfma.m and p.n > 2 * mfma.n else (1, 1)
+        for wm, wn in ((4, 4), (4, 2), (2, 4), (2, 2), (2, 1), (1, 2), (1, 1)):
+            tm, tn = wm * mfma.m * waves[0], wn * mfma.n * waves[1]
+            if (tm > 2 * p.m or tn > 2 * p.n) and (wm, wn) != (1, 1):
+                continue
+            groups = -(-p.m // tm) * -(-p.n // tn) * p.batch
+            if (wm, wn) != (1, 1) and wm * wn > 4 and groups * 4 < target.compute_units * 3:
+                continue
+            for prefetch in (2, 1):
+                cfg = GemmConfig(tm, tn, depth, waves[0], waves[1], mfma.name, prefetch=prefetch)
+                try:
+                    _accepted(p, cfg, spec, target, accept)
+                    return cfg
+                except IRError as exc:
+                    reasons.append(f"{tm}x{tn} {mfma.name}: {exc}")
+    raise IRError(f"no default config fits {target.target} for {p.a.name}x{p.b.name}: " + "; ".join(reasons[-3:]))

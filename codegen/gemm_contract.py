@@ -40,6 +40,10 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         legality["align_bytes"] = align
     if divisible:
         legality["divisible"] = divisible
+    if p.scaled:
+        # the direct MX kernels read a row's last partial dword as the 4 bytes ending at the row's end (raw buffers
+        # range-check per dword; codegen/gemm_plan_mx.py), so every matrix holds at least one dword: K * bits >= 32
+        legality["min"] = {"k": max(-(-32 // p.a.bits), -(-32 // p.b.bits))}
     mfma = config.mfma
     return {
         "contract_version": 1,

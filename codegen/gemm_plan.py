@@ -277,6 +277,7 @@ class GemmPlan:
     blocks_n: int
     groups: tuple[tuple[int, ...], ...]   # K substeps read together (one ds_read2 per block and group)
     grid: tuple[str, str, str]
+    mx: object = None             # block-scaled / sub-byte problems: codegen/gemm_plan_mx.MxPlan (a, b: None)
 
 
 _memo: dict[tuple, tuple[Spec, TargetProfile, object]] = {}
@@ -307,11 +308,36 @@ def remembered(kind: str, key: tuple, spec: Spec, target: TargetProfile, make: C
 
 def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:
     """Check and plan, without the memo (`validate_config` is the memoized entry point)."""
+    if problem.scaled:
+        return _make_mx_plan(problem, config, spec, target)
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)
     return GemmPlan(problem.kernel_class(), config, res.mfma, a, b, buffer, res.lds_bytes, res.vgprs, res.agprs,
                     res.workgroup_size, bm, bn, tuple(groups), grid_formula(config))
+
+
+def _make_mx_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:
+    """The plan of a block-scaled or sub-byte problem (codegen/gemm_plan_mx.py): fragments straight to registers,
+    no LDS; IRError for a limit it exceeds."""
+    from .gemm_plan_mx import check_mx, mx_vgprs
+
+    for what, value in (("tile_m", config.tile_m), ("tile_n", config.tile_n), ("depth_k", config.depth_k),
+                        ("waves_m", config.waves_m), ("waves_n", config.waves_n)):
+        log2_exact(value, what)
+    mfma, mx = check_mx(problem, config, spec, target)
+    agprs = mx.a.blocks * mx.b.blocks * mfma.acc_regs
+    vgprs = mx_vgprs(mx)
+    if agprs > target.agprs:
+        raise IRError(f"wave tile {config.wave_tile[0]}x{config.wave_tile[1]} needs {agprs} accumulator registers; "
+                      f"{target.target} has {target.agprs} AGPRs")
+    if vgprs > target.arch_vgprs:
+        raise IRError(f"config needs about {vgprs} VGPRs ({mx.sets} fragment set(s) of {mx.steps} K step(s), "
+                      f"scales, offsets); {target.target} has {target.arch_vgprs}: use a smaller wave tile, depth_k or "
+                      f"prefetch=1")
+    return GemmPlan(problem.kernel_class(), config, mfma, None, None, 0, 0, vgprs, agprs,  # type: ignore[arg-type]
+                    config.workgroup_size, mx.a.blocks, mx.b.blocks, tuple((s,) for s in range(mx.steps)),
+                    grid_formula(config), mx)
 
 
 def validate_config(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:
