@@ -63,5 +63,14 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                      "activation": [p.activation], "output_cast": p.d != p.acc},
         "tile": {"m": config.tile_m, "n": config.tile_n, "k": config.depth_k, "mfma": mfma,
                  "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr,
-                 "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes},
+                 "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes,
+                 **({"load_bytes": _mx_load_bytes(p)} if p.scaled else {})},
     }
+
+
+def _mx_load_bytes(p: GemmProblem) -> int:
+    """Bytes each lane reads per global load in both generators' MX lowerings, whatever the pointers' alignment:
+    a lane's MFMA fragment is a contiguous K run of its row (K-contiguous storage), read with 16-byte buffer
+    loads, 6-bit runs in 8-byte pieces (codegen/gemm_asm_mx.py, codegen/llvm/mx_builder.py). The cost model
+    reads it where `legality.align_bytes` says nothing (selector._load_width)."""
+    return 8 if 6 in (p.a.bits, p.b.bits) else 16

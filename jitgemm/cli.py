@@ -51,8 +51,11 @@ def problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--n", type=positive_int, required=True, help="columns of B and D")
     p.add_argument("--k", type=positive_int, required=True, help="the reduction dimension (columns of A, rows of B)")
     p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
-    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B: fp32 fp16 bf16 fp8 bf8 int8")
-    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
+    p.add_argument("--dtype", default="bf16",
+                   help="A (and B) dtype, or A,B: fp32 fp16 bf16 int8; fp8 bf8 (FNUZ, gfx942); fp8_e4m3 fp8_e5m2 "
+                        "(OCP, gfx950); fp6_e2m3 fp6_e3m2 fp4 (MX, gfx950, with --a-scale/--b-scale)")
+    p.add_argument("--out-dtype",
+                   help="D dtype (default: A's for 16/32-bit, fp32 for 8-bit and narrower floats, int32 for int8)")
     p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
     p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     p.add_argument("--spec", metavar="PATH",

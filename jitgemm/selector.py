@@ -137,7 +137,9 @@ def _load_width(candidate: Candidate) -> int:
     """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
     equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
     need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
-    return min((need.get(x, 1) for x in ("a", "b")), default=1)
+    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
+    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
+    return max(sure, int(candidate.contract.data.get("tile", {}).get("load_bytes", 1)))
 
 
 class Selector:
