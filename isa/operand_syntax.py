@@ -14,8 +14,6 @@ import math
 import re
 import struct
 
-from .instruction import NUMBERED_KINDS, OFF, Label, Reg
-
 # --- registers --------------------------------------------------------------------------------------
 
 # LLVM names of 64-bit register pairs whose spec names are <NAME>_LO / <NAME>_HI.
@@ -44,7 +42,7 @@ ANY_WIDTH_REGISTERS = frozenset({
 # Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
 SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}
 
-_NUMBERED = re.compile(r"(ttmp|s|v|a)([0-9]{1,6})\Z")  # ASCII digits only, as llvm-mc
+NUMBERED_REGISTER = re.compile(r"(ttmp|s|v|a)([0-9]{1,6})\Z")  # ASCII digits only, as llvm-mc
 
 
 # The longest integer literal accepted: llvm-mc reads integers into 64 bits ("literal value out of range").
@@ -73,28 +71,6 @@ def integer_value(text: str) -> int:
     if value >> INTEGER_BITS:
         raise ValueError(f"integer {text} does not fit in {INTEGER_BITS} bits")
     return value
-
-
-def identifier_operand(name: str) -> Reg | Label:
-    """A bare word in operand position: a register (`s7`, `vcc`), `off`, or else a label/symbol."""
-    low = name.lower()
-    m = _NUMBERED.match(low)
-    if m:
-        return Reg(m.group(1), int(m.group(2)), 1)
-    if low == "off":
-        return OFF  # type: ignore[return-value]
-    if low in NAMED_REGISTERS:
-        return Reg(low, 0, 2 if low in PAIR_NAMES else 1)
-    return Label(name)
-
-
-def range_operand(kind: str, first: int, last: int) -> Reg:
-    kind = kind.lower()
-    if kind not in NUMBERED_KINDS:
-        raise ValueError(f"{kind}[...] is not a register range (use s, v, a or ttmp)")
-    if last < first:
-        raise ValueError(f"register range {kind}[{first}:{last}] is empty")
-    return Reg(kind, first, last - first + 1)
 
 
 @functools.cache   # pure, and asked three times for each of the thousands of predefined values of each type
