@@ -70,7 +70,7 @@ class Form:
                  "sdwa_sd", "vop3p", "scale_mfma", "width_slots", "two_sources", "opsel_dst", "srcmods", "imm_hex",
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
-                 "literal_optional", "mix", "bus")
+                 "literal_optional", "mix", "bus", "hidden")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -250,17 +250,25 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 for flag, fname in (("neg", "NEG"), ("abs", "NEG_HI")):
                     if fname in fields and fields[fname].width > s.src:
                         form.srcmods[(flag, s.src)] = (fname, s.src)
-    elif not form.vop3p:
+    unwritten: dict[str, int] = {}   # NEG/ABS bits of integer sources: LLVM has no `-x`/`|x|` for them
+    if not form.mix and not form.vop3p and form.name not in syn.BITOP3_MNEMONICS:
         for s in slots:
             if s.src is None:
                 continue
+            integer = _integer_data(spec, s.data_format)
             for flag, fname in (("neg", "NEG"), ("abs", "ABS")):
                 if fname in fields and fields[fname].width > s.src:
-                    form.srcmods[(flag, s.src)] = (fname, s.src)
+                    if integer:
+                        unwritten[fname] = unwritten.get(fname, 0) | 1 << s.src
+                    else:
+                        form.srcmods[(flag, s.src)] = (fname, s.src)
             for flag, fname in (("neg", f"SRC{s.src}_NEG"), ("abs", f"SRC{s.src}_ABS"),
                                 ("sext", f"SRC{s.src}_SEXT")):
                 if fname in fields:
-                    form.srcmods[(flag, s.src)] = (fname, 0)
+                    if integer and flag != "sext":
+                        unwritten[fname] = 1
+                    else:
+                        form.srcmods[(flag, s.src)] = (fname, 0)
     form.bus = None
     if "VOP" in enc.name.upper():
         spots = tuple((s.fname, None if s.kind == "literal" else s.table.scalar_values, s.sdwa_s) for s in slots
@@ -276,6 +284,9 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
             else (None, None, None)
         s.mod_spots = spots if any(spot is not None for spot in spots) else None
     form.mods = modifier_kinds(form, fields, spec)
+    form.hidden = _hidden_bits(form, fields, unwritten)
+    if form.hidden:
+        form.mods["keep_bits"] = "keep_bits"
     defaults = {}
     written_by = {"DST_SEL": "dst_sel", "DST_UNUSED": "dst_unused", "SRC0_SEL": "src0_sel", "SRC1_SEL": "src1_sel",
                   "ROW_MASK": "row_mask", "BANK_MASK": "bank_mask"}
@@ -310,8 +321,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 needed.add(table[name])
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
-    if "keep_bits" in form.mods:
-        needed.update(f for f, _bits in syn.SCALE_MFMA_HIDDEN if f in fields)
+    needed.update(f for f, _bits in form.hidden)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)
@@ -319,6 +329,29 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
                            for n in form.decode_fields)
     return form
+
+
+def _integer_data(spec: Spec, data_format: str | None) -> bool:
+    """The operand holds integers (FMT_NUM_I*/U*, packed or not): LLVM gives such a source no float input
+    modifiers (AMDGPUAsmParser: `-v1`/`|v1|` are invalid there, llvm-objdump prints none)."""
+    df = spec.data_formats.get(data_format) if data_format else None
+    return df is not None and df.data_type == "integer"
+
+
+def _hidden_bits(form: Form, fields, unwritten: dict[str, int]) -> tuple[tuple[str, int], ...]:
+    """(field, bits) of the encoding that LLVM decodes into no syntax for this instruction. The decoder keeps
+    them in the unprinted `keep_bits` modifier, so a decoded instruction re-encodes to its bytes while its text
+    is LLVM's (and the assembler, as llvm-mc, offers no syntax for them)."""
+    hidden = dict(unwritten)
+    if form.scale_mfma:
+        for fname, bits in syn.SCALE_MFMA_HIDDEN:
+            if fname in fields:
+                hidden[fname] = hidden.get(fname, 0) | bits
+    if "OP_SEL" in fields and not form.vop3p and "op_sel" not in form.mods:
+        hidden["OP_SEL"] = (1 << fields["OP_SEL"].width) - 1
+    if form.smem and "GLC" in fields and "glc" not in form.mods:
+        hidden["GLC"] = 1
+    return tuple(sorted(hidden.items()))
 
 
 def _fast_values(slot: Slot) -> dict | None:

@@ -155,7 +155,7 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
 
 
 def _m_keep_bits(form: Form, name: str, value, fields: dict) -> None:
-    allowed = dict(syn.SCALE_MFMA_HIDDEN)
+    allowed = dict(form.hidden)
     try:
         pairs = [(str(f), int(v)) for f, v in value]
     except (TypeError, ValueError):
@@ -194,7 +194,7 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
         elif kind == "keep_bits":
-            kept = tuple((f, fv[f] & bits) for f, bits in syn.SCALE_MFMA_HIDDEN if fv.get(f, 0) & bits)
+            kept = tuple((f, fv[f] & bits) for f, bits in form.hidden if fv.get(f, 0) & bits)
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
@@ -284,6 +284,13 @@ def _selects_parts(form: Form, spec) -> bool:
     return False
 
 
+def _moves_data(form: Form) -> bool:
+    """An SMEM instruction that loads, stores or atomically updates data: an SDATA register and an SBASE address.
+    Only those have LLVM's glc (s_dcache_*, s_memtime, s_memrealtime, s_atc_probe* print and accept none)."""
+    names = {s.fname for s in form.slots if s.kind == "reg"}
+    return "SDATA" in names and "SBASE" in names
+
+
 def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for name, fname in syn.FLAG_FIELDS.items():
@@ -302,7 +309,7 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
             kinds["offset1"] = "int"
         else:
             kinds["offset"] = "ds_offset"
-    if "OP_SEL" in fields and _selects_parts(form, spec):
+    if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL:
         kinds["op_sel"] = "list"
     if "OP_SEL_HI" in fields and "NEG_HI" in fields:
         kinds["op_sel_hi"] = "list"
@@ -310,8 +317,8 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
-    if form.scale_mfma:
-        kinds["keep_bits"] = "keep_bits"
+    if form.smem and "glc" in kinds and not _moves_data(form):
+        del kinds["glc"]
     if form.name in syn.BITOP3_MNEMONICS:
         kinds["bitop3"] = "bitop3"
     elif "OMOD" in fields:

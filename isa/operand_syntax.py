@@ -198,6 +198,14 @@ INT16_AS_INT32 = frozenset({("v_ldexp_f16", 1)})
 OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef32_pk_fp4_f16",
                            "v_cvt_scalef32_pk_fp4_bf16"})
 
+# VOP3 instructions with 16-bit parts whose LLVM profile has no op_sel operand (VOP3Instructions.td: the GFX8
+# opcodes kept as *_legacy_* on GFX9, v_sad_u16 and the packing conversions from 32-bit sources): llvm-objdump-22
+# prints no op_sel for them and llvm-mc-22 rejects one ("not a valid operand"); their OP_SEL bits are kept
+# unprinted (keep_bits). Checked against both by tests/test_disasm_llvm_random.py::test_op_sel_where_llvm_has_it.
+NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
+                      "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
+                      "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
+
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
 
@@ -618,8 +626,10 @@ def bitop3_value(fields: dict[str, int]) -> int:
 
 # Modifiers the decoder attaches so that re-encoding an instruction object reproduces its bytes, for bits
 # LLVM's syntax cannot write (llvm-objdump prints nothing for them, and neither does the printer):
-# `keep_bits` = ((FIELD, value), ...) of CDNA 4 scaled-MFMA fields LLVM ignores (bits 13-14 of the prefix word,
-# op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the load-scale half).
+# `keep_bits` = ((FIELD, value), ...) of the form's `hidden` bits: CDNA 4 scaled-MFMA fields LLVM ignores (bits
+# 13-14 of the prefix word, op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the
+# load-scale half), OP_SEL where LLVM has no op_sel (NO_OPSEL, f32-only VOP3), NEG/ABS of integer sources, GLC of
+# SMEM instructions that move no data (forms.py `_hidden_bits`).
 UNPRINTED_MODIFIERS = frozenset({"keep_bits"})
 # (field, bits of its value LLVM's syntax does not reach) of the scaled MFMA (ENC_VOP3PX2)
 SCALE_MFMA_HIDDEN = (("OP_SEL", 0b100), ("OP_SEL_HI", 0b100), ("NEG", 0b111), ("NEG_HI", 0b111))
