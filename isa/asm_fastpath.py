@@ -87,6 +87,8 @@ def _convert(text: str):
             return None
         return Reg(m.group(1).lower(), first_reg, last - first_reg + 1)
     if _NAME.match(text):
+        if text.lower() in syn.DECODE_ONLY_SPELLINGS:
+            return None  # the LALR parser refuses it, with its column
         return identifier_operand(text)
     m = _CALL.match(text)
     if m:

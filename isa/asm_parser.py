@@ -84,6 +84,8 @@ class _Builder(Transformer):
 
     def name(self, children):
         tok = children[0]
+        if tok.value.lower() in syn.DECODE_ONLY_SPELLINGS:
+            raise _SemanticError(syn.decode_only_error(tok.value), tok.line, tok.column)
         return _Pos(identifier_operand(tok.value), tok.line, tok.column)
 
     def reg_range(self, children):

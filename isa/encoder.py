@@ -214,6 +214,8 @@ def _operand_value(form: Form, slot: Slot, op, state) -> int | None:
             value = table.by_key.get(("name", kind))
             if value is None and not kind.startswith("src_"):
                 value = table.by_key.get(("name", "src_" + kind))
+            if value is None:  # a value only LLVM's disassembler names (the parser refuses its spelling)
+                value = table.decode_only.get(kind)
         if value is None:
             raise Mismatch(f"{op} is not allowed here; {table.describe()}")
         if op.count == 1 and slot.nregs > 1 and kind not in syn.ANY_WIDTH_REGISTERS:

@@ -36,8 +36,33 @@ NAMED_REGISTERS = frozenset({
 ANY_WIDTH_REGISTERS = frozenset({
     "src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id",
     "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit", "private_base", "private_limit",
-    "pops_exiting_wave_id", "vccz", "execz", "scc",
+    "pops_exiting_wave_id", "vccz", "execz", "scc", "null", "src_flat_scratch_base_lo", "src_flat_scratch_base_hi",
+    "src_lds_direct",
 })
+
+# Register names LLVM 22's disassembler gives to field values AMD's CDNA 3 spec leaves undefined on gfx942
+# (AMDGPUDisassembler::decodeSpecialReg32/64 name them without a target check: `null` is GFX10+, the flat
+# scratch base sources GFX12.5, `src_lds_direct` pre-gfx90a), with what llvm-mc-22 -mcpu=gfx942 says when
+# one is written. name -> (field value, which operand types LLVM decodes it in, LLVM's error). The decoder
+# prints them, as llvm-objdump does, and keeps the value, so the instruction re-encodes to its bytes; the
+# parser refuses the spelling, as llvm-mc does. Kinds of type: "sreg" = any type with SGPRs, "src" = a type
+# with the special source values (src_shared_base ...), "vsrc" = such a type that also takes VGPRs (VALU).
+DECODE_ONLY_REGISTERS = {
+    "null": (125, "sreg", "'null' operand is not supported on this GPU"),
+    "src_flat_scratch_base_lo": (230, "src", "src_flat_scratch_base_lo register not available on this GPU"),
+    "src_flat_scratch_base_hi": (231, "src", "src_flat_scratch_base_hi register not available on this GPU"),
+    "src_lds_direct": (254, "vsrc", "lds_direct is not supported on this GPU"),
+}
+# every spelling llvm-mc reads for them -> its error
+DECODE_ONLY_SPELLINGS = {**{name: why for name, (_v, _k, why) in DECODE_ONLY_REGISTERS.items()},
+                         "lds_direct": DECODE_ONLY_REGISTERS["src_lds_direct"][2]}
+
+
+def decode_only_error(spelling: str) -> str:
+    """The parser's message for a register only LLVM's disassembler names (see DECODE_ONLY_REGISTERS)."""
+    return (f"{spelling}: {DECODE_ONLY_SPELLINGS[spelling.lower()]} (llvm-mc-22 rejects it for gfx942; the "
+            f"disassembler prints it only where llvm-objdump-22 does)")
+
 
 # Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
 SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}

@@ -28,7 +28,7 @@ class TypeTable:
     """One operand type in LLVM terms: which registers/constants it accepts and their encoded values."""
 
     __slots__ = ("name", "by_key", "by_value", "literal", "floats", "ints", "acc", "acc_only", "partitioned",
-                 "parts", "spec_type", "_describe", "float_bits", "scalar_values", "fast_values")
+                 "parts", "spec_type", "_describe", "float_bits", "scalar_values", "fast_values", "decode_only")
 
     def __init__(self, ot: OperandType, all_types) -> None:
         self.name = ot.name
@@ -59,6 +59,18 @@ class TypeTable:
             by_value.setdefault(value, first)
             if first[0] in ("s", "v", "a", "ttmp"):
                 regs.append(value)
+        # Values LLVM's disassembler names although the type leaves them undefined (decode-only: the parser
+        # refuses their spelling, see operand_syntax.DECODE_ONLY_REGISTERS; only an instruction object, such as
+        # the decoder's, encodes them). Not in by_key, so nothing offers them as values of the type.
+        self.decode_only: dict[str, int] = {}
+        kinds = {key[0] for key in by_key}
+        special = ("name", "src_shared_base") in by_key
+        for name, (value, where, _why) in syn.DECODE_ONLY_REGISTERS.items():
+            if value in by_value or not (where == "sreg" and "s" in kinds or where == "src" and special
+                                         or where == "vsrc" and special and "v" in kinds):
+                continue
+            by_value[value] = ("name", name)
+            self.decode_only[name] = value
         # 64-bit named pairs: `vcc` is VCC_LO taken two registers wide.
         for pair in syn.PAIR_NAMES:
             lo = names_lower.get(pair + "_lo")
