@@ -120,7 +120,9 @@ def _decode_operand(form: Form, slot: Slot, fv: dict, word: int):
             return _reg_from_fields(form, slot, fv, slot.nregs)
         if fv.get("IMM", 0):
             return Imm(form.codecs["OFFSET"].unpack_int(word), hex=True)
-        return _value_operand(slot, fv["OFFSET"], slot.nregs)
+        # IMM = 0: OFFSET names an SGPR in its low bits, as many as the SOFFSET field has (7); LLVM reads only
+        # those (the bits above are kept unprinted, see forms._hidden_bits)
+        return _value_operand(slot, fv["OFFSET"] & form.smem_sgpr_mask, slot.nregs)
     if kind == "sdwa_sdst":
         if not fv.get("SD", 0):
             return Reg("vcc", 0, 2)

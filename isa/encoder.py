@@ -210,6 +210,8 @@ def _operand_value(form: Form, slot: Slot, op, state) -> int | None:
         value = None
         if op.count == 2:
             value = table.by_key.get(("pair", kind))
+            if value is None:  # a pair only LLVM's disassembler names here (`exec` as an SMEM base)
+                value = table.decode_only.get(kind)
         else:
             value = table.by_key.get(("name", kind))
             if value is None and not kind.startswith("src_"):
@@ -408,7 +410,7 @@ def _encode_smem_offset(form: Form, slot, op, fields, state, mod_names) -> None:
         fields[slot.fname] = value
     else:
         fields["IMM"] = 0
-        fields["OFFSET"] = value
+        fields["OFFSET"] = fields.get("OFFSET", 0) | value  # over any kept high bits (keep_bits)
 
 
 class _SlotView:

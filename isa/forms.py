@@ -70,7 +70,8 @@ class Form:
                  "sdwa_sd", "vop3p", "scale_mfma", "width_slots", "two_sources", "opsel_dst", "srcmods", "imm_hex",
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
-                 "literal_optional", "mix", "bus", "hidden")
+                 "literal_optional", "mix", "bus", "hidden",
+                 "smem_sgpr_mask")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -135,6 +136,9 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.cond_fields = tuple(sorted(n for n in _expr.referenced_fields(expression) if n in form.codecs))
     form.ds_two = syn.ds_two_offsets(form.name)
     form.smem = "IMM" in fields and "OFFSET" in fields and "SBASE" in fields
+    # IMM = 0: the SGPR-offset register number sits in OFFSET's low bits, as wide as the SOFFSET field
+    form.smem_sgpr_mask = (1 << fields["SOFFSET"].width) - 1 \
+        if form.smem and "SOFFSET" in fields and fields["SOFFSET"].width < fields["OFFSET"].width else -1
     form.mubuf = "OFFEN" in fields and "IDXEN" in fields and "VADDR" in fields
     form.scratch = "SVE" in fields and "SCRATCH" in enc.name.upper()
     form.sdwa_sd = "SD" in fields and "SDST" in fields
@@ -351,6 +355,8 @@ def _hidden_bits(form: Form, fields, unwritten: dict[str, int]) -> tuple[tuple[s
         hidden["OP_SEL"] = (1 << fields["OP_SEL"].width) - 1
     if form.smem and "GLC" in fields and "glc" not in form.mods:
         hidden["GLC"] = 1
+    if form.smem_sgpr_mask != -1:   # OFFSET above the SGPR number it names when IMM = 0
+        hidden["OFFSET"] = (1 << fields["OFFSET"].width) - 1 & ~form.smem_sgpr_mask
     return tuple(sorted(hidden.items()))
 
 

@@ -194,7 +194,9 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
         elif kind == "keep_bits":
-            kept = tuple((f, fv[f] & bits) for f, bits in form.hidden if fv.get(f, 0) & bits)
+            # an SMEM OFFSET holds an immediate when IMM = 1 (the `offset` operand), an SGPR number otherwise
+            kept = tuple((f, fv[f] & bits) for f, bits in form.hidden
+                         if fv.get(f, 0) & bits and not (f == "OFFSET" and form.smem and fv.get("IMM")))
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
@@ -265,7 +267,7 @@ def _selects_parts(form: Form, spec) -> bool:
     fp4 conversions a byte, v_cvt_scalef32_pk_f32_fp4 op_sel:[1,1,0] = byte 3). Elsewhere LLVM has no
     op_sel operand (VOP3Instructions.td: only the OpSel and fp8-conversion profiles carry one), so an
     f32-only instruction prints no op_sel and llvm-mc rejects one."""
-    if spec is None or form.vop3p:
+    if spec is None or form.vop3p or form.name in syn.OPSEL_32BIT:
         return True
     # an instruction that also has a VOP1/VOP2/VOPC encoding keeps that encoding's operands in VOP3 (GFX9)
     if any(syn.encoding_family(ie.encoding_name) == "e32" for ie in form.spec_inst.encodings):

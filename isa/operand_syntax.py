@@ -43,19 +43,26 @@ ANY_WIDTH_REGISTERS = frozenset({
 # Register names LLVM 22's disassembler gives to field values AMD's CDNA 3 spec leaves undefined on gfx942
 # (AMDGPUDisassembler::decodeSpecialReg32/64 name them without a target check: `null` is GFX10+, the flat
 # scratch base sources GFX12.5, `src_lds_direct` pre-gfx90a), with what llvm-mc-22 -mcpu=gfx942 says when
-# one is written. name -> (field value, which operand types LLVM decodes it in, LLVM's error). The decoder
+# one is written. name -> (field value, which operand types LLVM decodes it in, the widest operand in
+# registers LLVM decodes it as (llvm-objdump prints a wider one as .long), LLVM's error). The decoder
 # prints them, as llvm-objdump does, and keeps the value, so the instruction re-encodes to its bytes; the
 # parser refuses the spelling, as llvm-mc does. Kinds of type: "sreg" = any type with SGPRs, "src" = a type
 # with the special source values (src_shared_base ...), "vsrc" = such a type that also takes VGPRs (VALU).
 DECODE_ONLY_REGISTERS = {
-    "null": (125, "sreg", "'null' operand is not supported on this GPU"),
-    "src_flat_scratch_base_lo": (230, "src", "src_flat_scratch_base_lo register not available on this GPU"),
-    "src_flat_scratch_base_hi": (231, "src", "src_flat_scratch_base_hi register not available on this GPU"),
-    "src_lds_direct": (254, "vsrc", "lds_direct is not supported on this GPU"),
+    "null": (125, "sreg", 2, "'null' operand is not supported on this GPU"),
+    # LLVM reads every 7-bit scalar register field as the whole SReg_32 file, so M0 and EXEC also decode where
+    # the spec's type allows only SGPRs (scratch SADDR, SMEM SBASE/SDATA/offset); llvm-mc takes or refuses
+    # these spellings by its own register classes, the assembler here by the spec's type (no message of its own)
+    "m0": (124, "sreg", 1, None),
+    "exec_lo": (126, "sreg", 2, None),      # two registers wide: `exec`
+    "exec_hi": (127, "sreg", 1, None),
+    "src_flat_scratch_base_lo": (230, "src", 2, "src_flat_scratch_base_lo register not available on this GPU"),
+    "src_flat_scratch_base_hi": (231, "src", 2, "src_flat_scratch_base_hi register not available on this GPU"),
+    "src_lds_direct": (254, "vsrc", 1, "lds_direct is not supported on this GPU"),
 }
 # every spelling llvm-mc reads for them -> its error
-DECODE_ONLY_SPELLINGS = {**{name: why for name, (_v, _k, why) in DECODE_ONLY_REGISTERS.items()},
-                         "lds_direct": DECODE_ONLY_REGISTERS["src_lds_direct"][2]}
+DECODE_ONLY_SPELLINGS = {**{name: why for name, (_v, _k, _n, why) in DECODE_ONLY_REGISTERS.items() if why},
+                         "lds_direct": DECODE_ONLY_REGISTERS["src_lds_direct"][3]}
 
 
 def decode_only_error(spelling: str) -> str:
@@ -230,6 +237,10 @@ OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef
 NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
                       "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
                       "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
+
+# 32-bit VOP3 instructions whose LLVM profile has op_sel all the same (VOP3Instructions.td: V_ALIGNBIT_B32 and
+# V_ALIGNBYTE_B32 take the OpSel profile on GFX9.4; llvm-mc-22 -mcpu=gfx942 encodes `op_sel:[1,0,0,0]` in OP_SEL).
+OPSEL_32BIT = frozenset({"v_alignbit_b32", "v_alignbyte_b32"})
 
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
