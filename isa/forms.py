@@ -148,8 +148,21 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.scale_mfma = "SCALE_SRC0" in fields and "SCALE_SRC1" in fields
     form.mix = form.vop3p and syn.is_vop3p_mix(form.name)
     form.imm_hex = "SDST" in fields and "SIMM16" in fields
+    slots = _slots(spec, tables, form, ie, fields)
+    _adapt_slots(form, slots, fields)
+    unwritten = _source_modifiers(spec, form, slots, fields)
+    _constant_bus(spec, form, slots)
+    form.mods = modifier_kinds(form, fields, spec)
+    form.hidden = _hidden_bits(form, fields, unwritten)
+    if form.hidden:
+        form.mods["keep_bits"] = "keep_bits"
+    _defaults(form, fields)
+    _decode_fields(form, slots, fields)
+    return form
 
-    # Slots in syntax order: the operands the syntax writes (not implicit ones).
+
+def _slots(spec: Spec, tables: dict, form: Form, ie: InstructionEncoding, fields) -> list[Slot]:
+    """The operands the syntax writes (not implicit ones), in syntax order, each with its field, type and kind."""
     visible = sorted((o for o in ie.operands if not o.implicit), key=lambda o: o.order)
     slots: list[Slot] = []
     for i, o in enumerate(visible):
@@ -198,7 +211,12 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 and f"S{slot.src}" in fields:
             slot.sdwa_s = f"S{slot.src}"
         slots.append(slot)
-    # Syntax adapters keyed on the encoding's fields.
+    return slots
+
+
+def _adapt_slots(form: Form, slots: list[Slot], fields) -> None:
+    """Syntax adapters keyed on the encoding's fields (MUBUF/FLAT addresses, SMEM offsets, SDWA SDST, returning
+    atomics, f8f6f4 widths), then the slot facts the encoder and decoder read."""
     form.lds_vdata = None
     form.flat_saddr = None
     for slot in slots:
@@ -247,6 +265,11 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.two_sources = any(s.src == 1 for s in slots)
     form.opsel_dst = "OP_SEL" in fields and not form.vop3p and fields["OP_SEL"].width > form.nsrc \
         and form.name not in syn.OPSEL_PER_BIT
+
+
+def _source_modifiers(spec: Spec, form: Form, slots: list[Slot], fields) -> dict[str, int]:
+    """Where each source's neg/abs/sext bits are (form.srcmods, slot.mod_spots); returns the NEG/ABS bits of
+    integer sources, which LLVM's syntax does not write (kept, see _hidden_bits)."""
     form.srcmods = {}
     if form.mix:   # mixed-precision VOP3P: NEG is `-x`, NEG_HI is `|x|` per source (LLVM's syntax)
         for s in slots:
@@ -273,6 +296,18 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                         unwritten[fname] = 1
                     else:
                         form.srcmods[(flag, s.src)] = (fname, 0)
+    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
+        form.srcmods = {}
+    for s in slots:
+        spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
+            else (None, None, None)
+        s.mod_spots = spots if any(spot is not None for spot in spots) else None
+    return unwritten
+
+
+def _constant_bus(spec: Spec, form: Form, slots: list[Slot]) -> None:
+    """The VALU sources that may read the constant bus, and the target's limit (checked by the encoder)."""
+    enc = form.enc
     form.bus = None
     if "VOP" in enc.name.upper():
         spots = tuple((s.fname, None if s.kind == "literal" else s.table.scalar_values, s.sdwa_s) for s in slots
@@ -281,16 +316,10 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         implicit = any(s.fname is None and not s.output for s in slots)
         if len(spots) + implicit > 1:
             form.bus = (syn.constant_bus_limit(spec.architecture.name), spots)
-    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
-        form.srcmods = {}
-    for s in slots:
-        spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
-            else (None, None, None)
-        s.mod_spots = spots if any(spot is not None for spot in spots) else None
-    form.mods = modifier_kinds(form, fields, spec)
-    form.hidden = _hidden_bits(form, fields, unwritten)
-    if form.hidden:
-        form.mods["keep_bits"] = "keep_bits"
+
+
+def _defaults(form: Form, fields) -> None:
+    """Field values an unwritten modifier stands for (SDWA selects, DPP masks, VOP3P op_sel_hi, buffer format)."""
     defaults = {}
     written_by = {"DST_SEL": "dst_sel", "DST_UNUSED": "dst_unused", "SRC0_SEL": "src0_sel", "SRC1_SEL": "src1_sel",
                   "ROW_MASK": "row_mask", "BANK_MASK": "bank_mask"}
@@ -306,6 +335,10 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.defaults = defaults
     form.default_bits = tuple((name, form.codecs[name].pack(value)) for name, value in defaults.items())
     form.packers = {name: (c.offset, c.width) for name, c in form.codecs.items() if c.simple}
+
+
+def _decode_fields(form: Form, slots: list[Slot], fields) -> None:
+    """The fields the decoder unpacks for this form, with their unpackers."""
     needed = set()
     for s in slots:
         if s.fname:
@@ -332,7 +365,6 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.decode_fields = tuple(sorted(needed))
     form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
                            for n in form.decode_fields)
-    return form
 
 
 def _integer_data(spec: Spec, data_format: str | None) -> bool:
