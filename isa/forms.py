@@ -153,11 +153,14 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     unwritten = _source_modifiers(spec, form, slots, fields)
     _constant_bus(spec, form, slots)
     form.mods = modifier_kinds(form, fields, spec)
-    form.hidden = _hidden_bits(form, fields, unwritten)
+    read = _read_fields(form, slots, fields)
+    form.hidden = _hidden_bits(form, fields, unwritten, read)
     if form.hidden:
         form.mods["keep_bits"] = "keep_bits"
     _defaults(form, fields)
-    _decode_fields(form, slots, fields)
+    form.decode_fields = tuple(sorted(read | {f for f, _bits in form.hidden}))
+    form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
+                           for n in form.decode_fields)
     return form
 
 
@@ -337,8 +340,8 @@ def _defaults(form: Form, fields) -> None:
     form.packers = {name: (c.offset, c.width) for name, c in form.codecs.items() if c.simple}
 
 
-def _decode_fields(form: Form, slots: list[Slot], fields) -> None:
-    """The fields the decoder unpacks for this form, with their unpackers."""
+def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
+    """The fields this form's operands and modifiers read (the decoder unpacks them, with the kept ones)."""
     needed = set()
     for s in slots:
         if s.fname:
@@ -358,13 +361,10 @@ def _decode_fields(form: Form, slots: list[Slot], fields) -> None:
                 needed.add(table[name])
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
-    needed.update(f for f, _bits in form.hidden)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)
-    form.decode_fields = tuple(sorted(needed))
-    form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
-                           for n in form.decode_fields)
+    return needed
 
 
 def _integer_data(spec: Spec, data_format: str | None) -> bool:
@@ -374,11 +374,16 @@ def _integer_data(spec: Spec, data_format: str | None) -> bool:
     return df is not None and df.data_type == "integer"
 
 
-def _hidden_bits(form: Form, fields, unwritten: dict[str, int]) -> tuple[tuple[str, int], ...]:
+def _hidden_bits(form: Form, fields, unwritten: dict[str, int], read: set[str]) -> tuple[tuple[str, int], ...]:
     """(field, bits) of the encoding that LLVM decodes into no syntax for this instruction. The decoder keeps
     them in the unprinted `keep_bits` modifier, so a decoded instruction re-encodes to its bytes while its text
-    is LLVM's (and the assembler, as llvm-mc, offers no syntax for them)."""
+    is LLVM's (and the assembler, as llvm-mc, offers no syntax for them). A field nothing of the form reads
+    (SIMM16 of s_endpgm, which AMD's spec gives no operand) is kept whole."""
     hidden = dict(unwritten)
+    ident = form.enc.identifier_mask
+    for name, f in fields.items():
+        if name not in read and name not in form.fixed and field_mask(f) & ~ident:
+            hidden[name] = (1 << f.width) - 1
     if form.scale_mfma:
         for fname, bits in syn.SCALE_MFMA_HIDDEN:
             if fname in fields:

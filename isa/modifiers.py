@@ -195,8 +195,11 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
                 out.append((name, v))
         elif kind == "keep_bits":
             # an SMEM OFFSET holds an immediate when IMM = 1 (the `offset` operand), an SGPR number otherwise
+            # (a field that has a default, e.g. DST_SEL of an SDWA form without dst_sel, is kept only off it)
+            defaults = form.defaults
             kept = tuple((f, fv[f] & bits) for f, bits in form.hidden
-                         if fv.get(f, 0) & bits and not (f == "OFFSET" and form.smem and fv.get("IMM")))
+                         if fv.get(f, 0) & bits != defaults.get(f, 0) & bits
+                         and not (f == "OFFSET" and form.smem and fv.get("IMM")))
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
