@@ -1,6 +1,8 @@
 """Machine code -> instruction objects, finding each encoding through the spec's identifier masks and
 encoding conditions (a literal, DPP or SDWA variant shares its identifier with the plain encoding and is
-told apart only by its condition, e.g. SRC0 == 255).
+told apart only by its condition, e.g. SRC0 == 255). `decode_form` reads one word in one form; bits LLVM's
+syntax does not reach stay in the unprinted `keep_bits` modifier, so a decoded instruction re-encodes to its
+bytes wherever its registers are written as encoded.
 
 Words that no instruction of the spec matches become `.long` data with a warning; decoding never fails
 on content, so any code object (ours, LLVM's, Triton's) can be listed.

@@ -2,8 +2,10 @@
 
 Every candidate is a `Form` (one instruction in one encoding of the spec); the first, shortest form
 that accepts the operands wins, which reproduces LLVM's choice between e32, literal and e64 variants.
-Branch targets are resolved in a second pass once every label has an address; encoded words of
-label-free instructions are cached per spec, since generated kernels repeat instructions a lot.
+`encode_form` puts one instruction into one form (fields from operands and modifiers, or a Mismatch saying
+why the form does not take it); the rest of the module works on instruction lists. Branch targets are
+resolved in a second pass once every label has an address; encoded words of label-free instructions are
+cached per spec, since generated kernels repeat instructions a lot.
 """
 
 from __future__ import annotations
