@@ -71,6 +71,8 @@ def decode_form(form: Form, word: int) -> AsmInstruction:
                 cache[value] = op
         else:
             op = _decode_operand(form, slot, fv, word)
+            if op is None:  # an optional immediate at 0 is not written (`s_endpgm`)
+                continue
         spots = slot.mod_spots
         if spots is not None:
             neg, ab, sx = (spot is not None and bool(fv[spot[0]] >> spot[1] & 1) for spot in spots)
@@ -94,6 +96,8 @@ def _decode_operand(form: Form, slot: Slot, fv: dict, word: int):
     if kind == "label":  # llvm-objdump prints the raw (unsigned) dword offset
         return Imm(fv[slot.fname])
     if kind == "parts":
+        if slot is form.optional_imm:  # printed in decimal, and only when it is not 0 (as LLVM)
+            return Imm(fv[slot.fname]) if fv[slot.fname] else None
         return _decode_parts(slot, fv[slot.fname], form)
     if kind == "vaddr":
         n = fv.get("OFFEN", 0) + fv.get("IDXEN", 0)

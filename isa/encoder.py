@@ -66,7 +66,7 @@ def encode_form(form: Form, inst: AsmInstruction, pc: int = 0, symbols=None) -> 
     if form.width_slots:
         slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
                       if s.width_field is not None else s for s in slots)
-    if len(ops) != len(slots):
+    if len(ops) != len(slots) and not (form.optional_imm is not None and len(ops) == len(slots) - 1):
         raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {form.enc.name}, got {len(ops)}",
                        rank=-1)
     state = None

@@ -71,7 +71,7 @@ class Form:
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus", "hidden",
-                 "smem_sgpr_mask")
+                 "smem_sgpr_mask", "optional_imm")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -213,6 +213,16 @@ def _slots(spec: Spec, tables: dict, form: Form, ie: InstructionEncoding, fields
         if slot.kind == "reg" and slot.src is not None and o.field_name.startswith("VSRC") \
                 and f"S{slot.src}" in fields:
             slot.sdwa_s = f"S{slot.src}"
+        slots.append(slot)
+    form.optional_imm = None
+    fname = syn.OPTIONAL_IMMEDIATES.get(form.name)
+    if fname in fields and all(s.fname != fname for s in slots):
+        slot = Slot()
+        slot.index, slot.fname, slot.codec, slot.kind = len(slots), fname, form.codecs[fname], "parts"
+        slot.type_name = slot.table = slot.data_format = slot.src = slot.acc = slot.sdwa_s = None
+        slot.size, slot.nregs, slot.elem_bits, slot.container = 16, 1, 16, 32
+        slot.is_float = slot.output = slot.signed_imm = slot.hex = slot.literal = slot.acc_implied = False
+        form.optional_imm = slot
         slots.append(slot)
     return slots
 

@@ -238,6 +238,11 @@ NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_ma
                       "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
                       "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
 
+# An immediate LLVM's syntax has where AMD's spec gives the instruction no operand: mnemonic -> the field it is.
+# S_ENDPGM takes an optional imm16 in LLVM (SOPInstructions.td, EndpgmImm; AMDGPUInstPrinter::printEndpgm prints
+# it in decimal when it is not 0); llvm-mc-22 encodes `s_endpgm 5` into SIMM16.
+OPTIONAL_IMMEDIATES = {"s_endpgm": "SIMM16"}
+
 # 32-bit VOP3 instructions whose LLVM profile has op_sel all the same (VOP3Instructions.td: V_ALIGNBIT_B32 and
 # V_ALIGNBYTE_B32 take the OpSel profile on GFX9.4; llvm-mc-22 -mcpu=gfx942 encodes `op_sel:[1,0,0,0]` in OP_SEL).
 OPSEL_32BIT = frozenset({"v_alignbit_b32", "v_alignbyte_b32"})
