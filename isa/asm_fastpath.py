@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 
 from . import operand_syntax as syn
-from .instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods
+from .instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods, identifier_operand
 
 _LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)", re.ASCII)
 _INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$", re.ASCII)
@@ -87,7 +87,9 @@ def _convert(text: str):
             return None
         return Reg(m.group(1).lower(), first_reg, last - first_reg + 1)
     if _NAME.match(text):
-        return syn.identifier_operand(text)
+        if text.lower() in syn.DECODE_ONLY_SPELLINGS:
+            return None  # the LALR parser refuses it, with its column
+        return identifier_operand(text)
     m = _CALL.match(text)
     if m:
         name = m.group(1).lower()

@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import NamedTuple
 
 from . import asm_expr as X
-from . import operand_syntax as syn
 from .asm_errors import AsmError
 from .asm_fastpath import parse_line
 from .asm_macros import (
@@ -38,7 +37,7 @@ from .asm_macros import (
 from .asm_parser import Statement, locate, parse
 from .encoder import StatementError, encode_items
 from .forms import SpecForms, forms_of
-from .instruction import Align, AsmInstruction, Data, Label, LabelDef
+from .instruction import Align, AsmInstruction, Data, Label, LabelDef, identifier_operand
 from .model import Spec
 
 # Flags and types LLVM gives the sections it knows by name (ELFAsmParser / MCContext::getELFSection).
@@ -564,7 +563,7 @@ class _FileAssembler:
     def is_expression(self, node: X.Node) -> bool:
         syms = X.symbols_of(node)
         for name in syms:
-            op = syn.identifier_operand(name)
+            op = identifier_operand(name)
             if type(op) is not Label:
                 return False  # a register or `off`: an operand the instruction parser reads
         if isinstance(node, X.Num):

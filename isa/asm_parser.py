@@ -17,7 +17,7 @@ from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput
 from . import operand_syntax as syn
 from .asm_errors import AsmError
 from .asm_fastpath import parse_line
-from .instruction import AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods
+from .instruction import AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods, identifier_operand, range_operand
 
 
 @dataclass(slots=True)
@@ -84,12 +84,14 @@ class _Builder(Transformer):
 
     def name(self, children):
         tok = children[0]
-        return _Pos(syn.identifier_operand(tok.value), tok.line, tok.column)
+        if tok.value.lower() in syn.DECODE_ONLY_SPELLINGS:
+            raise _SemanticError(syn.decode_only_error(tok.value), tok.line, tok.column)
+        return _Pos(identifier_operand(tok.value), tok.line, tok.column)
 
     def reg_range(self, children):
         tok, lo, hi = children
         try:
-            reg = syn.range_operand(tok.value, _integer(lo), _integer(hi))
+            reg = range_operand(tok.value, _integer(lo), _integer(hi))
         except ValueError as exc:
             raise _SemanticError(str(exc), tok.line, tok.column) from None
         return _Pos(reg, tok.line, tok.column)
@@ -97,7 +99,7 @@ class _Builder(Transformer):
     def reg_one(self, children):
         tok, idx = children
         try:
-            reg = syn.range_operand(tok.value, _integer(idx), _integer(idx))
+            reg = range_operand(tok.value, _integer(idx), _integer(idx))
         except ValueError as exc:
             raise _SemanticError(str(exc), tok.line, tok.column) from None
         return _Pos(reg, tok.line, tok.column)

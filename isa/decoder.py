@@ -1,6 +1,8 @@
 """Machine code -> instruction objects, finding each encoding through the spec's identifier masks and
 encoding conditions (a literal, DPP or SDWA variant shares its identifier with the plain encoding and is
-told apart only by its condition, e.g. SRC0 == 255).
+told apart only by its condition, e.g. SRC0 == 255). `decode_form` reads one word in one form; bits LLVM's
+syntax does not reach stay in the unprinted `keep_bits` modifier, so a decoded instruction re-encodes to its
+bytes wherever its registers are written as encoded.
 
 Words that no instruction of the spec matches become `.long` data with a warning; decoding never fails
 on content, so any code object (ours, LLVM's, Triton's) can be listed.
@@ -10,10 +12,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
+from . import operand_syntax as syn
 from .asm_errors import DecodeWarning
-from .forms import Form, Mismatch, SpecForms, forms_of
-from .instruction import AsmInstruction, Data
+from .field_codec import Mismatch
+from .forms import Form, Slot, SpecForms, fixed_operand, forms_of
+from .instruction import OFF, AsmInstruction, Counters, Data, Imm, Reg, SrcMods
 from .model import Spec
+from .modifiers import decode_modifiers
+from .operand_values import ACC_BIT
 
 
 class Decoded(NamedTuple):
@@ -41,6 +47,163 @@ class Decoded(NamedTuple):
         return Data(self.words)
 
 
+# --- one word in one form ----------------------------------------------------------------------------
+
+def decode_form(form: Form, word: int) -> AsmInstruction:
+    """The instruction a word of `form.size` bytes holds in `form`, or Mismatch when a field value is not
+    one the operand type defines (then the word is not this form)."""
+    fv = {}
+    for name, simple, offset, mask, codec in form.unpackers:
+        fv[name] = (word >> offset) & mask if simple else codec.unpack(word)
+    ops = []
+    slots = form.slots
+    if form.lds_vdata is not None and fv.get("LDS"):
+        slots = tuple(s for s in slots if s is not form.lds_vdata)
+    if form.return_vdst is not None and not fv.get(syn.FLAG_FIELDS[form.return_flag]):
+        slots = tuple(s for s in slots if s is not form.return_vdst)
+    for slot in slots:
+        cache = slot.decoded
+        if cache is not None:  # plain register/constant slot: value -> operand, memoized
+            value = fv[slot.fname]
+            op = cache.get(value)
+            if op is None:
+                op = _value_operand(slot, value, slot.nregs)
+                cache[value] = op
+        else:
+            op = _decode_operand(form, slot, fv, word)
+            if op is None:  # an optional immediate at 0 is not written (`s_endpgm`)
+                continue
+        spots = slot.mod_spots
+        if spots is not None:
+            neg, ab, sx = (spot is not None and bool(fv[spot[0]] >> spot[1] & 1) for spot in spots)
+            if neg or ab or sx:
+                op = SrcMods(op, neg, ab, sx)
+        ops.append(op)
+    mods = decode_modifiers(form, fv, word) if form.mods else ()
+    return _instruction(form.mnemonic, tuple(ops), mods)
+
+def _decode_operand(form: Form, slot: Slot, fv: dict, word: int):
+    kind = slot.kind
+    if kind == "fixed":
+        return fixed_operand(slot)
+    if kind == "literal":
+        lit = fv["LITERAL"]
+        if slot.container == 16 and form.literal_optional:  # a 16-bit source prints the 16 bits it uses;
+            lit &= 0xFFFF  # a K constant (v_madak_f16) prints its whole dword, as LLVM does
+        if slot.table is not None and slot.table.partitioned:  # an always-literal imm32 (s_setreg_imm32)
+            return Imm(lit, hex=True, text=syn.imm32_text(lit))
+        return Imm(lit, hex=True)
+    if kind == "label":  # llvm-objdump prints the raw (unsigned) dword offset
+        return Imm(fv[slot.fname])
+    if kind == "parts":
+        if slot is form.optional_imm:  # printed in decimal, and only when it is not 0 (as LLVM)
+            return Imm(fv[slot.fname]) if fv[slot.fname] else None
+        return _decode_parts(slot, fv[slot.fname], form)
+    if kind == "vaddr":
+        n = fv.get("OFFEN", 0) + fv.get("IDXEN", 0)
+        if n == 0:
+            return OFF
+        return _reg_from_fields(form, slot, fv, n)
+    if slot.width_field is not None:
+        return _reg_from_fields(form, slot, fv, syn.f8f6f4_registers(fv[slot.width_field], slot.nregs))
+    if kind == "flat_addr":
+        if form.scratch:
+            if not fv.get("SVE", 0):
+                return OFF
+            return _reg_from_fields(form, slot, fv, 1)
+        n = 2
+        if form.flat_saddr is not None:
+            saddr = form.slots[form.flat_saddr]
+            if fv[saddr.fname] != (1 << saddr.codec.width) - 1:
+                n = 1
+        return _reg_from_fields(form, slot, fv, n)
+    if kind == "saddr":
+        if fv[slot.fname] == (1 << slot.codec.width) - 1:
+            return OFF
+        return _reg_from_fields(form, slot, fv, slot.nregs)
+    if kind == "smem_offset":
+        if fv.get("SOFFSET_EN", 0):
+            return _reg_from_fields(form, slot, fv, slot.nregs)
+        if fv.get("IMM", 0):
+            return Imm(form.codecs["OFFSET"].unpack_int(word), hex=True)
+        # IMM = 0: OFFSET names an SGPR in its low bits, as many as the SOFFSET field has (7); LLVM reads only
+        # those (the bits above are kept unprinted, see forms._hidden_bits)
+        return _value_operand(slot, fv["OFFSET"] & form.smem_sgpr_mask, slot.nregs)
+    if kind == "sdwa_sdst":
+        if not fv.get("SD", 0):
+            return Reg("vcc", 0, 2)
+        return _reg_from_fields(form, slot, fv, slot.nregs)
+    return _reg_from_fields(form, slot, fv, slot.nregs)
+
+def _reg_from_fields(form: Form, slot: Slot, fv: dict, nregs: int):
+    value = fv[slot.fname]
+    if slot.sdwa_s is not None and not fv.get(slot.sdwa_s, 0):
+        value |= 1 << slot.codec.width
+    if slot.acc is not None:
+        fname, pos = slot.acc
+        if fv.get(fname, 0) >> pos & 1:
+            with_acc = value | (1 << ACC_BIT)
+            if with_acc in slot.table.by_value:
+                value = with_acc
+    elif slot.acc_implied and value not in slot.table.by_value:
+        value |= 1 << ACC_BIT
+    return _value_operand(slot, value, nregs)
+
+
+def _instruction(name: str, operands: tuple, modifiers: tuple) -> AsmInstruction:
+    """An AsmInstruction from parts already in normal form (skips the constructor's normalization)."""
+    inst = object.__new__(AsmInstruction)
+    object.__setattr__(inst, "name", name)
+    object.__setattr__(inst, "operands", operands)
+    object.__setattr__(inst, "modifiers", modifiers)
+    return inst
+
+
+
+def _value_operand(slot: Slot, value: int, nregs: int):
+    table = slot.table
+    if table is None:
+        return Imm(value)
+    op = table.operand_for(value, nregs, slot.elem_bits, slot.container == 16 and not slot.is_float)
+    if op is None:
+        if table.literal is not None and value == table.literal:
+            return Imm(0, hex=True)
+        raise Mismatch(f"value {value} is not defined by operand type {table.name}")
+    return op
+
+
+
+def _decode_parts(slot: Slot, value: int, form: Form):
+    table = slot.table
+    parts = table.parts
+    if parts and set(parts) & set(syn.COUNTER_ORDER):
+        # LLVM prints the counters that wait (below their maximum), or all of them when none does.
+        order = [n for n in syn.COUNTER_ORDER if n in parts] + [n for n in parts if n not in syn.COUNTER_ORDER]
+        written = []
+        for n in order:
+            f = parts[n]
+            pv = f.extract(value)
+            if pv != (1 << f.width) - 1:
+                written.append((syn.counter_name(n), pv))
+        if not written:
+            written = [(syn.counter_name(n), parts[n].extract(value)) for n in order]
+        return Counters(tuple(written))
+    if form.name in syn.HWREG_MNEMONICS:
+        return Imm(value, text=syn.hwreg_text(value))
+    if table.name == "OPR_SENDMSG":  # the spec's message operand: printed as sendmsg(...), as llvm-objdump does
+        return Imm(value, text=syn.sendmsg_text(value))
+    if form.name in syn.GPR_IDX_MNEMONICS:
+        text = syn.gpr_idx_text(value)
+        return Imm(value, text=text) if text else Imm(value, hex=True)
+    if form.imm_hex:
+        return Imm(value, hex=True)
+    if slot.signed_imm and value >> (slot.codec.width - 1):
+        return Imm(value - (1 << slot.codec.width))
+    return Imm(value, hex=value > 64)  # LLVM prints immediates beyond the inline range in hex
+
+
+# --- machine code -------------------------------------------------------------------------------------
+
 _CACHE_LIMIT = 1 << 18
 
 
@@ -60,7 +223,7 @@ def _match(forms: SpecForms, word: int, avail: int) -> tuple[Form, AsmInstructio
                 if not form.cond(values):
                     continue
             try:
-                return form, form.decode(w)
+                return form, decode_form(form, w)
             except Mismatch:
                 continue
     return None

@@ -1,10 +1,13 @@
-"""The spec compiled for assembling and disassembling: one `Form` per (instruction, encoding) pair.
+"""The spec compiled for assembling and disassembling: one `Form` per (instruction, encoding) pair, and the
+indexes that select forms (by mnemonic for the assembler, by identifier bits for the decoder).
 
 A form knows, from the spec alone, the identifier word of its opcode, the field values its encoding
 condition pins down (SRC0 = 255 for a literal variant, 250 for DPP), the operand slots in syntax
 order with the operand type, register count and data format of each, and which modifiers its
-encoding has fields for. The encoder tries the forms of a mnemonic from the shortest; the decoder
-finds forms through identifier masks and conditions. Forms are built once per spec and cached.
+encoding has fields for. This module only builds and selects forms: putting an instruction into a form is
+`encoder.encode_form`, reading one out of a word `decoder.decode_form`. The encoder tries the forms of a
+mnemonic from the shortest; the decoder finds forms through identifier masks and conditions. Forms are
+built once per spec and cached.
 """
 
 from __future__ import annotations
@@ -14,22 +17,14 @@ import weakref
 
 from . import expr as _expr
 from . import operand_syntax as syn
-from .asm_errors import EncodeError
-from .field_codec import (
-    FieldCodec,
-    Mismatch,
-    compile_condition,
-    condition_equalities,
-    field_mask,
-    signed_to_field,
-)
-from .instruction import OFF, AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods
+from .field_codec import FieldCodec, Mismatch, compile_condition, condition_equalities, field_mask
+from .instruction import Imm, Label, Reg
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
-from .modifiers import MODIFIER_ENCODERS, decode_modifiers, modifier_kinds
-from .operand_values import ACC_BIT, TypeTable, const_text, constant_encoding, int16_inline_pattern, literal_bits
+from .modifiers import modifier_kinds
+from .operand_values import TypeTable
 
-__all__ = ["Form", "Mismatch", "Slot", "SpecForms", "TypeTable", "encode_error", "forms_of"]
+__all__ = ["Form", "Slot", "SpecForms", "TypeTable", "fixed_operand", "forms_of"]
 
 
 # --- slots --------------------------------------------------------------------------------------------
@@ -63,6 +58,7 @@ def _elem_bits(spec: Spec, data_format: str | None, size: int) -> tuple[int, boo
         return 32, is_float
     return 64, is_float
 
+
 # --- forms --------------------------------------------------------------------------------------------
 
 class Form:
@@ -74,546 +70,21 @@ class Form:
                  "sdwa_sd", "vop3p", "scale_mfma", "width_slots", "two_sources", "opsel_dst", "srcmods", "imm_hex",
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
-                 "literal_optional", "mix", "bus")
+                 "literal_optional", "mix", "bus", "hidden",
+                 "smem_sgpr_mask", "optional_imm")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
 
-    # ---------------------------------------------------------------- encoding
     def fixed_by_identifier(self, fname: str) -> bool:
         """The field's bits all belong to the encoding's identifier (e.g. ABID of CDNA 4's scaled MFMA): no
         syntax may set it."""
         f = self.enc.fields.get(fname)
         return f is not None and not field_mask(f) & ~self.enc.identifier_mask
 
-    def _check_constant_bus(self, fields: dict, slots, ops) -> None:
-        """gfx9 VALU instructions read at most `limit` distinct SGPR/special/literal values (the constant bus);
-        LLVM refuses more, and the hardware result would be undefined."""
-        limit, spots = self.bus
-        uses = set()
-        for fname, scalar, sdwa_s in spots:
-            value = fields.get(fname)
-            if value is None or (sdwa_s and not fields.get(sdwa_s)):   # SDWA: S0/S1 = 0 means a VGPR
-                continue
-            if scalar is None:                       # the literal slot of a literal encoding
-                uses.add(("literal", value))
-            elif value in scalar:
-                uses.add(("literal", fields["LITERAL"]) if value == 255 and "LITERAL" in fields else ("f", value))
-        for slot, op in zip(slots, ops, strict=False):
-            if slot.fname is None and slot.output is False and isinstance(op, Reg) and op.kind not in ("v", "a"):
-                uses.add((op.kind, op.index))        # an implicit scalar source written out (`vcc` of v_cndmask)
-        if self.name == "v_writelane_b32":
-            uses.discard(("f", syn.M0_VALUE))     # LLVM: M0 as the lane select does not take the bus
-        if len(uses) > limit:
-            raise Mismatch(f"{self.mnemonic} reads {len(uses)} scalar values (SGPRs, special registers or "
-                           f"literals); {self.spec_inst.name} may read {limit} (constant bus): move one into a "
-                           f"VGPR", rank=5)
 
-    def encode(self, inst: AsmInstruction, pc: int = 0, symbols=None) -> int:
-        """The instruction word (an int of `size` bytes, little-endian) or Mismatch."""
-        ops = inst.operands
-        slots = self.slots
-        fields: dict[str, int] = {}
-        mods = inst.modifiers
-        if mods:
-            mod_names = {m[0] for m in mods}
-            self._encode_modifiers(mods, fields)
-            if self.lds_vdata is not None and "lds" in mod_names:
-                slots = tuple(s for s in slots if s is not self.lds_vdata)
-        else:
-            mod_names = ()
-        if self.return_vdst is not None and self.return_flag not in mod_names:
-            slots = tuple(s for s in slots if s is not self.return_vdst)
-        if self.width_slots:
-            slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
-                          if s.width_field is not None else s for s in slots)
-        if len(ops) != len(slots):
-            raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {self.enc.name}, got {len(ops)}",
-                           rank=-1)
-        state = None
-        for slot, op in zip(slots, ops, strict=False):
-            fast = slot.fast
-            if fast is not None:  # plain registers and inline constants that fit their field
-                t = type(op)
-                if t is Reg:
-                    if op.count == slot.nregs:
-                        value = fast.get((op.kind, op.index))
-                        if value is not None:
-                            fields[slot.fname] = value
-                            continue
-                elif t is Imm:
-                    value = fast.get(op._key())
-                    if value is not None:
-                        fields[slot.fname] = value
-                        continue
-            if state is None:
-                state = _EncodeState()
-            self._encode_operand(slot, op, fields, state, ops, mod_names, pc, symbols)
-        if state is not None and state.literal is not None:
-            fields["LITERAL"] = state.literal
-        word = self.base_word
-        packers = self.packers
-        for name, value in fields.items():
-            packer = packers.get(name)
-            if packer is not None and 0 <= value and not value >> packer[1]:
-                word |= value << packer[0]
-            else:
-                codec = self.codecs.get(name)
-                if codec is None:
-                    raise Mismatch(f"{self.enc.name} has no field {name}")
-                word |= codec.pack(value)
-        for name, bits in self.default_bits:
-            if name not in fields:
-                word |= bits
-        if self.bus is not None:
-            self._check_constant_bus(fields, slots, ops)
-        if self.cond is not None and not self.cond(fields):
-            raise Mismatch(f"{self.enc.name} condition {self.cond_name} does not hold", rank=len(slots))
-        return word
-
-    def _encode_modifiers(self, mods, fields: dict) -> None:
-        for name, value in mods:
-            if type(value) is Imm:
-                value = value.value
-            kind = self.mods.get(name)
-            if kind is None:
-                available = ", ".join(sorted(self.mods)) or "none"
-                raise Mismatch(f"modifier {name} is not available in {self.enc.name} (available: {available})",
-                               modifier=name)
-            try:
-                MODIFIER_ENCODERS[kind](self, name, value, fields)
-            except Mismatch as exc:
-                exc.modifier = name
-                raise
-
-    def _encode_operand(self, slot: Slot, op, fields: dict, state, ops, mod_names, pc, symbols) -> None:
-        kind = slot.kind
-        idx = slot.index
-        try:
-            if type(op) is SrcMods:
-                inner = op.operand
-                if (op.neg and not op.abs and not op.sext and type(inner) is Imm and isinstance(inner.value, float)
-                        and (slot.src is None or ("neg", slot.src) not in self.srcmods)):
-                    op = Imm(-inner.value)  # neg(1.0) where no NEG bit exists is the constant -1.0 (as LLVM)
-                else:
-                    self._encode_srcmods(slot, op, fields)
-                    op = inner
-            if kind == "reg":
-                value = self._operand_value(slot, op, state)
-                if value is None:
-                    return
-                self._store(slot, value, fields, state)
-            elif kind == "fixed":
-                self._check_fixed(slot, op)
-            elif kind == "literal":
-                self._encode_literal(slot, op, state)
-            elif kind == "label":
-                fields[slot.fname] = self._label_value(slot, op, pc, symbols)
-            elif kind == "parts":
-                fields[slot.fname] = self._parts_value(slot, op)
-            elif kind == "vaddr":
-                self._encode_vaddr(slot, op, fields, state, mod_names)
-            elif kind == "flat_addr":
-                self._encode_flat_addr(slot, op, fields, state, ops)
-            elif kind == "saddr":
-                if type(op) is Off:
-                    fields[slot.fname] = (1 << slot.codec.width) - 1
-                else:
-                    self._store(slot, self._operand_value(slot, op, state), fields, state)
-            elif kind == "smem_offset":
-                self._encode_smem_offset(slot, op, fields, state, mod_names)
-            elif kind == "sdwa_sdst":
-                if type(op) is Reg and op.kind == "vcc":
-                    fields["SD"] = 0
-                else:
-                    fields["SD"] = 1
-                    self._store(slot, self._operand_value(slot, op, state), fields, state)
-            else:  # pragma: no cover - every slot kind is handled above
-                raise Mismatch(f"operand kind {kind} is not supported")
-        except Mismatch as exc:
-            if exc.operand is None and exc.modifier is None:
-                exc.operand = idx
-                exc.rank = idx + 1
-            raise
-
-    def _encode_srcmods(self, slot: Slot, op: SrcMods, fields: dict) -> None:
-        if slot.src is None:
-            raise Mismatch("input modifiers (neg/abs/sext) apply only to source operands")
-        names = self.srcmods
-        for flag, wanted in (("neg", op.neg), ("abs", op.abs), ("sext", op.sext)):
-            if not wanted:
-                continue
-            spot = names.get((flag, slot.src))
-            if spot is None:
-                raise Mismatch(f"{flag} modifier is not available for this operand in {self.enc.name}")
-            fname, bit = spot
-            fields[fname] = fields.get(fname, 0) | (1 << bit)
-
-    def _operand_value(self, slot: Slot, op, state) -> int | None:
-        """Encoded value of a register or constant for a slot, or Mismatch saying what it accepts."""
-        table = slot.table
-        t = type(op)
-        if t is Reg:
-            kind = op.kind
-            if kind in ("s", "v", "a", "ttmp"):
-                value = table.by_key.get((kind, op.index))
-                if value is None:
-                    raise Mismatch(f"{op} is not allowed here; {table.describe()}")
-                if op.count != slot.nregs:
-                    raise Mismatch(f"{op} is {op.count} register(s) wide but the operand takes {slot.nregs} "
-                                   f"({slot.size} bits)")
-                if op.count > 1:
-                    align = 2 if kind in ("v", "a") else min(4, op.count)
-                    if op.index % align:
-                        raise Mismatch(f"{op} must start at a multiple of {align}")
-                    last = table.by_key.get((kind, op.index + op.count - 1))
-                    if last is None:
-                        raise Mismatch(f"{op} runs past the last register; {table.describe()}")
-                return value
-            value = None
-            if op.count == 2:
-                value = table.by_key.get(("pair", kind))
-            else:
-                value = table.by_key.get(("name", kind))
-                if value is None and not kind.startswith("src_"):
-                    value = table.by_key.get(("name", "src_" + kind))
-            if value is None:
-                raise Mismatch(f"{op} is not allowed here; {table.describe()}")
-            if op.count == 1 and slot.nregs > 1 and kind not in syn.ANY_WIDTH_REGISTERS:
-                raise Mismatch(f"{op} is one register but the operand takes {slot.nregs} ({slot.size} bits)")
-            if op.count == 2 and slot.nregs == 1:
-                raise Mismatch(f"{op} is a 64-bit register pair but the operand takes one register (32 bits)")
-            return value
-        if t is Imm:
-            return self._constant_value(slot, op.value, state)
-        if t is Label:
-            low = op.name.lower()
-            value = table.by_key.get(("name", low))
-            if value is None:
-                value = table.by_key.get(("pair", low))
-            if value is None:
-                raise Mismatch(f"{op.name} is not allowed here; {table.describe()}")
-            return value
-        if t is Off:
-            raise Mismatch(f"off is not allowed here; {table.describe()}")
-        raise Mismatch(f"{op} is not allowed here; {table.describe()}")
-
-    def _constant_value(self, slot: Slot, value, state) -> int:
-        inline, _literal = constant_encoding(slot, value)
-        if inline is not None:
-            return inline
-        if self.family != "e32":  # no literal form to fall back to (SDWA, VOP3 on GFX9)
-            inline = int16_inline_pattern(slot, value)
-            if inline is not None:
-                return inline
-        table = slot.table
-        if table.literal is None:
-            raise Mismatch(f"{const_text(value)} is not an inline constant and {table.name} takes no "
-                           f"literal; {table.describe()}")
-        raise Mismatch(f"{const_text(value)} needs a literal, which {self.enc.name} cannot hold here")
-
-    def _encode_literal(self, slot: Slot, op, state) -> None:
-        if type(op) is not Imm:
-            raise Mismatch(f"{self.enc.name} holds a 32-bit literal here, not {op}")
-        inline, literal = constant_encoding(slot, op.value)
-        if inline is not None:
-            if self.literal_optional:
-                raise Mismatch(f"{const_text(op.value)} is an inline constant (no literal needed)")
-            literal = literal_bits(slot, op.value)  # a literal the encoding always carries (fmamk's K)
-        if state.literal is not None and state.literal != literal:
-            raise Mismatch("only one distinct literal fits in an instruction")
-        state.literal = literal
-
-    def _store(self, slot: Slot, value: int, fields: dict, state) -> None:
-        """Write a slot value: its low bits to the slot's field, the AGPR bit (bit 9 of the value) to the
-        encoding's ACC field or nowhere when the type implies it, and for SDWA sources bit 8 (VGPR)
-        inverted to S0/S1."""
-        width = slot.codec.width
-        low = value & ((1 << width) - 1)
-        rest = value >> width
-        acc = 0
-        if slot.acc is not None or slot.acc_implied:
-            acc = value >> ACC_BIT & 1
-            rest = (value & ((1 << ACC_BIT) - 1)) >> width
-        if slot.sdwa_s is not None:
-            if rest > 1:
-                raise Mismatch(f"value {value} does not fit {slot.codec.desc}")
-            fields[slot.sdwa_s] = 0 if rest else 1
-            rest = 0
-        if rest:
-            raise Mismatch(f"value {value} does not fit {slot.codec.desc}")
-        if slot.acc is not None:
-            key = slot.table.by_value.get(value)
-            if key is not None and key[0] in ("v", "a"):  # constants do not claim the ACC bit
-                fname, pos = slot.acc
-                owners = state.acc
-                if owners is None:
-                    owners = state.acc = {}
-                prev = owners.get(slot.acc)
-                if prev is not None and prev != acc:
-                    raise Mismatch(f"operands that share field {fname} must be all VGPRs or all AGPRs")
-                owners[slot.acc] = acc
-                fields[fname] = (fields.get(fname, 0) & ~(1 << pos)) | (acc << pos)
-        fields[slot.fname] = low
-
-    def _check_fixed(self, slot: Slot, op) -> None:
-        table = slot.table
-        if table is None:
-            return
-        t = type(op)
-        name = None
-        if t is Reg:
-            name = op.kind if op.kind not in ("s", "v", "a", "ttmp") else None
-        elif t is Label:
-            name = op.name.lower()
-        if name is None or (("name", name) not in table.by_key and ("pair", name) not in table.by_key):
-            raise Mismatch(f"{op} is not allowed here; this operand is always {_fixed_text(table)}")
-
-    def _label_value(self, slot: Slot, op, pc: int, symbols) -> int:
-        codec = slot.codec
-        if type(op) is Imm and isinstance(op.value, int):
-            v = op.value
-        elif type(op) is Label:
-            if symbols is None:
-                raise Mismatch(f"label {op.name} cannot be resolved here", rank=slot.index + 1)
-            target = symbols.get(op.name)
-            if target is None:
-                raise Mismatch(f"undefined label {op.name}")
-            delta = target - (pc + 4)
-            if delta % 4:
-                raise Mismatch(f"label {op.name} is not 4-byte aligned relative to this branch")
-            v = delta // 4
-        else:
-            raise Mismatch(f"branch target must be a label or an integer, got {op}")
-        w = codec.width
-        if not -(1 << (w - 1)) <= v < (1 << w):
-            raise Mismatch(f"branch offset {v} (dwords) does not fit {codec.desc}")
-        return v & ((1 << w) - 1)
-
-    def _parts_value(self, slot: Slot, op) -> int:
-        codec = slot.codec
-        w = codec.width
-        if type(op) is Imm and isinstance(op.value, int):
-            v = op.value
-            if not -(1 << (w - 1)) <= v < (1 << w):
-                raise Mismatch(f"immediate {v} is out of range of {codec.desc}: "
-                               f"{-(1 << (w - 1))}..{(1 << w) - 1}")
-            return v & ((1 << w) - 1)
-        if type(op) is Counters:
-            table = slot.table
-            parts = table.parts
-            if not parts:
-                raise Mismatch(f"{table.name} has no named parts")
-            value = 0
-            for f in parts.values():  # unwritten parts stay at their maximum (no wait)
-                value = f.insert(value, (1 << f.width) - 1)
-            for pname, pv in op.parts:
-                f = parts.get(syn.counter_field(pname))
-                if f is None:
-                    raise Mismatch(f"{pname} is not a part of {table.name} (parts: "
-                                   + ", ".join(syn.counter_name(n) for n in parts) + ")")
-                if not 0 <= pv < (1 << f.width):
-                    raise Mismatch(f"{pname}({pv}) is out of range of part {f.name} of {table.name} "
-                                   f"({f.width} bits: 0..{(1 << f.width) - 1})")
-                value = f.insert(value, pv)
-            return value
-        raise Mismatch(f"expected an immediate for {slot.type_name}, got {op}")
-
-    def _encode_vaddr(self, slot, op, fields, state, mod_names) -> None:
-        want = ("offen" in mod_names) + ("idxen" in mod_names)
-        if want == 0:
-            if type(op) is not Off:
-                raise Mismatch(f"address {op} needs offen or idxen (or write off)")
-            return
-        if type(op) is Off:
-            raise Mismatch("off is only valid without offen/idxen")
-        if type(op) is Reg and op.kind == "v" and op.count != want:
-            raise Mismatch(f"address {op} must be {want} VGPR(s) with "
-                           + " and ".join(m for m in ("idxen", "offen") if m in mod_names))
-        view = _SlotView(slot, want)
-        self._store(slot, self._operand_value(view, op, state), fields, state)
-
-    def _encode_flat_addr(self, slot, op, fields, state, ops) -> None:
-        saddr_off = True
-        if self.flat_saddr is not None:
-            # a no-return atomic has no VDST operand: the SADDR operand sits one place earlier
-            at = self.flat_saddr - (len(self.slots) - len(ops))
-            saddr_op = ops[at] if 0 <= at < len(ops) else OFF
-            if isinstance(saddr_op, SrcMods):
-                saddr_op = saddr_op.operand
-            saddr_off = type(saddr_op) is Off
-        if type(op) is Off:
-            if not self.scratch:
-                raise Mismatch("off is not allowed for this address")
-            fields["SVE"] = 0
-            return
-        want = 2 if (saddr_off and not self.scratch) else 1
-        view = _SlotView(slot, want)
-        self._store(slot, self._operand_value(view, op, state), fields, state)
-        if self.scratch:
-            fields["SVE"] = 1
-
-    def _encode_smem_offset(self, slot, op, fields, state, mod_names) -> None:
-        if type(op) is Imm:
-            if not isinstance(op.value, int):
-                raise Mismatch(f"offset {op} must be an integer")
-            if "offset" in mod_names:
-                raise Mismatch("offset: is only valid with an SGPR offset operand")
-            fields["IMM"] = 1
-            fields["OFFSET"] = signed_to_field(self.codecs["OFFSET"], op.value, "offset")
-            return
-        value = self._operand_value(slot, op, state)
-        if "offset" in mod_names or "SOFFSET_EN" not in self.codecs:
-            if "SOFFSET_EN" in self.codecs:
-                fields["SOFFSET_EN"] = 1
-            fields[slot.fname] = value
-        else:
-            fields["IMM"] = 0
-            fields["OFFSET"] = value
-
-    # ---------------------------------------------------------------- decoding
-    def decode(self, word: int) -> AsmInstruction:
-        fv = {}
-        for name, simple, offset, mask, codec in self.unpackers:
-            fv[name] = (word >> offset) & mask if simple else codec.unpack(word)
-        ops = []
-        slots = self.slots
-        if self.lds_vdata is not None and fv.get("LDS"):
-            slots = tuple(s for s in slots if s is not self.lds_vdata)
-        if self.return_vdst is not None and not fv.get(syn.FLAG_FIELDS[self.return_flag]):
-            slots = tuple(s for s in slots if s is not self.return_vdst)
-        for slot in slots:
-            cache = slot.decoded
-            if cache is not None:  # plain register/constant slot: value -> operand, memoized
-                value = fv[slot.fname]
-                op = cache.get(value)
-                if op is None:
-                    op = _value_operand(slot, value, slot.nregs)
-                    cache[value] = op
-            else:
-                op = self._decode_operand(slot, fv, word)
-            spots = slot.mod_spots
-            if spots is not None:
-                neg, ab, sx = (spot is not None and bool(fv[spot[0]] >> spot[1] & 1) for spot in spots)
-                if neg or ab or sx:
-                    op = SrcMods(op, neg, ab, sx)
-            ops.append(op)
-        mods = decode_modifiers(self, fv, word) if self.mods else ()
-        return _instruction(self.mnemonic, tuple(ops), mods)
-
-    def _mod_bit(self, fv, flag, src) -> bool:
-        spot = self.srcmods.get((flag, src))
-        if spot is None:
-            return False
-        return bool(fv.get(spot[0], 0) >> spot[1] & 1)
-
-    def _decode_operand(self, slot: Slot, fv: dict, word: int):
-        kind = slot.kind
-        if kind == "fixed":
-            return _fixed_operand(slot)
-        if kind == "literal":
-            lit = fv["LITERAL"]
-            if slot.container == 16 and self.literal_optional:  # a 16-bit source prints the 16 bits it uses;
-                lit &= 0xFFFF  # a K constant (v_madak_f16) prints its whole dword, as LLVM does
-            if slot.table is not None and slot.table.partitioned:  # an always-literal imm32 (s_setreg_imm32)
-                return Imm(lit, hex=True, text=syn.imm32_text(lit))
-            return Imm(lit, hex=True)
-        if kind == "label":  # llvm-objdump prints the raw (unsigned) dword offset
-            return Imm(fv[slot.fname])
-        if kind == "parts":
-            return _decode_parts(slot, fv[slot.fname], self)
-        if kind == "vaddr":
-            n = fv.get("OFFEN", 0) + fv.get("IDXEN", 0)
-            if n == 0:
-                return OFF
-            return self._reg_from_fields(slot, fv, n)
-        if slot.width_field is not None:
-            return self._reg_from_fields(slot, fv, syn.f8f6f4_registers(fv[slot.width_field], slot.nregs))
-        if kind == "flat_addr":
-            if self.scratch:
-                if not fv.get("SVE", 0):
-                    return OFF
-                return self._reg_from_fields(slot, fv, 1)
-            n = 2
-            if self.flat_saddr is not None:
-                saddr = self.slots[self.flat_saddr]
-                if fv[saddr.fname] != (1 << saddr.codec.width) - 1:
-                    n = 1
-            return self._reg_from_fields(slot, fv, n)
-        if kind == "saddr":
-            if fv[slot.fname] == (1 << slot.codec.width) - 1:
-                return OFF
-            return self._reg_from_fields(slot, fv, slot.nregs)
-        if kind == "smem_offset":
-            if fv.get("SOFFSET_EN", 0):
-                return self._reg_from_fields(slot, fv, slot.nregs)
-            if fv.get("IMM", 0):
-                return Imm(self.codecs["OFFSET"].unpack_int(word), hex=True)
-            return _value_operand(slot, fv["OFFSET"], slot.nregs)
-        if kind == "sdwa_sdst":
-            if not fv.get("SD", 0):
-                return Reg("vcc", 0, 2)
-            return self._reg_from_fields(slot, fv, slot.nregs)
-        return self._reg_from_fields(slot, fv, slot.nregs)
-
-    def _reg_from_fields(self, slot: Slot, fv: dict, nregs: int):
-        value = fv[slot.fname]
-        if slot.sdwa_s is not None and not fv.get(slot.sdwa_s, 0):
-            value |= 1 << slot.codec.width
-        if slot.acc is not None:
-            fname, pos = slot.acc
-            if fv.get(fname, 0) >> pos & 1:
-                with_acc = value | (1 << ACC_BIT)
-                if with_acc in slot.table.by_value:
-                    value = with_acc
-        elif slot.acc_implied and value not in slot.table.by_value:
-            value |= 1 << ACC_BIT
-        return _value_operand(slot, value, nregs)
-
-
-def _instruction(name: str, operands: tuple, modifiers: tuple) -> AsmInstruction:
-    """An AsmInstruction from parts already in normal form (skips the constructor's normalization)."""
-    inst = object.__new__(AsmInstruction)
-    object.__setattr__(inst, "name", name)
-    object.__setattr__(inst, "operands", operands)
-    object.__setattr__(inst, "modifiers", modifiers)
-    return inst
-
-
-class _SlotView:
-    """A slot seen with another register count (MUBUF/FLAT addresses whose width depends on syntax)."""
-
-    __slots__ = ("_slot", "nregs")
-
-    def __init__(self, slot: Slot, nregs: int) -> None:
-        self._slot = slot
-        self.nregs = nregs
-
-    def __getattr__(self, name):
-        return getattr(self._slot, name)
-
-
-class _EncodeState:
-    __slots__ = ("literal", "acc")
-
-    def __init__(self) -> None:
-        self.literal = None
-        self.acc = None
-
-
-def _value_operand(slot: Slot, value: int, nregs: int):
-    table = slot.table
-    if table is None:
-        return Imm(value)
-    op = table.operand_for(value, nregs, slot.elem_bits, slot.container == 16 and not slot.is_float)
-    if op is None:
-        if table.literal is not None and value == table.literal:
-            return Imm(0, hex=True)
-        raise Mismatch(f"value {value} is not defined by operand type {table.name}")
-    return op
-
-
-def _fixed_operand(slot: Slot):
+def fixed_operand(slot: Slot):
+    """The operand a fixed slot (one with no field: `vcc` of v_addc_co_u32 e32) always is."""
     table = slot.table
     for key in table.by_key:
         if key[0] == "name":
@@ -622,46 +93,6 @@ def _fixed_operand(slot: Slot):
         if key[0] == "pair":
             return Reg(key[1], 0, 2)
     return Label(table.name)
-
-
-def _fixed_text(table: TypeTable) -> str:
-    return str(_fixed_operand_from_table(table))
-
-
-def _fixed_operand_from_table(table: TypeTable):
-    for key in table.by_key:
-        if key[0] in ("name", "pair"):
-            return key[1]
-    return table.name
-
-
-def _decode_parts(slot: Slot, value: int, form: Form):
-    table = slot.table
-    parts = table.parts
-    if parts and set(parts) & set(syn.COUNTER_ORDER):
-        # LLVM prints the counters that wait (below their maximum), or all of them when none does.
-        order = [n for n in syn.COUNTER_ORDER if n in parts] + [n for n in parts if n not in syn.COUNTER_ORDER]
-        written = []
-        for n in order:
-            f = parts[n]
-            pv = f.extract(value)
-            if pv != (1 << f.width) - 1:
-                written.append((syn.counter_name(n), pv))
-        if not written:
-            written = [(syn.counter_name(n), parts[n].extract(value)) for n in order]
-        return Counters(tuple(written))
-    if form.name in syn.HWREG_MNEMONICS:
-        return Imm(value, text=syn.hwreg_text(value))
-    if table.name == "OPR_SENDMSG":  # the spec's message operand: printed as sendmsg(...), as llvm-objdump does
-        return Imm(value, text=syn.sendmsg_text(value))
-    if form.name in syn.GPR_IDX_MNEMONICS:
-        text = syn.gpr_idx_text(value)
-        return Imm(value, text=text) if text else Imm(value, hex=True)
-    if form.imm_hex:
-        return Imm(value, hex=True)
-    if slot.signed_imm and value >> (slot.codec.width - 1):
-        return Imm(value - (1 << slot.codec.width))
-    return Imm(value, hex=value > 64)  # LLVM prints immediates beyond the inline range in hex
 
 
 # --- building forms from the spec ---------------------------------------------------------------------
@@ -705,6 +136,9 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.cond_fields = tuple(sorted(n for n in _expr.referenced_fields(expression) if n in form.codecs))
     form.ds_two = syn.ds_two_offsets(form.name)
     form.smem = "IMM" in fields and "OFFSET" in fields and "SBASE" in fields
+    # IMM = 0: the SGPR-offset register number sits in OFFSET's low bits, as wide as the SOFFSET field
+    form.smem_sgpr_mask = (1 << fields["SOFFSET"].width) - 1 \
+        if form.smem and "SOFFSET" in fields and fields["SOFFSET"].width < fields["OFFSET"].width else -1
     form.mubuf = "OFFEN" in fields and "IDXEN" in fields and "VADDR" in fields
     form.scratch = "SVE" in fields and "SCRATCH" in enc.name.upper()
     form.sdwa_sd = "SD" in fields and "SDST" in fields
@@ -714,8 +148,24 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.scale_mfma = "SCALE_SRC0" in fields and "SCALE_SRC1" in fields
     form.mix = form.vop3p and syn.is_vop3p_mix(form.name)
     form.imm_hex = "SDST" in fields and "SIMM16" in fields
+    slots = _slots(spec, tables, form, ie, fields)
+    _adapt_slots(form, slots, fields)
+    unwritten = _source_modifiers(spec, form, slots, fields)
+    _constant_bus(spec, form, slots)
+    form.mods = modifier_kinds(form, fields, spec)
+    read = _read_fields(form, slots, fields)
+    form.hidden = _hidden_bits(form, fields, unwritten, read)
+    if form.hidden:
+        form.mods["keep_bits"] = "keep_bits"
+    _defaults(form, fields)
+    form.decode_fields = tuple(sorted(read | {f for f, _bits in form.hidden}))
+    form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
+                           for n in form.decode_fields)
+    return form
 
-    # Slots in syntax order: the operands the syntax writes (not implicit ones).
+
+def _slots(spec: Spec, tables: dict, form: Form, ie: InstructionEncoding, fields) -> list[Slot]:
+    """The operands the syntax writes (not implicit ones), in syntax order, each with its field, type and kind."""
     visible = sorted((o for o in ie.operands if not o.implicit), key=lambda o: o.order)
     slots: list[Slot] = []
     for i, o in enumerate(visible):
@@ -764,7 +214,22 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 and f"S{slot.src}" in fields:
             slot.sdwa_s = f"S{slot.src}"
         slots.append(slot)
-    # Syntax adapters keyed on the encoding's fields.
+    form.optional_imm = None
+    fname = syn.OPTIONAL_IMMEDIATES.get(form.name)
+    if fname in fields and all(s.fname != fname for s in slots):
+        slot = Slot()
+        slot.index, slot.fname, slot.codec, slot.kind = len(slots), fname, form.codecs[fname], "parts"
+        slot.type_name = slot.table = slot.data_format = slot.src = slot.acc = slot.sdwa_s = None
+        slot.size, slot.nregs, slot.elem_bits, slot.container = 16, 1, 16, 32
+        slot.is_float = slot.output = slot.signed_imm = slot.hex = slot.literal = slot.acc_implied = False
+        form.optional_imm = slot
+        slots.append(slot)
+    return slots
+
+
+def _adapt_slots(form: Form, slots: list[Slot], fields) -> None:
+    """Syntax adapters keyed on the encoding's fields (MUBUF/FLAT addresses, SMEM offsets, SDWA SDST, returning
+    atomics, f8f6f4 widths), then the slot facts the encoder and decoder read."""
     form.lds_vdata = None
     form.flat_saddr = None
     for slot in slots:
@@ -813,6 +278,11 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.two_sources = any(s.src == 1 for s in slots)
     form.opsel_dst = "OP_SEL" in fields and not form.vop3p and fields["OP_SEL"].width > form.nsrc \
         and form.name not in syn.OPSEL_PER_BIT
+
+
+def _source_modifiers(spec: Spec, form: Form, slots: list[Slot], fields) -> dict[str, int]:
+    """Where each source's neg/abs/sext bits are (form.srcmods, slot.mod_spots); returns the NEG/ABS bits of
+    integer sources, which LLVM's syntax does not write (kept, see _hidden_bits)."""
     form.srcmods = {}
     if form.mix:   # mixed-precision VOP3P: NEG is `-x`, NEG_HI is `|x|` per source (LLVM's syntax)
         for s in slots:
@@ -820,17 +290,37 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 for flag, fname in (("neg", "NEG"), ("abs", "NEG_HI")):
                     if fname in fields and fields[fname].width > s.src:
                         form.srcmods[(flag, s.src)] = (fname, s.src)
-    elif not form.vop3p:
+    unwritten: dict[str, int] = {}   # NEG/ABS bits of integer sources: LLVM has no `-x`/`|x|` for them
+    if not form.mix and not form.vop3p and form.name not in syn.BITOP3_MNEMONICS:
         for s in slots:
             if s.src is None:
                 continue
+            integer = _integer_data(spec, s.data_format)
             for flag, fname in (("neg", "NEG"), ("abs", "ABS")):
                 if fname in fields and fields[fname].width > s.src:
-                    form.srcmods[(flag, s.src)] = (fname, s.src)
+                    if integer:
+                        unwritten[fname] = unwritten.get(fname, 0) | 1 << s.src
+                    else:
+                        form.srcmods[(flag, s.src)] = (fname, s.src)
             for flag, fname in (("neg", f"SRC{s.src}_NEG"), ("abs", f"SRC{s.src}_ABS"),
                                 ("sext", f"SRC{s.src}_SEXT")):
                 if fname in fields:
-                    form.srcmods[(flag, s.src)] = (fname, 0)
+                    if integer and flag != "sext":
+                        unwritten[fname] = 1
+                    else:
+                        form.srcmods[(flag, s.src)] = (fname, 0)
+    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
+        form.srcmods = {}
+    for s in slots:
+        spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
+            else (None, None, None)
+        s.mod_spots = spots if any(spot is not None for spot in spots) else None
+    return unwritten
+
+
+def _constant_bus(spec: Spec, form: Form, slots: list[Slot]) -> None:
+    """The VALU sources that may read the constant bus, and the target's limit (checked by the encoder)."""
+    enc = form.enc
     form.bus = None
     if "VOP" in enc.name.upper():
         spots = tuple((s.fname, None if s.kind == "literal" else s.table.scalar_values, s.sdwa_s) for s in slots
@@ -839,13 +329,10 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
         implicit = any(s.fname is None and not s.output for s in slots)
         if len(spots) + implicit > 1:
             form.bus = (syn.constant_bus_limit(spec.architecture.name), spots)
-    if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
-        form.srcmods = {}
-    for s in slots:
-        spots = tuple(form.srcmods.get((flag, s.src)) for flag in ("neg", "abs", "sext")) if s.src is not None \
-            else (None, None, None)
-        s.mod_spots = spots if any(spot is not None for spot in spots) else None
-    form.mods = modifier_kinds(form, fields, spec)
+
+
+def _defaults(form: Form, fields) -> None:
+    """Field values an unwritten modifier stands for (SDWA selects, DPP masks, VOP3P op_sel_hi, buffer format)."""
     defaults = {}
     written_by = {"DST_SEL": "dst_sel", "DST_UNUSED": "dst_unused", "SRC0_SEL": "src0_sel", "SRC1_SEL": "src1_sel",
                   "ROW_MASK": "row_mask", "BANK_MASK": "bank_mask"}
@@ -861,6 +348,10 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.defaults = defaults
     form.default_bits = tuple((name, form.codecs[name].pack(value)) for name, value in defaults.items())
     form.packers = {name: (c.offset, c.width) for name, c in form.codecs.items() if c.simple}
+
+
+def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
+    """The fields this form's operands and modifiers read (the decoder unpacks them, with the kept ones)."""
     needed = set()
     for s in slots:
         if s.fname:
@@ -880,15 +371,40 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
                 needed.add(table[name])
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
-    if "keep_bits" in form.mods:
-        needed.update(f for f, _bits in syn.SCALE_MFMA_HIDDEN if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)
-    form.decode_fields = tuple(sorted(needed))
-    form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
-                           for n in form.decode_fields)
-    return form
+    return needed
+
+
+def _integer_data(spec: Spec, data_format: str | None) -> bool:
+    """The operand holds integers (FMT_NUM_I*/U*, packed or not): LLVM gives such a source no float input
+    modifiers (AMDGPUAsmParser: `-v1`/`|v1|` are invalid there, llvm-objdump prints none)."""
+    df = spec.data_formats.get(data_format) if data_format else None
+    return df is not None and df.data_type == "integer"
+
+
+def _hidden_bits(form: Form, fields, unwritten: dict[str, int], read: set[str]) -> tuple[tuple[str, int], ...]:
+    """(field, bits) of the encoding that LLVM decodes into no syntax for this instruction. The decoder keeps
+    them in the unprinted `keep_bits` modifier, so a decoded instruction re-encodes to its bytes while its text
+    is LLVM's (and the assembler, as llvm-mc, offers no syntax for them). A field nothing of the form reads
+    (SIMM16 of s_endpgm, which AMD's spec gives no operand) is kept whole."""
+    hidden = dict(unwritten)
+    ident = form.enc.identifier_mask
+    for name, f in fields.items():
+        if name not in read and name not in form.fixed and field_mask(f) & ~ident:
+            hidden[name] = (1 << f.width) - 1
+    if form.scale_mfma:
+        for fname, bits in syn.SCALE_MFMA_HIDDEN:
+            if fname in fields:
+                hidden[fname] = hidden.get(fname, 0) | bits
+    if "OP_SEL" in fields and not form.vop3p and "op_sel" not in form.mods:
+        hidden["OP_SEL"] = (1 << fields["OP_SEL"].width) - 1
+    if form.smem and "GLC" in fields and "glc" not in form.mods:
+        hidden["GLC"] = 1
+    if form.smem_sgpr_mask != -1:   # OFFSET above the SGPR number it names when IMM = 0
+        hidden["OFFSET"] = (1 << fields["OFFSET"].width) - 1 & ~form.smem_sgpr_mask
+    return tuple(sorted(hidden.items()))
 
 
 def _fast_values(slot: Slot) -> dict | None:
@@ -1221,16 +737,3 @@ def forms_of(spec: Spec) -> SpecForms:
         forms = SpecForms(spec)
         _CACHE[spec] = forms
     return forms
-
-
-def encode_error(inst: AsmInstruction, failures: list[Mismatch]) -> EncodeError:
-    """One error from the reasons each candidate form gave: the one that got furthest."""
-    best = max(failures, key=lambda m: m.rank) if failures else None
-    if best is None:
-        return EncodeError(f"{inst.name}: no encoding")
-    prefix = f"{inst.name}: "
-    if best.operand is not None:
-        prefix += f"operand {best.operand + 1}: "
-    elif best.modifier is not None:
-        prefix += f"modifier {best.modifier}: "
-    return EncodeError(prefix + best.message, operand=best.operand, modifier=best.modifier)

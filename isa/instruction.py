@@ -4,12 +4,25 @@ They hold operands in the terms a person (and LLVM's assembly syntax) uses — `
 `offset:16` — not encoded field values, so code can build them without knowing any encoding, and one
 object can be encoded in whichever of the spec's encodings fits. All of them are immutable and
 hashable, so an encoded form can be cached per object.
+
+Each object prints itself as LLVM's AMDGPU instruction printer spells it (`str(op)`, `inst.asm_text()`), so
+this module needs nothing of the printer, the decoder or the forms: the listing layer (printer.py) lays out
+lines, and a value's spelling has one home, here.
 """
 
 from __future__ import annotations
 
 import struct
 from dataclasses import dataclass
+
+from .operand_syntax import (
+    HEX_MODIFIERS,
+    NAMED_REGISTERS,
+    NUMBERED_REGISTER,
+    PAIR_NAMES,
+    UNPRINTED_MODIFIERS,
+    float_text,
+)
 
 # Register kinds that are numbered (`s7`, `v[0:3]`, `a12`, `ttmp[4:7]`). Every other register is named
 # (`vcc`, `exec_lo`, `m0`, `src_scc`, ...).
@@ -62,9 +75,14 @@ class Imm:
         return hash(self._key())
 
     def __str__(self) -> str:
-        from .printer import format_imm
-
-        return format_imm(self)
+        if self.text is not None:
+            return self.text
+        value = self.value
+        if isinstance(value, float):
+            return float_text(value)
+        if self.hex:
+            return f"-0x{-value:x}" if value < 0 else f"0x{value:x}"
+        return str(value)
 
 
 @dataclass(frozen=True, slots=True)
@@ -98,9 +116,15 @@ class SrcMods:
     sext: bool = False
 
     def __str__(self) -> str:
-        from .printer import format_operand
-
-        return format_operand(self)
+        inner = str(self.operand)
+        if self.abs:
+            inner = f"|{inner}|"
+        if self.neg:
+            # LLVM writes neg(...) only around a bare constant (AMDGPUInstPrinter::printOperandAndFPInputMods)
+            inner = f"neg({inner})" if type(self.operand) is Imm and not self.abs else f"-{inner}"
+        if self.sext:
+            inner = f"sext({inner})"
+        return inner
 
 
 @dataclass(frozen=True, slots=True)
@@ -162,10 +186,32 @@ class AsmInstruction:
                 return value
         return default
 
-    def __str__(self) -> str:
-        from .printer import format_instruction
+    def asm_text(self, unprinted: frozenset[str] = frozenset()) -> str:
+        """The instruction in LLVM's syntax, as llvm-objdump prints it. Modifiers named in `unprinted` (a target's
+        `unprinted_modifiers` for the instruction's encoding) are left out of the text, not out of the
+        instruction; so are the modifiers LLVM has no syntax for (UNPRINTED_MODIFIERS)."""
+        text = self.name
+        if self.operands:
+            text += " " + ", ".join([str(op) for op in self.operands])
+        mods = [modifier_text(n, v) for n, v in self.modifiers if n not in UNPRINTED_MODIFIERS and n not in unprinted]
+        if mods:
+            text += " " + " ".join(mods)
+        return text
 
-        return format_instruction(self)
+    def __str__(self) -> str:
+        return self.asm_text()
+
+
+def modifier_text(name: str, value: ModifierValue) -> str:
+    """One modifier as LLVM prints it: a flag by its name, a list as `name:[0,1]`, an int in decimal (hex for
+    HEX_MODIFIERS), a name or an Imm as written."""
+    if value is True:
+        return name
+    if isinstance(value, tuple):
+        return f"{name}:[{','.join(x if isinstance(x, str) else str(int(x)) for x in value)}]"
+    if isinstance(value, int) and name in HEX_MODIFIERS:
+        return f"{name}:0x{value:x}"
+    return f"{name}:{value}"
 
 
 def _regs(kind: str, first: int, last: int | None) -> Reg:
@@ -174,6 +220,27 @@ def _regs(kind: str, first: int, last: int | None) -> Reg:
     if last < first:
         raise ValueError(f"register range {kind}[{first}:{last}] is empty")
     return Reg(kind, first, last - first + 1)
+
+
+def identifier_operand(name: str) -> Reg | Label | Off:
+    """A bare word in operand position: a register (`s7`, `vcc`), `off`, or else a label/symbol."""
+    low = name.lower()
+    m = NUMBERED_REGISTER.match(low)
+    if m:
+        return Reg(m.group(1), int(m.group(2)), 1)
+    if low == "off":
+        return OFF
+    if low in NAMED_REGISTERS:
+        return Reg(low, 0, 2 if low in PAIR_NAMES else 1)
+    return Label(name)
+
+
+def range_operand(kind: str, first: int, last: int) -> Reg:
+    """`kind[first:last]` as written (`S[4:7]`): ValueError for a kind that is not numbered or an empty range."""
+    kind = kind.lower()
+    if kind not in NUMBERED_KINDS:
+        raise ValueError(f"{kind}[...] is not a register range (use s, v, a or ttmp)")
+    return _regs(kind, first, last)
 
 
 def s(first: int, last: int | None = None) -> Reg:

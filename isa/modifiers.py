@@ -155,7 +155,7 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
 
 
 def _m_keep_bits(form: Form, name: str, value, fields: dict) -> None:
-    allowed = dict(syn.SCALE_MFMA_HIDDEN)
+    allowed = dict(form.hidden)
     try:
         pairs = [(str(f), int(v)) for f, v in value]
     except (TypeError, ValueError):
@@ -194,7 +194,12 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             if name in syn.HEX_MODIFIERS or v:
                 out.append((name, v))
         elif kind == "keep_bits":
-            kept = tuple((f, fv[f] & bits) for f, bits in syn.SCALE_MFMA_HIDDEN if fv.get(f, 0) & bits)
+            # an SMEM OFFSET holds an immediate when IMM = 1 (the `offset` operand), an SGPR number otherwise
+            # (a field that has a default, e.g. DST_SEL of an SDWA form without dst_sel, is kept only off it)
+            defaults = form.defaults
+            kept = tuple((f, fv[f] & bits) for f, bits in form.hidden
+                         if fv.get(f, 0) & bits != defaults.get(f, 0) & bits
+                         and not (f == "OFFSET" and form.smem and fv.get("IMM")))
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
@@ -265,7 +270,7 @@ def _selects_parts(form: Form, spec) -> bool:
     fp4 conversions a byte, v_cvt_scalef32_pk_f32_fp4 op_sel:[1,1,0] = byte 3). Elsewhere LLVM has no
     op_sel operand (VOP3Instructions.td: only the OpSel and fp8-conversion profiles carry one), so an
     f32-only instruction prints no op_sel and llvm-mc rejects one."""
-    if spec is None or form.vop3p:
+    if spec is None or form.vop3p or form.name in syn.OPSEL_32BIT:
         return True
     # an instruction that also has a VOP1/VOP2/VOPC encoding keeps that encoding's operands in VOP3 (GFX9)
     if any(syn.encoding_family(ie.encoding_name) == "e32" for ie in form.spec_inst.encodings):
@@ -282,6 +287,13 @@ def _selects_parts(form: Form, spec) -> bool:
         if df.bit_count == 16 and o.output:
             return True
     return False
+
+
+def _moves_data(form: Form) -> bool:
+    """An SMEM instruction that loads, stores or atomically updates data: an SDATA register and an SBASE address.
+    Only those have LLVM's glc (s_dcache_*, s_memtime, s_memrealtime, s_atc_probe* print and accept none)."""
+    names = {s.fname for s in form.slots if s.kind == "reg"}
+    return "SDATA" in names and "SBASE" in names
 
 
 def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
@@ -302,7 +314,7 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
             kinds["offset1"] = "int"
         else:
             kinds["offset"] = "ds_offset"
-    if "OP_SEL" in fields and _selects_parts(form, spec):
+    if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL:
         kinds["op_sel"] = "list"
     if "OP_SEL_HI" in fields and "NEG_HI" in fields:
         kinds["op_sel_hi"] = "list"
@@ -310,8 +322,8 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
-    if form.scale_mfma:
-        kinds["keep_bits"] = "keep_bits"
+    if form.smem and "glc" in kinds and not _moves_data(form):
+        del kinds["glc"]
     if form.name in syn.BITOP3_MNEMONICS:
         kinds["bitop3"] = "bitop3"
     elif "OMOD" in fields:

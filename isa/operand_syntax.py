@@ -14,8 +14,6 @@ import math
 import re
 import struct
 
-from .instruction import NUMBERED_KINDS, OFF, Label, Reg
-
 # --- registers --------------------------------------------------------------------------------------
 
 # LLVM names of 64-bit register pairs whose spec names are <NAME>_LO / <NAME>_HI.
@@ -38,13 +36,45 @@ NAMED_REGISTERS = frozenset({
 ANY_WIDTH_REGISTERS = frozenset({
     "src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id",
     "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit", "private_base", "private_limit",
-    "pops_exiting_wave_id", "vccz", "execz", "scc",
+    "pops_exiting_wave_id", "vccz", "execz", "scc", "null", "src_flat_scratch_base_lo", "src_flat_scratch_base_hi",
+    "src_lds_direct",
 })
+
+# Register names LLVM 22's disassembler gives to field values AMD's CDNA 3 spec leaves undefined on gfx942
+# (AMDGPUDisassembler::decodeSpecialReg32/64 name them without a target check: `null` is GFX10+, the flat
+# scratch base sources GFX12.5, `src_lds_direct` pre-gfx90a), with what llvm-mc-22 -mcpu=gfx942 says when
+# one is written. name -> (field value, which operand types LLVM decodes it in, the widest operand in
+# registers LLVM decodes it as (llvm-objdump prints a wider one as .long), LLVM's error). The decoder
+# prints them, as llvm-objdump does, and keeps the value, so the instruction re-encodes to its bytes; the
+# parser refuses the spelling, as llvm-mc does. Kinds of type: "sreg" = any type with SGPRs, "src" = a type
+# with the special source values (src_shared_base ...), "vsrc" = such a type that also takes VGPRs (VALU).
+DECODE_ONLY_REGISTERS = {
+    "null": (125, "sreg", 2, "'null' operand is not supported on this GPU"),
+    # LLVM reads every 7-bit scalar register field as the whole SReg_32 file, so M0 and EXEC also decode where
+    # the spec's type allows only SGPRs (scratch SADDR, SMEM SBASE/SDATA/offset); llvm-mc takes or refuses
+    # these spellings by its own register classes, the assembler here by the spec's type (no message of its own)
+    "m0": (124, "sreg", 1, None),
+    "exec_lo": (126, "sreg", 2, None),      # two registers wide: `exec`
+    "exec_hi": (127, "sreg", 1, None),
+    "src_flat_scratch_base_lo": (230, "src", 2, "src_flat_scratch_base_lo register not available on this GPU"),
+    "src_flat_scratch_base_hi": (231, "src", 2, "src_flat_scratch_base_hi register not available on this GPU"),
+    "src_lds_direct": (254, "vsrc", 1, "lds_direct is not supported on this GPU"),
+}
+# every spelling llvm-mc reads for them -> its error
+DECODE_ONLY_SPELLINGS = {**{name: why for name, (_v, _k, _n, why) in DECODE_ONLY_REGISTERS.items() if why},
+                         "lds_direct": DECODE_ONLY_REGISTERS["src_lds_direct"][3]}
+
+
+def decode_only_error(spelling: str) -> str:
+    """The parser's message for a register only LLVM's disassembler names (see DECODE_ONLY_REGISTERS)."""
+    return (f"{spelling}: {DECODE_ONLY_SPELLINGS[spelling.lower()]} (llvm-mc-22 rejects it for gfx942; the "
+            f"disassembler prints it only where llvm-objdump-22 does)")
+
 
 # Spec register-name prefix for each numbered kind (LLVM writes AGPRs as `a5`, the spec as `acc5`).
 SPEC_PREFIX = {"s": "s", "v": "v", "a": "acc", "ttmp": "ttmp"}
 
-_NUMBERED = re.compile(r"(ttmp|s|v|a)([0-9]{1,6})\Z")  # ASCII digits only, as llvm-mc
+NUMBERED_REGISTER = re.compile(r"(ttmp|s|v|a)([0-9]{1,6})\Z")  # ASCII digits only, as llvm-mc
 
 
 # The longest integer literal accepted: llvm-mc reads integers into 64 bits ("literal value out of range").
@@ -73,28 +103,6 @@ def integer_value(text: str) -> int:
     if value >> INTEGER_BITS:
         raise ValueError(f"integer {text} does not fit in {INTEGER_BITS} bits")
     return value
-
-
-def identifier_operand(name: str) -> Reg | Label:
-    """A bare word in operand position: a register (`s7`, `vcc`), `off`, or else a label/symbol."""
-    low = name.lower()
-    m = _NUMBERED.match(low)
-    if m:
-        return Reg(m.group(1), int(m.group(2)), 1)
-    if low == "off":
-        return OFF  # type: ignore[return-value]
-    if low in NAMED_REGISTERS:
-        return Reg(low, 0, 2 if low in PAIR_NAMES else 1)
-    return Label(name)
-
-
-def range_operand(kind: str, first: int, last: int) -> Reg:
-    kind = kind.lower()
-    if kind not in NUMBERED_KINDS:
-        raise ValueError(f"{kind}[...] is not a register range (use s, v, a or ttmp)")
-    if last < first:
-        raise ValueError(f"register range {kind}[{first}:{last}] is empty")
-    return Reg(kind, first, last - first + 1)
 
 
 @functools.cache   # pure, and asked three times for each of the thousands of predefined values of each type
@@ -221,6 +229,23 @@ INT16_AS_INT32 = frozenset({("v_ldexp_f16", 1)})
 # whose op_sel[2:3] pick the result byte the same way (llvm-mc-22 -mcpu=gfx950).
 OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef32_pk_fp4_f16",
                            "v_cvt_scalef32_pk_fp4_bf16"})
+
+# VOP3 instructions with 16-bit parts whose LLVM profile has no op_sel operand (VOP3Instructions.td: the GFX8
+# opcodes kept as *_legacy_* on GFX9, v_sad_u16 and the packing conversions from 32-bit sources): llvm-objdump-22
+# prints no op_sel for them and llvm-mc-22 rejects one ("not a valid operand"); their OP_SEL bits are kept
+# unprinted (keep_bits). Checked against both by tests/test_disasm_llvm_random.py::test_op_sel_where_llvm_has_it.
+NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
+                      "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
+                      "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
+
+# An immediate LLVM's syntax has where AMD's spec gives the instruction no operand: mnemonic -> the field it is.
+# S_ENDPGM takes an optional imm16 in LLVM (SOPInstructions.td, EndpgmImm; AMDGPUInstPrinter::printEndpgm prints
+# it in decimal when it is not 0); llvm-mc-22 encodes `s_endpgm 5` into SIMM16.
+OPTIONAL_IMMEDIATES = {"s_endpgm": "SIMM16"}
+
+# 32-bit VOP3 instructions whose LLVM profile has op_sel all the same (VOP3Instructions.td: V_ALIGNBIT_B32 and
+# V_ALIGNBYTE_B32 take the OpSel profile on GFX9.4; llvm-mc-22 -mcpu=gfx942 encodes `op_sel:[1,0,0,0]` in OP_SEL).
+OPSEL_32BIT = frozenset({"v_alignbit_b32", "v_alignbyte_b32"})
 
 # SDWA forms LLVM writes without dst_sel/dst_unused (their result is always a whole dword).
 SDWA_NO_DST_SEL = frozenset({"v_cvt_f32_fp8", "v_cvt_f32_bf8", "v_cvt_pk_f32_fp8", "v_cvt_pk_f32_bf8"})
@@ -642,8 +667,10 @@ def bitop3_value(fields: dict[str, int]) -> int:
 
 # Modifiers the decoder attaches so that re-encoding an instruction object reproduces its bytes, for bits
 # LLVM's syntax cannot write (llvm-objdump prints nothing for them, and neither does the printer):
-# `keep_bits` = ((FIELD, value), ...) of CDNA 4 scaled-MFMA fields LLVM ignores (bits 13-14 of the prefix word,
-# op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the load-scale half).
+# `keep_bits` = ((FIELD, value), ...) of the form's `hidden` bits: CDNA 4 scaled-MFMA fields LLVM ignores (bits
+# 13-14 of the prefix word, op_sel[2]/op_sel_hi[2], which AMD's hand-assembled kernels set; NEG/NEG_HI of the
+# load-scale half), OP_SEL where LLVM has no op_sel (NO_OPSEL, f32-only VOP3), NEG/ABS of integer sources, GLC of
+# SMEM instructions that move no data (forms.py `_hidden_bits`).
 UNPRINTED_MODIFIERS = frozenset({"keep_bits"})
 # (field, bits of its value LLVM's syntax does not reach) of the scaled MFMA (ENC_VOP3PX2)
 SCALE_MFMA_HIDDEN = (("OP_SEL", 0b100), ("OP_SEL_HI", 0b100), ("NEG", 0b111), ("NEG_HI", 0b111))

@@ -28,7 +28,7 @@ class TypeTable:
     """One operand type in LLVM terms: which registers/constants it accepts and their encoded values."""
 
     __slots__ = ("name", "by_key", "by_value", "literal", "floats", "ints", "acc", "acc_only", "partitioned",
-                 "parts", "spec_type", "_describe", "float_bits", "scalar_values", "fast_values")
+                 "parts", "spec_type", "_describe", "float_bits", "scalar_values", "fast_values", "decode_only")
 
     def __init__(self, ot: OperandType, all_types) -> None:
         self.name = ot.name
@@ -59,6 +59,20 @@ class TypeTable:
             by_value.setdefault(value, first)
             if first[0] in ("s", "v", "a", "ttmp"):
                 regs.append(value)
+        # Values LLVM's disassembler names although the type leaves them undefined (decode-only: the parser
+        # refuses their spelling, see operand_syntax.DECODE_ONLY_REGISTERS; only an instruction object, such as
+        # the decoder's, encodes them). Not in by_key, so nothing offers them as values of the type.
+        self.decode_only: dict[str, int] = {}
+        kinds = {key[0] for key in by_key}
+        special = ("name", "src_shared_base") in by_key
+        for name, (value, where, _widest, _why) in syn.DECODE_ONLY_REGISTERS.items():
+            if value in by_value or not (where == "sreg" and "s" in kinds or where == "src" and special
+                                         or where == "vsrc" and special and "v" in kinds):
+                continue
+            by_value[value] = ("name", name)
+            self.decode_only[name] = value
+            if name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:   # `exec` as a 64-bit operand
+                self.decode_only[name[:-3]] = value
         # 64-bit named pairs: `vcc` is VCC_LO taken two registers wide.
         for pair in syn.PAIR_NAMES:
             lo = names_lower.get(pair + "_lo")
@@ -69,7 +83,8 @@ class TypeTable:
         self.acc = any(v >> ACC_BIT & 1 for v in regs)
         self.acc_only = bool(regs) and all(v >> ACC_BIT & 1 for v in regs)
         # values that occupy the constant bus when read: SGPRs, special registers and the literal
-        scalar = {v for v, key in self.by_value.items() if key[0] not in ("v", "a", "int", "float")}
+        scalar = {v for v, key in self.by_value.items() if key[0] not in ("v", "a", "int", "float")
+                  and v not in self.decode_only.values()}
         if self.literal is not None:
             scalar.add(self.literal)
         self.scalar_values = frozenset(scalar)
@@ -140,6 +155,8 @@ class TypeTable:
                 return Imm(syn.float_bits(syn.inline_float_value(key[1], 16), 16), hex=True)
             return Imm(syn.inline_float_value(key[1], elem_bits))
         name = key[1]
+        if nregs > 1 and name in self.decode_only and nregs > syn.DECODE_ONLY_REGISTERS[name][2]:
+            return None  # wider than LLVM decodes it (m0 as a 128-bit resource is `.long` to llvm-objdump)
         if nregs == 2 and name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:
             return Reg(name[:-3], 0, 2)
         return Reg(name, 0, 1)

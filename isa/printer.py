@@ -1,75 +1,22 @@
-"""AsmInstruction objects -> text in llvm-objdump's syntax.
+"""AsmInstruction objects -> text in llvm-objdump's syntax: lines and listings.
 
-The decoder already produced operands and modifiers in LLVM's terms and order; this module only spells
-them, so any instruction object (decoded, parsed or built by a generator) prints the same way.
+The decoder already produced operands and modifiers in LLVM's terms and order, and each object spells itself
+(instruction.py: `str(op)`, `AsmInstruction.asm_text`), so any instruction object (decoded, parsed or built by a
+generator) prints the same way; this module lays the texts out as llvm-objdump does (offsets, words, labels,
+symbol comments, a target's unprinted modifiers).
 """
 
 from __future__ import annotations
 
 from bisect import bisect_right
 
-from .instruction import AsmInstruction, Counters, Data, Imm, Label, Off, Reg, SrcMods
-from .operand_syntax import HEX_MODIFIERS, UNPRINTED_MODIFIERS, float_text
-
-
-def format_imm(imm: Imm) -> str:
-    if imm.text is not None:
-        return imm.text
-    value = imm.value
-    if isinstance(value, float):
-        return float_text(value)
-    if imm.hex:
-        return f"-0x{-value:x}" if value < 0 else f"0x{value:x}"
-    return str(value)
-
-
-def format_operand(op) -> str:
-    t = type(op)
-    if t is Reg:
-        return str(op)
-    if t is Imm:
-        return format_imm(op)
-    if t is SrcMods:
-        inner = format_operand(op.operand)
-        if op.abs:
-            inner = f"|{inner}|"
-        if op.neg:
-            # LLVM writes neg(...) only around a bare constant (AMDGPUInstPrinter::printOperandAndFPInputMods)
-            inner = f"neg({inner})" if type(op.operand) is Imm and not op.abs else f"-{inner}"
-        if op.sext:
-            inner = f"sext({inner})"
-        return inner
-    if t is Label:
-        return op.name
-    if t is Off:
-        return "off"
-    if t is Counters:
-        return str(op)
-    return str(op)
-
-
-def format_modifier(name: str, value) -> str:
-    if value is True:
-        return name
-    if isinstance(value, tuple):
-        return f"{name}:[{','.join(str(x) if isinstance(x, str) else str(int(x)) for x in value)}]"
-    if isinstance(value, Imm):
-        return f"{name}:{format_imm(value)}"
-    if isinstance(value, int) and name in HEX_MODIFIERS:
-        return f"{name}:0x{value:x}"
-    return f"{name}:{value}"
+from .instruction import AsmInstruction, Data, Label
 
 
 def format_instruction(inst: AsmInstruction, unprinted: frozenset[str] = frozenset()) -> str:
-    """The instruction's text; modifiers named in `unprinted` (a target's `unprinted_modifiers` for the
-    instruction's encoding) are left out of it, not out of the instruction."""
-    text = inst.name
-    if inst.operands:
-        text += " " + ", ".join(format_operand(op) for op in inst.operands)
-    mods = tuple(m for m in inst.modifiers if m[0] not in UNPRINTED_MODIFIERS and m[0] not in unprinted)
-    if mods:
-        text += " " + " ".join(format_modifier(n, v) for n, v in mods)
-    return text
+    """The instruction's text (`AsmInstruction.asm_text`); modifiers named in `unprinted` (a target's
+    `unprinted_modifiers` for the instruction's encoding) are left out of it, not out of the instruction."""
+    return inst.asm_text(unprinted)
 
 
 def format_data(data: Data) -> str:
@@ -142,7 +89,7 @@ def disassembly_lines(decoded, symbols: list[tuple[int, str]] | None = None, lab
             elif symbols:
                 comment = symbolize(d.target, symbols)
         hide = unprinted.get(d.encoding, frozenset()) if unprinted else frozenset()
-        append((format_instruction(inst, hide), d.offset, d.words, comment))
+        append((inst.asm_text(hide), d.offset, d.words, comment))
     return out
 
 

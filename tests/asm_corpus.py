@@ -127,9 +127,9 @@ def _default_operand(slot: Slot, regs: _Registers, form: Form, nregs: int | None
     table = slot.table
     kind = slot.kind
     if kind == "fixed":
-        from jitgemm.isa.forms import _fixed_operand
+        from jitgemm.isa.forms import fixed_operand
 
-        return _fixed_operand(slot)
+        return fixed_operand(slot)
     if kind == "literal":
         return _literals(slot)[0]
     if kind == "label":
