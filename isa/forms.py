@@ -951,13 +951,13 @@ def _suffix(name: str, family: str, families: set[str]) -> str:
     return ""
 
 
-def _mnemonic_keys(inst: SpecInstruction, family: str, families: set[str]) -> list[str]:
+def _mnemonic_keys(spec_name: str, aliases: tuple[str, ...], family: str, families: set[str]) -> list[str]:
     """Every spelling the assembler accepts for one form: LLVM's name, the spec's name and aliases, with and
     without the encoding suffix where LLVM allows both."""
-    name = syn.llvm_name(inst.name, inst.aliases)
+    name = syn.llvm_name(spec_name, aliases)
     suffix = _suffix(name, family, families)
     keys = []
-    for n in {name, inst.name.lower(), *(a.lower() for a in inst.aliases)}:
+    for n in {name, spec_name.lower(), *(a.lower() for a in aliases)}:
         if family in ("dpp", "sdwa"):
             keys.append(f"{n}_{family}")
             if suffix:
@@ -1041,11 +1041,12 @@ class SpecForms:
             self._id_by_op[enc.name] = table
         self._plan: dict[str, list[tuple[int, int]]] = {}
         self._families: list[set[str]] = []
-        for i, inst in enumerate(spec.instructions):
-            families = {syn.encoding_family(ie.encoding_name) for ie in inst.encodings}
+        # from the instructions' heads (name, aliases, encodings): no instruction is built until a form needs it
+        for i, (name, aliases, pairs) in enumerate(spec.instructions.heads):
+            families = {syn.encoding_family(enc) for enc, _opcode in pairs}
             self._families.append(families)
-            for j, ie in enumerate(inst.encodings):
-                for key in _mnemonic_keys(inst, syn.encoding_family(ie.encoding_name), families):
+            for j, (enc, _opcode) in enumerate(pairs):
+                for key in _mnemonic_keys(name, aliases, syn.encoding_family(enc), families):
                     self._plan.setdefault(key, []).append((i, j))
         self._built: dict[tuple[int, int], Form | None] = {}
         self._problem_of: dict[tuple[int, int], str] = {}

@@ -75,14 +75,16 @@ def test_flipped_opcode_bit_in_parsed_spec_is_detected():
     assert spec_cache.load_entry(spec.sha256)["instructions"] == data["instructions"]   # rewritten whole
 
 
-def test_flipped_name_bit_in_parsed_spec_is_detected(tmp_path):
+@pytest.mark.parametrize("copy", [0, 1])   # the name is stored twice: in the record and in its head (look-ups)
+def test_flipped_name_bit_in_parsed_spec_is_detected(tmp_path, copy):
     path = tmp_path / "toy.xml"
     path.write_text(toy_spec())
     spec = isa.load_spec(path)
     entry = spec_cache.entry_path(spec.sha256)
     raw = entry.read_bytes()
-    assert raw.count(b"T_STOP") == 1
-    entry.write_bytes(raw.replace(b"T_STOP", b"T_STOQ"))
+    assert raw.count(b"T_STOP") == 2
+    at = raw.find(b"T_STOP") if copy == 0 else raw.rfind(b"T_STOP")
+    entry.write_bytes(raw[:at] + b"T_STOQ" + raw[at + 6:])
     _fresh_process_state()
     again = isa.load_spec(path)
     assert again.find_instruction("T_STOQ") is None and again.instruction("T_STOP").name == "T_STOP"
