@@ -75,7 +75,7 @@ class InstructionTable(Sequence):
 
     def __eq__(self, other: object) -> bool:
         if isinstance(other, (InstructionTable, tuple, list)):
-            return len(self) == len(other) and all(a == b for a, b in zip(self, other))
+            return len(self) == len(other) and all(a == b for a, b in zip(self, other, strict=True))
         return NotImplemented
 
     __hash__ = None   # type: ignore[assignment]   # compares by content, like a list
