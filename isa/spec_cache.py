@@ -175,4 +175,5 @@ def write_preparsed(xml_path: Path, out_path: Path | None = None) -> Path:
 
     out = out_path or preparsed_path(xml_path)
     atomic_write(out, pack_entry(read_xml(xml_path)))
+    os.chmod(out, 0o644)   # shipped data (a wheel, a checkout), read by every user; a cache entry stays private
     return out
