@@ -139,14 +139,17 @@ def test_cached_spec_builds_only_what_is_asked_and_equals_a_fresh_parse(tmp_path
                 eager.instruction_by_opcode(ie.encoding_name, ie.opcode)
 
 
-def test_bundled_spec_lazy_equals_eager_everywhere():
-    """The bundled gfx942 subset as the loader gives it (pre-parsed, lazy) equals a fresh XML parse, instruction
-    by instruction, with its look-up tables."""
-    xml = next(p for p in BUNDLED if "cdna3" in p.name)
-    lazy = isa.load_spec("gfx942")
+@pytest.mark.parametrize("target, family", [("gfx942", "cdna3"), ("gfx950", "cdna4")])
+def test_bundled_spec_lazy_equals_eager_everywhere(target, family):
+    """A bundled subset as the loader gives it (pre-parsed, lazy) equals a fresh XML parse: instructions one by one,
+    encodings (CDNA 4's 128-bit ENC_VOP3PX2 masks included), operand types, data formats, look-up tables."""
+    xml = next(p for p in BUNDLED if family in p.name)
+    lazy = isa.load_spec(target)
     eager = build_spec(read_xml(xml), str(xml))
     assert len(lazy.instructions) == len(eager.instructions) > 1000
     assert lazy.instructions == eager.instructions
+    assert dict(lazy.encodings) == dict(eager.encodings) and dict(lazy.operand_types) == dict(eager.operand_types)
+    assert dict(lazy.data_formats) == dict(eager.data_formats)
     names = {i.name for i in eager.instructions}
     for name in random.Random(5).sample(sorted(names), 50):
         assert lazy.instruction(name) == eager.instruction(name)
