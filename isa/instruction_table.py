@@ -10,9 +10,10 @@ Iterating the table builds everything, so code that walks all instructions sees 
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
-from typing import overload
+from typing import TYPE_CHECKING, overload
 
-from .model import Instruction
+if TYPE_CHECKING:   # the model makes tables (Spec.__init__); a table only holds what the model built
+    from .model import Instruction
 
 # What the spec's look-up tables need of an instruction without building it:
 # (name, aliases, ((encoding name, opcode), ...)).

@@ -1,9 +1,9 @@
 """A contract describes a kernel another team wrote: a hand-written fp32 GEMM in the style of AMD's aiter kernels
 (arguments in 16-byte slots with pads between them, strides in bytes, an f32 alpha, raw buffer resources with
 a non-zero stride field and the byte range check doing the bounds work) is described by a minimal hand-written
-contract, qualifies in the emulator, is refused by `explain` for illegal shapes with the failing clause, and, once
-`jitgemm.use_prebuilt` offers its folder, `jitgemm.matmul` selects it and gives numpy's answer (float64 reference; fp32 tolerance 2^-20 relative plus 1e-6 * K of
-the largest magnitude, jitgemm.reference).
+contract, qualifies in the emulator, is refused by `explain` for illegal shapes with the failing clause, and,
+once `jitgemm.use_prebuilt` offers its folder, `jitgemm.matmul` selects it and gives numpy's answer (float64
+reference; fp32 tolerance 2^-20 relative plus 1e-6 * K of the largest magnitude, jitgemm.reference).
 
 `jitgemm contract init` writes the starting point of such a contract from the kernel's metadata.
 """
