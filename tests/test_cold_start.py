@@ -230,3 +230,55 @@ def test_copied_tree_without_preparsed_files_still_works(tmp_path):
     assert spec.sha256 == hashlib.sha256(xml.read_bytes()).hexdigest()
     assert spec_cache.load_entry(spec.sha256) is not None
     assert spec.instructions == isa.load_spec("gfx942").instructions
+
+
+# --- batch listing: one process, and --jobs ----------------------------------------------------------------------
+
+def _kernels(tmp_path, n: int) -> list[Path]:
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
+
+    rng = random.Random(23)
+    out = []
+    for i in range(n):
+        problem = GemmProblem.make(*(rng.choice((64, 128, 256)) for _ in range(3)), rng.choice(("bf16", "fp16")),
+                                   layout=rng.choice(("NN", "NT", "TN")))
+        path = tmp_path / f"k{i}.co"
+        path.write_bytes(jitgemm.compile(problem).code_object)
+        out.append(path)
+    return out
+
+
+def test_batch_equals_objdump_and_jobs_change_nothing(tmp_path):
+    """`jitgemm disasm A B C` lists each file under objdump's 'FILE:' heading in the order given, as one
+    llvm-objdump run over the same list does; `--jobs 2` prints the same bytes; a file that cannot be read is one
+    error line naming it, the status is 2, and the files after it are still listed."""
+    objdump = require_tool("llvm-objdump")
+    files = [str(p) for p in _kernels(tmp_path, 4)]
+    bad = tmp_path / "broken.co"
+    bad.write_bytes(b"\x7fELF" + bytes(random.Random(2).getrandbits(8) for _ in range(60)))
+    env = _env(tmp_path)
+    cmd = [sys.executable, "-m", "jitgemm", "disasm"]
+    one = subprocess.run([*cmd, *files], env=env, capture_output=True, text=True)
+    assert one.returncode == 0, one.stderr
+    theirs = subprocess.run([objdump, "-d", "--mcpu=gfx942", *files], capture_output=True, text=True, check=True)
+    assert objdump_instruction_lines(one.stdout.splitlines()) == objdump_instruction_lines(theirs.stdout.splitlines())
+    headings = [line for line in one.stdout.splitlines() if line.endswith("file format elf64-amdgpu")]
+    assert headings == [line for line in theirs.stdout.splitlines() if line.endswith("file format elf64-amdgpu")]
+    assert headings == [f"{f}:\tfile format elf64-amdgpu" for f in files]
+    jobs = subprocess.run([*cmd, "--jobs", "2", *files], env=env, capture_output=True, text=True)
+    assert jobs.returncode == 0 and jobs.stdout == one.stdout
+    mixed = [files[0], str(bad), *files[1:]]
+    for extra in ([], ["--jobs", "2"], ["-j", "0"]):
+        run = subprocess.run([*cmd, *extra, *mixed], env=env, capture_output=True, text=True)
+        assert run.returncode == 2, run.stderr
+        assert run.stdout == one.stdout   # every good file, in order
+        assert run.stderr.count("error:") == 1 and str(bad) in run.stderr and "Traceback" not in run.stderr
+
+
+@pytest.mark.parametrize("value", ["-1", "two", "1.5"])
+def test_jobs_option_refuses_what_is_not_a_count(tmp_path, value):
+    run = subprocess.run([sys.executable, "-m", "jitgemm", "disasm", "--jobs", value, "x.co"], env=_env(tmp_path),
+                         capture_output=True, text=True)
+    assert run.returncode == 2 and "--jobs" in run.stderr and "Traceback" not in run.stderr
