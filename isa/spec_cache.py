@@ -79,8 +79,9 @@ def entry_path(sha256: str) -> Path:
 
 
 def preparsed_path(xml_path: Path) -> Path:
-    """The parsed form shipped beside a bundled spec XML (`<name>.xml.parsed`, written when the wheel is built,
-    see setup.py): the first compile of a fresh install needs no XML parse. Verified exactly like a cache entry."""
+    """The parsed form shipped beside a bundled spec XML (`<name>.xml.parsed`: committed in the source tree by
+    tools/spec_preparse/build.py, rewritten when the wheel is built by setup.py): the first compile of a fresh
+    clone or install needs no XML parse. Verified exactly like a cache entry, so a stale one is never used."""
     return xml_path.with_name(xml_path.name + ".parsed")
 
 
