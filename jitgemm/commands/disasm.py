@@ -162,7 +162,7 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
                     hit = get(data[pos:pos + full])
                 if hit is None:
                     break
-                append(hit[0] + texts[(base + pos) >> 2] + hit[1])
+                append(f"{hit[0]}{texts[(base + pos) >> 2]}{hit[1]}")   # one allocation (a + b + c makes two)
                 pos += hit[3]
             if pos >= end:
                 break
