@@ -157,9 +157,11 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
     while pos < end:
         if texts is not None:   # the common case in a loop of its own: look up, join three strings, step
             while pos < end:
-                hit = get(data[pos:pos + 4])
+                # most lines of a kernel are 8-byte instructions: their key first, then a 4-byte one's (an
+                # 8-byte key is only ever stored for the longest size, decided with all its bytes in view)
+                hit = get(data[pos:pos + full])
                 if hit is None and full > 4:
-                    hit = get(data[pos:pos + full])
+                    hit = get(data[pos:pos + 4])
                 if hit is None:
                     break
                 append(f"{hit[0]}{texts[(base + pos) >> 2]}{hit[1]}")   # one allocation (a + b + c makes two)
