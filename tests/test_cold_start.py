@@ -91,8 +91,9 @@ def _kernel(tmp_path) -> Path:
 
 
 def test_disasm_process_loads_only_the_decoder_and_agrees_with_objdump(tmp_path):
-    """A new `jitgemm disasm` process imports neither the compiler, nor numpy, nor the XML parser, nor the
-    code-object writer, nor the other commands; and its listing is still llvm-objdump's."""
+    """A new `jitgemm disasm` process imports neither the compiler, nor numpy, nor the XML parser, nor PyYAML
+    (the target profiles' documents are cached after the first process), nor the code-object writer, nor the
+    other commands; and its listing is still llvm-objdump's."""
     objdump = require_tool("llvm-objdump")
     co = _kernel(tmp_path)
     probe = ("import json, sys\nfrom jitgemm.cli import main\nstatus = main(['disasm', sys.argv[1]])\n"
@@ -102,9 +103,9 @@ def test_disasm_process_loads_only_the_decoder_and_agrees_with_objdump(tmp_path)
     out = subprocess.run([sys.executable, "-c", probe, str(co)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     modules = set(json.loads(out.stderr.strip().splitlines()[-1]))
-    forbidden = {"numpy", "lark", "xml.etree.ElementTree", "jitgemm.api", "jitgemm.compiler", "jitgemm.selector",
-                 "jitgemm.codegen.gemm_ir", "jitgemm.codegen.codeobj.writer", "jitgemm.codegen.codeobj.linker",
-                 "jitgemm.codegen.codeobj.metadata", "jitgemm.isa.assembler"}
+    forbidden = {"numpy", "lark", "yaml", "xml.etree.ElementTree", "jitgemm.api", "jitgemm.compiler",
+                 "jitgemm.selector", "jitgemm.codegen.gemm_ir", "jitgemm.codegen.codeobj.writer",
+                 "jitgemm.codegen.codeobj.linker", "jitgemm.codegen.codeobj.metadata", "jitgemm.isa.assembler"}
     forbidden |= {m for m in cli.COMMANDS if m != "jitgemm.commands.disasm"}
     assert not modules & forbidden, sorted(modules & forbidden)
     theirs = subprocess.run([objdump, "-d", "--mcpu=gfx942", str(co)], capture_output=True, text=True, check=True)
@@ -166,6 +167,26 @@ def test_malformed_record_is_a_spec_error_naming_the_file(tmp_path):
     with pytest.raises(isa.SpecError, match="malformed instruction record") as info:
         spec.instructions[0]
     assert str(path) in str(info.value)
+
+
+def test_target_profile_document_cache_is_sealed_and_only_a_shortcut(tmp_path):
+    """The cached YAML document of a profile is used only for the exact text it came from; a damaged entry is
+    parsed again; either way the profile equals the one parsed from YAML (validation runs every time)."""
+    from jitgemm.isa import targets
+
+    text = (REPO / "specs" / "targets" / "gfx942.yaml").read_text()
+    want = targets.parse_profile(text, "gfx942.yaml")            # parses, fills the cache
+    entries = list((tmp_path / "cache" / "target-profiles").glob("*.msgpack"))
+    assert len(entries) == 1
+    assert targets.parse_profile(text, "gfx942.yaml").values == want.values    # from the cache, the same profile
+    raw = bytearray(entries[0].read_bytes())
+    raw[-3] ^= 0x20                                              # one bit of the payload
+    entries[0].write_bytes(bytes(raw))
+    assert targets.parse_profile(text, "gfx942.yaml").values == want.values
+    changed = text.replace("wavefront_size: 64", "wavefront_size: 32")
+    assert changed != text and targets.parse_profile(changed, "x.yaml").wavefront_size == 32
+    with pytest.raises(isa.SpecError, match="malformed target profile"):
+        targets.parse_profile(text + "\n  - : [\n", "bad.yaml")
 
 
 # --- the pre-parsed specs of a source checkout -------------------------------------------------------------------
