@@ -304,6 +304,13 @@ def _work(file: str) -> tuple[str, str, bool]:
     return _render_or_error(_WORKER_ARGS, file)   # type: ignore[arg-type]
 
 
+def _quiet_worker() -> None:
+    """Ctrl-C is the parent's to handle (one line, status 130, workers terminated), not a traceback per worker."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+
+
 def _parallel(args: argparse.Namespace, files: list[str], jobs: int):
     """`_render_or_error` of each file by `jobs` forked workers, yielded in the order of `files`. The parent loads
     the spec and decode index the first file needs before forking, so workers start with them; each worker keeps
@@ -322,7 +329,7 @@ def _parallel(args: argparse.Namespace, files: list[str], jobs: int):
         return
     _WORKER_ARGS = args
     chunk = max(1, min(16, len(rest) // (jobs * 4)))   # neighbouring files (similar kernels) share a worker's memo
-    with context.Pool(min(jobs, len(rest))) as pool:
+    with context.Pool(min(jobs, len(rest)), initializer=_quiet_worker) as pool:
         try:
             yield from pool.imap(_work, rest, chunksize=chunk)
         except BaseException:
