@@ -18,7 +18,6 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.cli import main as cli_main
 from jitgemm.contract import Contract, ContractError
-from jitgemm.selector import SelectionError
 from tests.test_emu_isa_rules import _assemble_source
 
 # D = alpha * A @ B, fp32, row-major; one work-item per element of D: workgroup x covers 64 columns, y is the
@@ -206,6 +205,7 @@ def test_matmul_through_the_contract_matches_numpy(user_folder, lda_pad, monkeyp
     import jitgemm.selector as selector_module
     from jitgemm.api import prepare
     from jitgemm.reference import check
+    from jitgemm.selector import SelectionError
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(selector_module, "_suppliers", [])     # a process whose only supplier is the user's folder
