@@ -303,3 +303,15 @@ def test_jobs_option_refuses_what_is_not_a_count(tmp_path, value):
     run = subprocess.run([sys.executable, "-m", "jitgemm", "disasm", "--jobs", value, "x.co"], env=_env(tmp_path),
                          capture_output=True, text=True)
     assert run.returncode == 2 and "--jobs" in run.stderr and "Traceback" not in run.stderr
+
+
+def test_jobs_stop_quietly_when_the_reader_goes_away(tmp_path):
+    """`jitgemm disasm --jobs 2 ... | head`: every worker stops (none waits for a turn that never comes), no
+    traceback, status 0, as in one process."""
+    files = [str(p) for p in _kernels(tmp_path, 3)] * 4
+    proc = subprocess.Popen([sys.executable, "-m", "jitgemm", "disasm", "--jobs", "2", *files], env=_env(tmp_path),
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout.read(200)
+    proc.stdout.close()
+    err = proc.stderr.read().decode()
+    assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err

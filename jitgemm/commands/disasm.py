@@ -270,10 +270,12 @@ def run(args: argparse.Namespace) -> int:
             out, err = _render(args, files[0])
             _emit(out, err)
             return 0
-        jobs = args.jobs or os.cpu_count() or 1
-        results = _parallel(args, files, jobs) if jobs > 1 else (_render_or_error(args, f) for f in files)
+        jobs = min(args.jobs or os.cpu_count() or 1, len(files))
+        if jobs > 1:
+            return _parallel(args, files, jobs)
         status = 0
-        for out, err, failed in results:
+        for file in files:
+            out, err, failed = _render_or_error(args, file)
             _emit(out, err)
             status = 2 if failed else status
         return status
@@ -297,44 +299,97 @@ def _render_or_error(args: argparse.Namespace, file: str) -> tuple[str, str, boo
         return "", f"jitgemm disasm: error: {exc}\n", True
 
 
-_WORKER_ARGS: argparse.Namespace | None = None
+def _parallel(args: argparse.Namespace, files: list[str], jobs: int) -> int:
+    """List `files` with `jobs` forked workers, printed in the order given; the exit status as `run` gives it.
 
-
-def _work(file: str) -> tuple[str, str, bool]:
-    return _render_or_error(_WORKER_ARGS, file)   # type: ignore[arg-type]
-
-
-def _quiet_worker() -> None:
-    """Ctrl-C is the parent's to handle (one line, status 130, workers terminated), not a traceback per worker."""
-    import signal
-
-    signal.signal(signal.SIGINT, signal.SIG_IGN)
-
-
-def _parallel(args: argparse.Namespace, files: list[str], jobs: int):
-    """`_render_or_error` of each file by `jobs` forked workers, yielded in the order of `files`. The parent loads
-    the spec and decode index the first file needs before forking, so workers start with them; each worker keeps
-    its own line memo. Without the fork start method (not Linux) the files are listed here, one by one."""
+    The parent lists the first file itself (which loads the spec, its forms and the decode index) and then forks:
+    every worker starts with them. Each worker takes one contiguous share of the rest, so a kernel family's
+    variants, which neighbour each other, share one worker's line memo; it writes its listings straight to the
+    inherited stdout when its turn comes (the worker before it has finished writing), holding them until then, so
+    no listing is copied between processes. Ctrl-C is the parent's: it stops the workers and reports one line.
+    Without the fork start method (not Linux) the files are listed here, one by one."""
     import multiprocessing
 
-    global _WORKER_ARGS
+    out, err, failed = _render_or_error(args, files[0])
+    _emit(out, err)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rest = files[1:]
     try:
         context = multiprocessing.get_context("fork")
     except ValueError:
-        yield from (_render_or_error(args, f) for f in files)
-        return
-    first, *rest = files
-    yield _render_or_error(args, first)   # also warms the spec, its forms and decode index for the workers
-    if not rest:
-        return
-    _WORKER_ARGS = args
-    chunk = max(1, min(16, len(rest) // (jobs * 4)))   # neighbouring files (similar kernels) share a worker's memo
-    with context.Pool(min(jobs, len(rest)), initializer=_quiet_worker) as pool:
-        try:
-            yield from pool.imap(_work, rest, chunksize=chunk)
-        except BaseException:
-            pool.terminate()
+        context = None
+    if context is None or not rest:
+        results = [_render_or_error(args, f) for f in rest]
+        for r in results:
+            _emit(r[0], r[1])
+        return 2 if failed or any(r[2] for r in results) else 0
+    size = -(-len(rest) // jobs)
+    shares = [rest[i:i + size] for i in range(0, len(rest), size)]
+    turns = [context.Event() for _ in shares]
+    turns[0].set()
+    nexts = [*turns[1:], None]
+    workers = [context.Process(target=_worker, args=(args, share, turns[k], nexts[k]), daemon=True)
+               for k, share in enumerate(shares)]
+    try:
+        for w in workers:
+            w.start()
+        for k, w in enumerate(workers):
+            w.join()
+            if nexts[k] is not None:
+                nexts[k].set()   # a worker that died without passing its turn on must not stall the rest
+    except BaseException:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+        raise
+    return 2 if failed or any(w.exitcode for w in workers) else 0
+
+
+def _worker(args: argparse.Namespace, share: list[str], turn, next_turn) -> None:
+    """One worker of `_parallel`: list `share` (exit status 2 when a file failed, as `run`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's (one line, status 130)
+    try:
+        status = _list_share(args, share, turn, next_turn)
+    except BrokenPipeError:   # the reader went away (`| head`): nothing more to say, as in one process
+        os._exit(0)
+    sys.exit(status)
+
+
+def _list_share(args: argparse.Namespace, share: list[str], turn, next_turn) -> int:
+    """List `share`, writing as soon as (and only while) it is this worker's `turn`; then pass the turn on, even
+    when a file raised a user error (reported in one line, in its place) so the workers after it still print."""
+    from jitgemm.cli import _user_errors
+
+    held: list[tuple[str, str]] = []
+    status = 0
+    try:
+        for file in share:
+            out, err, failed = _render_or_error(args, file)
+            status = 2 if failed else status
+            held.append((out, err))
+            if turn.is_set():
+                for o, e in held:
+                    _emit(o, e)
+                held.clear()
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
             raise
+        held.append(("", f"jitgemm disasm: error: {exc}\n"))
+        status = 2
+    finally:
+        try:
+            turn.wait()
+            for o, e in held:
+                _emit(o, e)
+            sys.stdout.flush()
+            sys.stderr.flush()
+        finally:   # even when the reader went away: the workers after this one must not wait for ever
+            if next_turn is not None:
+                next_turn.set()
+    return status
 
 
 @functools.cache
