@@ -1,7 +1,8 @@
 """Build hook: ship the bundled spec subset pre-parsed, so a fresh install's first compile parses no XML.
 
-Everything else about the package is declared in pyproject.toml. `build_py` copies the package as usual, then
-writes `<spec>.xml.parsed` beside each bundled spec XML in the build tree: the sealed plain-data form the
+Everything else about the package is declared in pyproject.toml. `build_py` copies the package as usual (with the
+`<spec>.xml.parsed` files the source tree ships, tools/spec_preparse/build.py), then writes them afresh beside each
+bundled spec XML in the build tree, so a wheel never carries a stale one: the sealed plain-data form the
 parsed-spec cache holds (jitgemm.isa.spec_cache.pack_entry), checked at load against the XML's sha256 and the
 payload's own hash like any cache entry. If that cannot be made, the wheel is still complete: the loader
 parses the XML on first use and caches it, as in a source checkout.

@@ -1,10 +1,14 @@
 """Compile latency of jitgemm's direct generator beside Triton compiling a comparable gfx942 GEMM.
 
 Rows: first call for a new bf16 problem in-process (spec already loaded); the first-ever compile in a fresh
-environment with no caches at all, from this source tree (parses the spec XML) and from an installed wheel
-(the spec ships pre-parsed, see setup.py); a cold process (import + cached spec + compile); a disk-cache hit
-in a new process; an in-memory hit. Triton: a bf16 GEMM with the same tile (128x128x32) compiled for gfx942
-on the CPU (fresh cache dir: its first compile, import included), and its in-process cache hit.
+environment with no caches at all: from this source tree (the bundled specs ship pre-parsed beside their XML,
+tools/spec_preparse/build.py), from a fresh copy of the tree that has no byte-compiled modules yet (a new clone:
+Python compiles every module it imports on this first run), from the source tree with the spec XML parsed (a spec
+folder without the pre-parsed file, as an official spec from `jitgemm spec fetch` is on its first use), and from an
+installed wheel (pre-parsed at build time, see setup.py); a cold process (import + cached spec + compile); a
+disk-cache hit in a new process; an in-memory hit. Triton: a bf16 GEMM with the same tile (128x128x32) compiled
+for gfx942 on the CPU (fresh cache dir: its first compile, import included, from its installed, byte-compiled
+wheel), and its in-process cache hit.
 
     python bench/bench_compile.py
 """
@@ -97,15 +101,33 @@ def installed_wheel(tmp: str) -> str:
     return site
 
 
-def fully_cold(tmp: str, label: str, runs: int, **env: str) -> tuple[float, float]:
+def fully_cold(tmp: str, label: str, runs: int, trees: list[str] | None = None, **env: str) -> tuple[float, float]:
     """Median (wall, CPU) seconds of the first compile of a new process with an empty cache folder each time
-    (nothing cached anywhere), import included."""
+    (nothing cached anywhere), import included; run i imports jitgemm from `trees[i]` when given."""
     results = []
     for i in range(runs):
-        env_i = {**os.environ, "PYTHONPATH": REPO, "JITGEMM_CACHE_DIR": os.path.join(tmp, f"fully-cold-{label}-{i}"),
-                 **env}
+        env_i = {**os.environ, "PYTHONPATH": trees[i] if trees else REPO,
+                 "JITGEMM_CACHE_DIR": os.path.join(tmp, f"fully-cold-{label}-{i}"), **env}
         results.append(run(COLD, "256", env=env_i))
     return statistics.median(r["total"] for r in results), statistics.median(r["cpu"] for r in results)
+
+
+def fresh_copies(tmp: str, n: int) -> list[str]:
+    """`n` copies of this tree's files as a new clone has them: no __pycache__, no build output."""
+    ignore = shutil.ignore_patterns("__pycache__", ".git", "build", "dist", "*.egg-info", ".pytest_cache",
+                                    ".ruff_cache", ".hypothesis", "notebooks", "tests", "bench")
+    return [shutil.copytree(REPO, os.path.join(tmp, f"clone-{i}"), ignore=ignore) for i in range(n)]
+
+
+def xml_only_spec_dir(tmp: str) -> str:
+    """A spec folder holding the bundled gfx942 XML under its official name and nothing beside it: the loader
+    must parse it (then caches it in the user cache, which each fully cold run starts without)."""
+    from jitgemm.isa import spec_sources
+
+    folder = os.path.join(tmp, "xml-only-specs")
+    os.makedirs(folder)
+    shutil.copy(spec_sources.locate_spec("gfx942").path, os.path.join(folder, "amdgpu_isa_cdna3.xml"))
+    return folder
 
 
 def main() -> None:
@@ -156,13 +178,17 @@ def main() -> None:
         tris.append(json.loads(out.stdout.strip().splitlines()[-1]))
     tri = {key: statistics.median(t[key] for t in tris) for key in ("import", "compile", "total", "hit", "cpu")}
     tri["bytes"] = tris[0]["bytes"]
-    cold_source, cpu_source = fully_cold(tmp, "source", 3)
+    cold_source = fully_cold(tmp, "source", 3)
+    cold_clone = fully_cold(tmp, "clone", 3, trees=fresh_copies(tmp, 3))
+    cold_xml = fully_cold(tmp, "xml", 3, JITGEMM_ISA_SPEC_DIR=xml_only_spec_dir(tmp))
     site = installed_wheel(tmp)
-    cold_wheel, cpu_wheel = fully_cold(tmp, "wheel", 3, PYTHONPATH=site)
+    cold_wheel = fully_cold(tmp, "wheel", 3, PYTHONPATH=site)
     rows = [
         ("first call, in-process (spec loaded)", first, tri["compile"], "< 50 ms"),
-        ("fully cold, source tree (parses the XML)", cold_source, tri["total"], "-"),
-        ("fully cold, installed wheel (pre-parsed spec)", cold_wheel, tri["total"], ">= 3x Triton"),
+        ("fully cold, source tree (pre-parsed spec)", cold_source[0], tri["total"], ">= 3x Triton"),
+        ("fully cold, new clone (no .pyc yet)", cold_clone[0], tri["total"], "-"),
+        ("fully cold, spec XML parsed (no pre-parsed)", cold_xml[0], tri["total"], "-"),
+        ("fully cold, installed wheel (pre-parsed spec)", cold_wheel[0], tri["total"], ">= 3x Triton"),
         ("cold process: import + cached spec + compile", cold, tri["total"], "< 400 ms"),
         ("disk-cache hit, new process", disk, None, "< 100 ms"),
         ("in-memory hit (jitgemm.compile)", mem, tri["hit"], "< 20 us"),
@@ -173,9 +199,11 @@ def main() -> None:
         theirs_s = f"{theirs * 1e3:9.2f}ms" if theirs else "          -"
         print(f"{label:<46} {ours * 1e3:9.3f}ms {theirs_s} {ratio}  {goal}")
     print(f"(Triton: import {tri['import'] * 1e3:.0f} ms, hsaco {tri['bytes']} bytes; ratio = Triton / jitgemm)")
-    print(f"CPU seconds of the fully cold processes (less sensitive to a busy machine): source tree "
-          f"{cpu_source:.3f} s, installed wheel {cpu_wheel:.3f} s, Triton {tri['cpu']:.3f} s "
-          f"({tri['cpu'] / cpu_source:.1f}x, {tri['cpu'] / cpu_wheel:.1f}x)")
+    print("CPU seconds of the fully cold processes (less sensitive to a busy machine), Triton "
+          f"{tri['cpu']:.3f} s:")
+    for label, (_wall, cpu) in (("source tree", cold_source), ("new clone", cold_clone), ("XML parsed", cold_xml),
+                                ("installed wheel", cold_wheel)):
+        print(f"  {label:<16} {cpu:.3f} s  ({tri['cpu'] / cpu:.1f}x)")
 
 
 if __name__ == "__main__":

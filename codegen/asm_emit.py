@@ -93,7 +93,7 @@ class EmitFacts:
         self.spec = spec
         self._forms = forms_of(spec)
         self._wait_table = profile.wait_counters
-        known = {i.name.upper() for i in spec.instructions}
+        known = {name.upper() for name, _aliases, _opcodes in spec.instructions.heads}   # names: builds none
         self._named_class: dict[str, str] = {}
         for cls, names in profile.hazard_classes.items():
             for name in names:

@@ -48,12 +48,13 @@ def mfma_catalog(spec: Spec) -> tuple[Mfma, ...]:
     # formats have the same field widths for both, the target profile says which
     flavour = target_profile(target_of_spec(spec)).fp8_flavour
     out = []
-    for inst in spec.instructions:
-        shape = parse_mfma_name(inst.name)
+    for i, (name, _aliases, _opcodes) in enumerate(spec.instructions.heads):   # names only: builds just the MFMAs
+        shape = parse_mfma_name(name)
         if shape is None or shape.blocks != 1 or shape.xf32:
             # multi-block MFMAs are not used by the generators; XF32 rounds its fp32 inputs to a shorter
             # mantissa, which the spec's data formats do not tell apart from IEEE fp32
             continue
+        inst = spec.instructions[i]
         m, n, k = shape.m, shape.n, shape.k
         for ie in inst.encodings:
             ops = {o.field_name: o for o in ie.operands}

@@ -467,13 +467,13 @@ def _suffix(name: str, family: str, families: set[str]) -> str:
     return ""
 
 
-def _mnemonic_keys(inst: SpecInstruction, family: str, families: set[str]) -> list[str]:
+def _mnemonic_keys(spec_name: str, aliases: tuple[str, ...], family: str, families: set[str]) -> list[str]:
     """Every spelling the assembler accepts for one form: LLVM's name, the spec's name and aliases, with and
     without the encoding suffix where LLVM allows both."""
-    name = syn.llvm_name(inst.name, inst.aliases)
+    name = syn.llvm_name(spec_name, aliases)
     suffix = _suffix(name, family, families)
     keys = []
-    for n in {name, inst.name.lower(), *(a.lower() for a in inst.aliases)}:
+    for n in {name, spec_name.lower(), *(a.lower() for a in aliases)}:
         if family in ("dpp", "sdwa"):
             keys.append(f"{n}_{family}")
             if suffix:
@@ -555,22 +555,26 @@ class SpecForms:
                 for ident in enc.identifiers:
                     table.setdefault(op.extract(ident), ident)
             self._id_by_op[enc.name] = table
-        self._plan: dict[str, list[tuple[int, int]]] = {}
-        self._families: list[set[str]] = []
-        for i, inst in enumerate(spec.instructions):
-            families = {syn.encoding_family(ie.encoding_name) for ie in inst.encodings}
-            self._families.append(families)
-            for j, ie in enumerate(inst.encodings):
-                for key in _mnemonic_keys(inst, syn.encoding_family(ie.encoding_name), families):
-                    self._plan.setdefault(key, []).append((i, j))
+        # from the instructions' heads (name, aliases, encodings): no instruction is built until a form needs it
+        self._families = [{syn.encoding_family(enc) for enc, _opcode in pairs}
+                          for _name, _aliases, pairs in spec.instructions.heads]
         self._built: dict[tuple[int, int], Form | None] = {}
         self._problem_of: dict[tuple[int, int], str] = {}
         self._by_mnemonic: dict[str, list[Form]] = {}
         self._complete = False
         self._decode_ready = False
-        self.mnemonics = tuple(sorted(self._plan))
         self.encode_cache: dict = {}
         self.decode_cache: dict = {}
+
+    def _mnemonic_plan(self) -> dict[str, list[tuple[int, int]]]:
+        """Every spelling the assembler accepts -> the (instruction, encoding) forms it names; made on first use
+        (a disassembler never spells a mnemonic)."""
+        plan: dict[str, list[tuple[int, int]]] = {}
+        for i, (name, aliases, pairs) in enumerate(self.spec.instructions.heads):
+            for j, (enc, _opcode) in enumerate(pairs):
+                for key in _mnemonic_keys(name, aliases, syn.encoding_family(enc), self._families[i]):
+                    plan.setdefault(key, []).append((i, j))
+        return plan
 
     def _form(self, i: int, j: int) -> Form | None:
         key = (i, j)
@@ -641,6 +645,10 @@ class SpecForms:
         if name == "probes":
             self.probes = self._build_probes()
             return self.probes
+        if name in ("_plan", "mnemonics"):
+            self._plan = self._mnemonic_plan()
+            self.mnemonics = tuple(sorted(self._plan))
+            return getattr(self, name)
         raise AttributeError(name)
 
     def _decode_index_data(self) -> dict:

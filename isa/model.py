@@ -9,7 +9,7 @@ case-insensitive look-ups) in one place.
 from __future__ import annotations
 
 import difflib
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
@@ -308,15 +308,21 @@ class Spec:
                  "_by_name", "_by_opcode", "_display_names", "_reg_types", "__weakref__")
 
     def __init__(self, *, document: Document, architecture: Architecture, encodings: Mapping[str, Encoding],
-                 instructions: tuple[Instruction, ...], data_formats: Mapping[str, DataFormat],
+                 instructions: Sequence[Instruction], data_formats: Mapping[str, DataFormat],
                  operand_types: Mapping[str, OperandType], functional_groups: tuple[FunctionalGroup, ...] = (),
                  functional_subgroups: tuple[FunctionalGroup, ...] = (), source: str = "", sha256: str = "",
                  warnings: tuple[str, ...] = ()) -> None:
+        """`instructions` is a tuple of built instructions, or an `InstructionTable` that builds each one on
+        first use (the loader's: a process that meets 50 instructions builds 50). Look-ups by name and opcode
+        are indexes into it, made from the table's heads without building anything."""
+        from .instruction_table import InstructionTable
+
+        table = instructions if isinstance(instructions, InstructionTable) else InstructionTable.of(instructions)
         set_ = object.__setattr__
         set_(self, "document", document)
         set_(self, "architecture", architecture)
         set_(self, "encodings", MappingProxyType(dict(encodings)))
-        set_(self, "instructions", tuple(instructions))
+        set_(self, "instructions", table)
         set_(self, "data_formats", MappingProxyType(dict(data_formats)))
         set_(self, "operand_types", MappingProxyType(dict(operand_types)))
         set_(self, "functional_groups", tuple(functional_groups))
@@ -324,17 +330,17 @@ class Spec:
         set_(self, "source", source)
         set_(self, "sha256", sha256)
         set_(self, "warnings", tuple(warnings))
-        by_name: dict[str, Instruction] = {}
+        by_name: dict[str, int] = {}
         display: list[str] = []
-        by_opcode: dict[tuple[str, int], Instruction] = {}
-        for inst in self.instructions:
-            display.append(inst.name)
-            by_name.setdefault(inst.name.lower(), inst)
-            for alias in inst.aliases:
-                by_name.setdefault(alias.lower(), inst)
+        by_opcode: dict[tuple[str, int], int] = {}
+        for i, (name, aliases, opcodes) in enumerate(table.heads):
+            display.append(name)
+            by_name.setdefault(name.lower(), i)
+            for alias in aliases:
+                by_name.setdefault(alias.lower(), i)
                 display.append(alias)
-            for enc in inst.encodings:
-                by_opcode.setdefault((enc.encoding_name, enc.opcode), inst)
+            for key in opcodes:
+                by_opcode.setdefault(key, i)
         reg_types: dict[str, list[OperandType]] = {}
         for ot in self.operand_types.values():
             for key in ot._by_name:
@@ -354,14 +360,15 @@ class Spec:
     # --- look-ups -------------------------------------------------------------------------------
     def find_instruction(self, name: str) -> Instruction | None:
         """Instruction by name or alias, case-insensitive; None when the spec has no such name."""
-        return self._by_name.get(name.lower())
+        index = self._by_name.get(name.lower())
+        return None if index is None else self.instructions[index]
 
     def instruction(self, name: str) -> Instruction:
         """Like `find_instruction` but raises SpecLookupError naming the closest names."""
-        inst = self._by_name.get(name.lower())
-        if inst is None:
+        index = self._by_name.get(name.lower())
+        if index is None:
             raise SpecLookupError("instruction", name, self.closest_instruction_names(name))
-        return inst
+        return self.instructions[index]
 
     def closest_instruction_names(self, name: str, n: int = 5) -> tuple[str, ...]:
         upper = name.upper()
@@ -373,7 +380,8 @@ class Spec:
         return tuple((ie, self.encodings[ie.encoding_name]) for ie in inst.encodings)
 
     def instruction_by_opcode(self, encoding_name: str, opcode: int) -> Instruction | None:
-        return self._by_opcode.get((encoding_name, opcode))
+        index = self._by_opcode.get((encoding_name, opcode))
+        return None if index is None else self.instructions[index]
 
     def encoding(self, name: str) -> Encoding:
         try:

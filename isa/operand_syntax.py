@@ -201,6 +201,7 @@ def float_text(value: float) -> str:
 SUFFIXES = ("_e32", "_e64", "_dpp", "_sdwa")
 
 
+@functools.cache   # a spec has a few dozen encodings; every form of every instruction asks (the first decode's index)
 def encoding_family(encoding_name: str) -> str:
     """'dpp', 'sdwa', 'e32' (VOP1/VOP2/VOPC and their literal forms), 'e64' (VOP3) or '' (the rest)."""
     name = encoding_name.upper()

@@ -9,6 +9,8 @@ from __future__ import annotations
 from types import MappingProxyType
 
 from . import expr as _expr
+from .errors import SpecError
+from .instruction_table import Head, InstructionTable
 from .model import (
     Architecture,
     BitField,
@@ -67,6 +69,36 @@ def _instruction(d: dict) -> Instruction:
     )
 
 
+def instruction_heads(data: dict) -> list[Head]:
+    """Each instruction's head (name, aliases, (encoding, opcode) pairs): the ones a cache entry stored beside
+    its records (`instruction_heads`), else made from the records themselves (a fresh parse)."""
+    heads = data.get("instruction_heads")
+    if heads is None:
+        return [(d["name"], tuple(d["aliases"]), tuple((e[0], e[2]) for e in d["encodings"]))
+                for d in data["instructions"]]
+    return [(name, tuple(aliases), tuple((enc, opcode) for enc, opcode in pairs)) for name, aliases, pairs in heads]
+
+
+def _checked_heads(heads: list[Head]) -> list[Head]:
+    for name, aliases, pairs in heads:
+        if not isinstance(name, str) or not all(isinstance(a, str) for a in aliases) \
+                or not all(isinstance(e, str) and isinstance(o, int) and not isinstance(o, bool) for e, o in pairs):
+            raise CorruptSpecData(f"instruction head {name!r} does not have the expected shape")
+    return heads
+
+
+def _instruction_builder(source: str):
+    """`_instruction` for an `InstructionTable`: a record that turns out malformed when first used (it was
+    written by this version of the code and sealed, so only a bug can get here) is a SpecError naming it."""
+    def build(record) -> Instruction:
+        try:
+            return _instruction(record)
+        except (KeyError, TypeError, ValueError, IndexError, AttributeError) as exc:
+            raise SpecError(f"parsed spec data of this file has a malformed instruction record ({exc!r}); "
+                            f"delete the parsed-spec cache ({source}) to have it rebuilt", path=source) from None
+    return build
+
+
 def _data_format(d: dict) -> DataFormat:
     return DataFormat(
         name=d["name"], description=d["description"], data_type=d["data_type"], bit_count=d["bit_count"],
@@ -111,7 +143,8 @@ def build_spec(data: dict, source: str = "") -> Spec:
             document=Document(**data["document"]),
             architecture=Architecture(data["architecture"]["name"], data["architecture"]["id"]),
             encodings=encodings,
-            instructions=tuple(_instruction(i) for i in data["instructions"]),
+            instructions=InstructionTable(data["instructions"], _instruction_builder(source),
+                                          _checked_heads(instruction_heads(data))),
             data_formats=formats,
             operand_types=types,
             functional_groups=tuple(_group(g) for g in data["functional_groups"]),

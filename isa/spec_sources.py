@@ -159,10 +159,12 @@ def profile_gaps(data: dict) -> list[str]:
     target = target_for_architecture(str((data.get("architecture") or {}).get("name") or ""))
     if target is None:
         return []
+    from .spec_data import instruction_heads
+
     names = set()
-    for inst in data.get("instructions") or ():
-        names.add(str(inst["name"]).upper())
-        names.update(str(a).upper() for a in inst.get("aliases") or ())
+    for name, aliases, _opcodes in instruction_heads(data):   # heads only: no instruction record is unpacked
+        names.add(str(name).upper())
+        names.update(str(a).upper() for a in aliases)
     encodings = {e["name"]: e for e in data.get("encodings") or ()}
     out = []
     for gap in target_profile(target).get("spec_gaps") or ():
@@ -182,7 +184,7 @@ def _with_gaps(data: dict) -> dict:
     """The spec data with the profile's gap warnings added (not cached: a profile may learn more gaps)."""
     try:
         gaps = profile_gaps(data)
-    except (KeyError, TypeError, AttributeError):  # malformed data is build_spec's to report
+    except (KeyError, TypeError, ValueError, AttributeError):  # malformed data is build_spec's to report
         gaps = []
     return {**data, "warnings": list(data.get("warnings") or ()) + gaps} if gaps else data
 
@@ -199,8 +201,10 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
         hit = _memo.get(key)
     if hit is not None:
         return hit
-    raw = _read_spec_bytes(path)
-    sha = hashlib.sha256(raw).hexdigest()
+    # The XML's identity from the sealed (path, size, mtime) -> sha256 index: a process that finds the parsed
+    # form reads neither the XML nor hashes its megabytes (the kernel cache trusts the same index).
+    sha = spec_sha256(path) if use_cache else None
+    raw = None
     spec = None
     if use_cache:   # the parsed form shipped beside a bundled XML (a fresh install), else the user cache
         for source in (lambda: load_entry_at(preparsed_path(path), sha), lambda: load_entry(sha)):
@@ -212,6 +216,7 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
                 except CorruptSpecData:
                     spec = None
     if spec is None:
+        raw = _read_spec_bytes(path)
         with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
             data = read_xml(path, raw)
         spec = build_spec(_with_gaps(data), str(path))

@@ -11,11 +11,7 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from .errors import SpecError
-
-_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)   # libyaml's parser when PyYAML has it (30x faster)
 
 # The profile's schema: key -> (accepted types, default when the key is absent). Keys without a default are
 # required. `None` in the accepted types means the YAML may say `null` (a number this target does not have,
@@ -267,15 +263,42 @@ def target_profile(target_id: str) -> TargetProfile:
     return parse_profile(res.read_text(encoding="utf-8"), f"specs/targets/{name}.yaml")
 
 
-def parse_profile(text: str, where: str) -> TargetProfile:
-    """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
-    and key, and what is accepted)."""
-    try:
-        data = yaml.load(text, Loader=_LOADER)
+def _yaml_document(text: str, where: str) -> Any:
+    """The YAML document of a profile's text. Importing PyYAML and parsing the profiles is a tenth of a new
+    `jitgemm disasm` process, so the document of each text is kept in the cache (`target-profiles/`, keyed by the
+    text's sha256, sealed like every cache entry: a damaged one is parsed again); validation always runs."""
+    import hashlib
+
+    from .files import read_sealed, write_sealed
+    from .spec_cache import cache_root, pack, unpack
+
+    path = cache_root() / "target-profiles" / f"{hashlib.sha256(text.encode()).hexdigest()}.msgpack"
+    raw = read_sealed(path)
+    if raw is not None:
+        try:
+            return unpack(raw)
+        except Exception:   # msgpack's several error types: a corrupt entry, parsed again below
+            pass
+    import yaml
+
+    try:   # libyaml's parser when PyYAML has it (30x faster)
+        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,
                         line=mark.line + 1 if mark else None, col=mark.column + 1 if mark else None) from None
+    try:
+        if unpack(pack(data)) == data:   # only documents plain data survives unchanged (no dates, no sets)
+            write_sealed(path, pack(data))
+    except (OSError, TypeError, ValueError):
+        pass
+    return data
+
+
+def parse_profile(text: str, where: str) -> TargetProfile:
+    """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
+    and key, and what is accepted)."""
+    data = _yaml_document(text, where)
     if not isinstance(data, dict):
         raise SpecError("target profile is not a mapping", path=where)
     values = dict(data)

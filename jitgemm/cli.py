@@ -11,16 +11,19 @@ import argparse
 import importlib
 import sys
 
-# Sub-command modules, in the order `jitgemm --help` lists them.
-COMMAND_MODULES = (
-    "jitgemm.commands.spec",
-    "jitgemm.commands.codeobj",
-    "jitgemm.commands.gemm",
-    "jitgemm.commands.select",
-    "jitgemm.commands.asm", "jitgemm.commands.disasm",
-    "jitgemm.commands.emulate",
-    "jitgemm.commands.sweep",
-)
+# Sub-command modules, in the order `jitgemm --help` lists them, with the commands each registers. A command line
+# that names one of these commands imports only its module (`jitgemm disasm X.co` never loads the compiler);
+# tests/test_cold_start.py checks that every module registers exactly the commands listed here.
+COMMANDS = {
+    "jitgemm.commands.spec": ("spec",),
+    "jitgemm.commands.codeobj": ("readobj", "contract"),
+    "jitgemm.commands.gemm": ("compile", "run", "inspect"),
+    "jitgemm.commands.select": ("select", "qualify"),
+    "jitgemm.commands.asm": ("asm",), "jitgemm.commands.disasm": ("disasm",),
+    "jitgemm.commands.emulate": ("emulate",),
+    "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
+}
+COMMAND_MODULES = tuple(COMMANDS)
 
 
 class CliError(Exception):
@@ -73,7 +76,20 @@ def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
         raise CliError(f"cannot read {path}: {exc.strerror or str(exc).split(': ', 1)[-1]}") from None
 
 
-def build_parser() -> argparse.ArgumentParser:
+def _command_module(argv: list[str]) -> str | None:
+    """The one module that registers the command `argv` names (its first word that is not an option), or None
+    when it names none (`--help`, a misspelt command: then every command is registered, for the full help)."""
+    for word in argv:
+        if word == "--":
+            return None
+        if not word.startswith("-"):
+            return next((module for module, names in COMMANDS.items() if word in names), None)
+    return None
+
+
+def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
+    """The parser with every command, or, given the command line, with only the command it names (the others'
+    modules are not imported: a short command starts as fast as its own imports allow)."""
     from jitgemm import __version__
 
     parser = argparse.ArgumentParser(prog="jitgemm", description="JIT compiler for AMD GPUs driven by AMD's "
@@ -81,7 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--version", action="version", version=f"jitgemm {__version__}",
                         help="print the version and exit")
     sub = parser.add_subparsers(dest="command", metavar="COMMAND")
-    for name in COMMAND_MODULES:
+    only = _command_module(argv) if argv is not None else None
+    for name in (only,) if only else COMMAND_MODULES:
         importlib.import_module(name).register(sub)
     return parser
 
@@ -107,7 +124,7 @@ def _user_errors() -> tuple[type[BaseException], ...]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = build_parser()
+    parser = build_parser(sys.argv[1:] if argv is None else argv)
     args = parser.parse_args(argv)
     if not getattr(args, "func", None):
         parser.print_help()

@@ -46,13 +46,17 @@ def _llvm_mc_words(line: str) -> bytes:
     return bytes(int(b, 16) for b in re.search(r"encoding: \[([^\]]*)\]", out).group(1).split(","))
 
 
-def test_flipped_opcode_bit_in_parsed_spec_is_detected():
+def test_flipped_opcode_bit_in_parsed_spec_is_detected(tmp_path):
     """The fault that was seen: one bit of the cached VOP2 opcode of V_ADD_U32 (52 -> 53, V_SUB_U32). The loader
     must notice (payload hash) and rebuild, so the assembler still produces llvm-mc's bytes."""
+    import shutil
+
     from jitgemm.isa.assembler import assemble_program
     from jitgemm.isa.forms import forms_of
 
-    spec = isa.load_spec("gfx942")
+    # a copy of the bundled XML without its pre-parsed file beside it, so the user cache holds its parsed form
+    xml = shutil.copy(spec_sources.locate_spec("gfx942").path, tmp_path / "gfx942.xml")
+    spec = isa.load_spec(xml)
     entry = spec_cache.entry_path(spec.sha256)
     data = spec_cache.load_entry(spec.sha256)
     inst = next(i for i in data["instructions"] if i["name"] == "V_ADD_U32")
@@ -67,7 +71,7 @@ def test_flipped_opcode_bit_in_parsed_spec_is_detected():
     entry.write_bytes(bytes(raw))
 
     _fresh_process_state()
-    again = isa.load_spec("gfx942")
+    again = isa.load_spec(xml)
     vop2 = next(e for e in again.instruction("V_ADD_U32").encodings if e.encoding_name == "ENC_VOP2")
     assert vop2.opcode == enc[2]
     ours = assemble_program("v_add_u32 v0, v1, v2\n", forms_of(again)).code
@@ -75,14 +79,16 @@ def test_flipped_opcode_bit_in_parsed_spec_is_detected():
     assert spec_cache.load_entry(spec.sha256)["instructions"] == data["instructions"]   # rewritten whole
 
 
-def test_flipped_name_bit_in_parsed_spec_is_detected(tmp_path):
+@pytest.mark.parametrize("copy", [0, 1])   # the name is stored twice: in the record and in its head (look-ups)
+def test_flipped_name_bit_in_parsed_spec_is_detected(tmp_path, copy):
     path = tmp_path / "toy.xml"
     path.write_text(toy_spec())
     spec = isa.load_spec(path)
     entry = spec_cache.entry_path(spec.sha256)
     raw = entry.read_bytes()
-    assert raw.count(b"T_STOP") == 1
-    entry.write_bytes(raw.replace(b"T_STOP", b"T_STOQ"))
+    assert raw.count(b"T_STOP") == 2
+    at = raw.find(b"T_STOP") if copy == 0 else raw.rfind(b"T_STOP")
+    entry.write_bytes(raw[:at] + b"T_STOQ" + raw[at + 6:])
     _fresh_process_state()
     again = isa.load_spec(path)
     assert again.find_instruction("T_STOQ") is None and again.instruction("T_STOP").name == "T_STOP"

@@ -1,9 +1,9 @@
 """A contract describes a kernel another team wrote: a hand-written fp32 GEMM in the style of AMD's aiter kernels
 (arguments in 16-byte slots with pads between them, strides in bytes, an f32 alpha, raw buffer resources with
 a non-zero stride field and the byte range check doing the bounds work) is described by a minimal hand-written
-contract, qualifies in the emulator, is refused by `explain` for illegal shapes with the failing clause, and
-`matmul` through it gives numpy's answer (float64 reference; fp32 tolerance 2^-20 relative plus 1e-6 * K of
-the largest magnitude, jitgemm.reference).
+contract, qualifies in the emulator, is refused by `explain` for illegal shapes with the failing clause, and,
+once `jitgemm.use_prebuilt` offers its folder, `jitgemm.matmul` selects it and gives numpy's answer (float64
+reference; fp32 tolerance 2^-20 relative plus 1e-6 * K of the largest magnitude, jitgemm.reference).
 
 `jitgemm contract init` writes the starting point of such a contract from the kernel's metadata.
 """
@@ -185,25 +185,49 @@ def test_explain_rejects_illegal_shapes_by_clause(folder):
         assert "foreign_sgemm" in table and clause in table, table
 
 
-@pytest.mark.parametrize("lda_pad", [0, 5])
-def test_matmul_through_the_contract_matches_numpy(folder, lda_pad):
-    from jitgemm.api import launch, prepare
-    from jitgemm.reference import check
+@pytest.fixture
+def user_folder(folder, tmp_path):
+    """What a user ships: the foreign code object and its contract, alone in a folder (the assembler's
+    intermediate files in `folder` have no contract)."""
+    root = tmp_path / "kernels"
+    root.mkdir()
+    for name in ("foreign.co", "foreign.yaml"):
+        (root / name).write_bytes((folder / name).read_bytes())
+    return root
 
+
+@pytest.mark.parametrize("lda_pad", [0, 5])
+def test_matmul_through_the_contract_matches_numpy(user_folder, lda_pad, monkeypatch, tmp_path):
+    """The public path: `jitgemm.use_prebuilt(folder)` offers the foreign kernel to `jitgemm.matmul`, which
+    selects it (legality from the hand-written contract), packs its 16-byte-slot kernarg segment from the
+    contract and runs it in the emulator; `jitgemm.last_launch()` names the kernel that ran."""
+    import jitgemm
+    import jitgemm.selector as selector_module
+    from jitgemm.api import prepare
+    from jitgemm.reference import check
+    from jitgemm.selector import SelectionError
+
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setattr(selector_module, "_suppliers", [])     # a process whose only supplier is the user's folder
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    assert jitgemm.use_prebuilt(str(user_folder)) == []        # nothing refused
     rng = np.random.default_rng(7 + lda_pad)
-    m, n, k = 6, 70, 37
+    m, n, k = 2 * int(rng.integers(2, 5)), int(rng.integers(65, 100)), int(rng.integers(20, 60))
     a_store = rng.standard_normal((m, k + lda_pad)).astype(np.float32)
     a = a_store[:, :k]  # lda = k + pad elements (the kernel gets lda * 4 bytes)
     b = rng.standard_normal((k, n)).astype(np.float32)
-    alpha = -1.75
-    call = prepare(a, b, alpha=alpha)
-    assert call.problem.lead["a"] == k + lda_pad
-    selector, _ = _selector(folder)
-    cand = selector.select(call.problem, call.align)
-    blob, name = cand.load()
-    d = launch(call, blob, name, cand.contract, backend="emu")
+    alpha = float(rng.uniform(-2, 2))
+    assert prepare(a, b, alpha=alpha).problem.lead["a"] == k + lda_pad
+    d = jitgemm.matmul(a, b, alpha=alpha, backend="emu")
+    record = jitgemm.last_launch()
+    assert record.kernel == "foreign_sgemm"
+    assert record.kernel_source == f"prebuilt:{user_folder}:foreign.co:foreign_sgemm"
+    assert record.backend == "emu" and record.grid[:2] == (-(-n // 64), m)
     ref = alpha * (a.astype(np.float64) @ b.astype(np.float64))
-    check(call.problem, d, ref)
+    check(prepare(a, b, alpha=alpha).problem, d, ref)
+    with pytest.raises(SelectionError, match="legality.max.k"):   # the contract refuses K > 200: no kernel left
+        jitgemm.matmul(rng.standard_normal((m, 300)).astype(np.float32),
+                       rng.standard_normal((300, n)).astype(np.float32), backend="emu")
 
 
 def test_kernarg_bytes_from_the_contract(folder):

@@ -7,19 +7,35 @@ llvm-readelf, clang and Triton.
     write(kernels, "gfx942", xnack="off", sramecc="on")  -> bytes of a loadable ET_DYN
     read(code_object_bytes)                              -> CodeObject(kernels=(Kernel, ...), ...)
     link([relocatable_object_bytes, ...])                -> bytes of a loadable ET_DYN
+
+Every name loads its module on first use: `jitgemm disasm` reads ELF sections with `elf_reader` alone, and
+should not pay for the writer, the linker and the metadata codec (YAML, msgpack) in every new process.
 """
 
-from .description import KernelArg, KernelDescription
-from .descriptor import KernelDescriptor, compute_descriptor
-from .errors import CodeObjectError
-from .linker import link
-from .metadata import CONTRACT_KEY, HIDDEN_ARGS_V5, STANDARD_HIDDEN_ARGS
-from .reader import CodeObject, Kernel, read
-from .targets import TARGETS, target_id
-from .writer import write
+from __future__ import annotations
 
-__all__ = [
-    "CONTRACT_KEY", "HIDDEN_ARGS_V5", "STANDARD_HIDDEN_ARGS", "TARGETS", "CodeObject", "CodeObjectError",
-    "Kernel", "KernelArg", "KernelDescription", "KernelDescriptor", "compute_descriptor", "link", "read",
-    "target_id", "write",
-]
+import importlib
+
+_EXPORTS = {
+    "KernelArg": "description", "KernelDescription": "description",
+    "KernelDescriptor": "descriptor", "compute_descriptor": "descriptor",
+    "CodeObjectError": "errors", "link": "linker",
+    "CONTRACT_KEY": "metadata", "HIDDEN_ARGS_V5": "metadata", "STANDARD_HIDDEN_ARGS": "metadata",
+    "CodeObject": "reader", "Kernel": "reader", "read": "reader",
+    "TARGETS": "targets", "target_id": "targets", "write": "writer",
+}
+
+__all__ = sorted(_EXPORTS)
+
+
+def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    value = getattr(importlib.import_module(f".{module}", __name__), name)
+    globals()[name] = value   # later look-ups are plain attribute hits
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_EXPORTS))

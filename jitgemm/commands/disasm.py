@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import argparse
 import functools
+import os
 import sys
 import weakref
 from dataclasses import dataclass, field
@@ -33,7 +34,21 @@ def register(subparsers) -> None:
     p.add_argument("--raw", action="store_true", help="the file is bare machine code, not an ELF")
     p.add_argument("--no-show-raw-insn", dest="show_raw", action="store_false",
                    help="leave out offsets and raw words")
+    p.add_argument("-j", "--jobs", type=_jobs, default=1, metavar="N",
+                   help="list several files with N worker processes (0: one per CPU; default 1); the output is "
+                   "the same, in the order the files are given")
     p.set_defaults(func=run)
+
+
+def _jobs(text: str) -> int:
+    """argparse type of --jobs: an integer >= 0."""
+    try:
+        value = int(text, 10)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not an integer") from None
+    if value < 0:
+        raise argparse.ArgumentTypeError(f"{value} is negative; accepted: 0 (one per CPU) or a positive count")
+    return value
 
 
 @dataclass(frozen=True)
@@ -102,6 +117,22 @@ def text_sections(data: bytes) -> tuple[list[TextSection], str | None]:
 _LINE_CACHES: weakref.WeakKeyDictionary = weakref.WeakKeyDictionary()
 _LINE_CACHE_LIMIT = 1 << 18
 
+# The 12-digit offsets of listing lines, one string per 4-byte-aligned address below `_ADDRESS_TEXT_LIMIT`, made
+# as far as the code seen needs (AMD's largest aiter kernel ends below 0x32000): a line is then three strings
+# joined, not an integer formatted, which is a sixth of a batch listing's time.
+_ADDRESS_TEXT: list[str] = []
+_ADDRESS_TEXT_LIMIT = 1 << 22
+
+
+def _address_texts(base: int, end: int) -> list[str] | None:
+    """`_ADDRESS_TEXT` covering addresses up to `end`, or None when the run is not 4-byte aligned or too high."""
+    if base & 3 or end > _ADDRESS_TEXT_LIMIT:
+        return None
+    have = len(_ADDRESS_TEXT)
+    if have <= end >> 2:
+        _ADDRESS_TEXT.extend(f"{a << 2:012X}" for a in range(have, (end >> 2) + 1))
+    return _ADDRESS_TEXT
+
 
 def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels, show_raw: bool,
               lines: list[str], unprinted: dict[str, frozenset[str]]) -> list:
@@ -122,14 +153,29 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
     full = forms.max_size
     n = len(data)
     pos = 0
+    texts = _address_texts(base, base + end + full) if show_raw else None
     while pos < end:
-        hit = get(data[pos:pos + 4])
-        if hit is None and full > 4:
-            hit = get(data[pos:pos + full])
-        if hit is not None:
-            append(f"{hit[0]}{base + pos:012X}{hit[1]}" if show_raw else hit[2])
-            pos += hit[3]
-            continue
+        if texts is not None:   # the common case in a loop of its own: look up, join three strings, step
+            while pos < end:
+                # most lines of a kernel are 8-byte instructions: their key first, then a 4-byte one's (an
+                # 8-byte key is only ever stored for the longest size, decided with all its bytes in view)
+                hit = get(data[pos:pos + full])
+                if hit is None and full > 4:
+                    hit = get(data[pos:pos + 4])
+                if hit is None:
+                    break
+                append(f"{hit[0]}{texts[(base + pos) >> 2]}{hit[1]}")   # one allocation (a + b + c makes two)
+                pos += hit[3]
+            if pos >= end:
+                break
+        else:
+            hit = get(data[pos:pos + 4])
+            if hit is None and full > 4:
+                hit = get(data[pos:pos + full])
+            if hit is not None:
+                append(f"{hit[0]}{base + pos:012X}{hit[1]}" if show_raw else hit[2])
+                pos += hit[3]
+                continue
         d = decode_at(data, pos, forms, base)
         inst = d.instruction
         if inst is not None and d.target is None:
@@ -209,18 +255,140 @@ def listing(sections: list[TextSection], forms, *, kernel: str | None = None, sh
 
 def run(args: argparse.Namespace) -> int:
     """Every FILE in order; a file that cannot be listed is reported (one line naming it) and the rest are still
-    listed, as llvm-objdump does; the status is then 2."""
-    files = args.file
-    if len(files) == 1:
-        return _run_one(args, files[0])
+    listed, as llvm-objdump does; the status is then 2. With `--jobs N` several files are listed at once by N
+    forked workers (the decoder, loaded once here, is shared copy-on-write), printed in the order given."""
+    import gc
+
+    # A listing allocates millions of small acyclic objects (lines, memo entries, decoded instructions) while the
+    # decoder's caches grow; at the default thresholds the cyclic collector rescans them hundreds of times, about a
+    # tenth of a batch's time, and finds nothing. Collect rarely instead (restored on the way out).
+    thresholds = gc.get_threshold()
+    gc.set_threshold(50_000, 20, 100)
+    try:
+        files = args.file
+        if len(files) == 1:
+            out, err = _render(args, files[0])
+            _emit(out, err)
+            return 0
+        jobs = min(args.jobs or os.cpu_count() or 1, len(files))
+        if jobs > 1:
+            return _parallel(args, files, jobs)
+        status = 0
+        for file in files:
+            out, err, failed = _render_or_error(args, file)
+            _emit(out, err)
+            status = 2 if failed else status
+        return status
+    finally:
+        gc.set_threshold(*thresholds)
+
+
+def _emit(out: str, err: str) -> None:
+    if out:
+        sys.stdout.write(out)
+    if err:
+        sys.stdout.flush()
+        sys.stderr.write(err)
+
+
+def _render_or_error(args: argparse.Namespace, file: str) -> tuple[str, str, bool]:
+    """(listing, warnings, failed) of one file; a file that cannot be listed is one error line, not an exception."""
+    try:
+        return (*_render(args, file), False)
+    except CliError as exc:
+        return "", f"jitgemm disasm: error: {exc}\n", True
+
+
+def _parallel(args: argparse.Namespace, files: list[str], jobs: int) -> int:
+    """List `files` with `jobs` forked workers, printed in the order given; the exit status as `run` gives it.
+
+    The parent lists the first file itself (which loads the spec, its forms and the decode index) and then forks:
+    every worker starts with them. Each worker takes one contiguous share of the rest, so a kernel family's
+    variants, which neighbour each other, share one worker's line memo; it writes its listings straight to the
+    inherited stdout when its turn comes (the worker before it has finished writing), holding them until then, so
+    no listing is copied between processes. Ctrl-C is the parent's: it stops the workers and reports one line.
+    Without the fork start method (not Linux) the files are listed here, one by one."""
+    import multiprocessing
+
+    out, err, failed = _render_or_error(args, files[0])
+    _emit(out, err)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    rest = files[1:]
+    try:
+        context = multiprocessing.get_context("fork")
+    except ValueError:
+        context = None
+    if context is None or not rest:
+        results = [_render_or_error(args, f) for f in rest]
+        for r in results:
+            _emit(r[0], r[1])
+        return 2 if failed or any(r[2] for r in results) else 0
+    size = -(-len(rest) // jobs)
+    shares = [rest[i:i + size] for i in range(0, len(rest), size)]
+    turns = [context.Event() for _ in shares]
+    turns[0].set()
+    nexts = [*turns[1:], None]
+    workers = [context.Process(target=_worker, args=(args, share, turns[k], nexts[k]), daemon=True)
+               for k, share in enumerate(shares)]
+    try:
+        for w in workers:
+            w.start()
+        for k, w in enumerate(workers):
+            w.join()
+            if nexts[k] is not None:
+                nexts[k].set()   # a worker that died without passing its turn on must not stall the rest
+    except BaseException:
+        for w in workers:
+            if w.is_alive():
+                w.terminate()
+        raise
+    return 2 if failed or any(w.exitcode for w in workers) else 0
+
+
+def _worker(args: argparse.Namespace, share: list[str], turn, next_turn) -> None:
+    """One worker of `_parallel`: list `share` (exit status 2 when a file failed, as `run`)."""
+    import signal
+
+    signal.signal(signal.SIGINT, signal.SIG_IGN)   # Ctrl-C is the parent's (one line, status 130)
+    try:
+        status = _list_share(args, share, turn, next_turn)
+    except BrokenPipeError:   # the reader went away (`| head`): nothing more to say, as in one process
+        os._exit(0)
+    sys.exit(status)
+
+
+def _list_share(args: argparse.Namespace, share: list[str], turn, next_turn) -> int:
+    """List `share`, writing as soon as (and only while) it is this worker's `turn`; then pass the turn on, even
+    when a file raised a user error (reported in one line, in its place) so the workers after it still print."""
+    from jitgemm.cli import _user_errors
+
+    held: list[tuple[str, str]] = []
     status = 0
-    for file in files:
+    try:
+        for file in share:
+            out, err, failed = _render_or_error(args, file)
+            status = 2 if failed else status
+            held.append((out, err))
+            if turn.is_set():
+                for o, e in held:
+                    _emit(o, e)
+                held.clear()
+    except Exception as exc:
+        if not isinstance(exc, _user_errors()):
+            raise
+        held.append(("", f"jitgemm disasm: error: {exc}\n"))
+        status = 2
+    finally:
         try:
-            _run_one(args, file)
-        except CliError as exc:
+            turn.wait()
+            for o, e in held:
+                _emit(o, e)
             sys.stdout.flush()
-            print(f"jitgemm disasm: error: {exc}", file=sys.stderr)
-            status = 2
+            sys.stderr.flush()
+        finally:   # even when the reader went away: the workers after this one must not wait for ever
+            if next_turn is not None:
+                next_turn.set()
     return status
 
 
@@ -236,7 +404,8 @@ def _unprinted(target: str) -> dict[str, frozenset[str]]:
         return {}
 
 
-def _run_one(args: argparse.Namespace, file: str) -> int:
+def _render(args: argparse.Namespace, file: str) -> tuple[str, str]:
+    """The listing of one file as llvm-objdump prints it, and the warning line (or "") for stderr."""
     from jitgemm import isa
     from jitgemm.isa.forms import forms_of
 
@@ -256,11 +425,9 @@ def _run_one(args: argparse.Namespace, file: str) -> int:
                          unprinted=_unprinted(args.arch or processor or "gfx942"))
     except CliError as exc:
         raise CliError(f"{file}: {exc}") from None
-    if not args.raw:
-        sys.stdout.write(f"\n{file}:\tfile format elf64-amdgpu\n")
-    sys.stdout.write("\n".join(result.lines) + "\n")
+    head = "" if args.raw else f"\n{file}:\tfile format elf64-amdgpu\n"
+    err = ""
     if result.unknown:
-        print(f"warning: {result.unknown} word(s) not decodable with spec {spec.architecture.name} printed as "
-              ".long" + ("; first: " + "; ".join(result.first_warnings) if result.first_warnings else ""),
-              file=sys.stderr)
-    return 0
+        err = (f"warning: {result.unknown} word(s) not decodable with spec {spec.architecture.name} printed as "
+               ".long" + ("; first: " + "; ".join(result.first_warnings) if result.first_warnings else "") + "\n")
+    return head + "\n".join(result.lines) + "\n", err
