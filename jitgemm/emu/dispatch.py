@@ -22,9 +22,9 @@ from jitgemm.isa.model import Spec
 from . import semantics_buffer, semantics_mem
 from . import semantics_gfx950 as gfx950
 from .errors import EmulatorError, NoSemantics, pc_text
-from .mfma import MfmaShapeError, mfma, mfma_shape
+from .mfma import MfmaShapeError, mfma_registers, mfma_shape
 from .modes import MODE_INSTRUCTIONS, mode_op
-from .operands import Operands
+from .operands import Operands, VgprDst, register_rows
 from .program import Decoded
 from .semantics_alu import Statements, semantics_of
 from .state import AT_BARRIER, DONE, LANE_INDEX, lanes_of, mask_of
@@ -706,21 +706,18 @@ def _mfma(b: Builder, d: Decoded) -> RunFn:
     c = b.ops.src(opc, oc.size)
     cbsz, abid, blgp = (int(d.modifier(k, 0) or 0) for k in ("cbsz", "abid", "blgp"))
 
-    def regs(src, st, w, count):
-        bits = src.read(st, w)
-        if src.uniform:  # an inline constant for C
-            bits = np.asarray(bits).astype(np.uint32)[:, None, None]
-            return np.broadcast_to(bits, (bits.shape[0], 64, count))
-        bits = np.asarray(bits)
-        if bits.dtype == np.uint64:
-            return np.ascontiguousarray(bits).view(np.uint32).reshape(bits.shape + (2,))
-        return bits if bits.ndim == 3 else bits[..., None]
+    in_place = isinstance(dst, VgprDst) and dst.regs == shape.c_regs
 
     def run(ctx, w):
         st = ctx.st
-        out = mfma(shape, regs(a, st, w, shape.a_regs), regs(bb, st, w, shape.b_regs),
-                   regs(c, st, w, shape.c_regs), cbsz, abid, blgp)
-        dst.write(st, w, out if shape.c_regs > 1 else out[..., 0])
+        a_rows, b_rows = register_rows(a, st, w, shape.a_regs), register_rows(bb, st, w, shape.b_regs)
+        c_rows = register_rows(c, st, w, shape.c_regs)
+        if in_place and isinstance(w, slice):  # D straight into the register file
+            mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp,
+                           out=st.v[w, dst.slot:dst.slot + shape.c_regs])
+            return
+        out = mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp)
+        dst.write(st, w, np.swapaxes(out, 1, 2) if shape.c_regs > 1 else out[:, 0])
     return run
 
 

@@ -38,6 +38,7 @@ from .semantics_mem import (
     _store,
     pair_dtype,
 )
+from .state import Active
 
 _CACHE_OPS = ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL")
 
@@ -198,8 +199,8 @@ def mubuf(b, d):
                 ok = lanes & acc.in_range(4 * k, width)
                 a = checked(ctx, w, acc, ok, 4 * k, width, False, "load")
                 if ok.any():
-                    sel = np.nonzero(ok)
-                    out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
+                    on = Active(ok)
+                    on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(a)), width, mfmt)[:, 0], k)
             if to_lds:  # LDS-direct: M0 + instruction offset + max(4, size) * lane
                 _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
                 return
@@ -223,8 +224,8 @@ def mubuf(b, d):
                 ok = lanes & acc.in_range(4 * k, width)
                 a = checked(ctx, w, acc, ok, 4 * k, width, True, "store")
                 if ok.any():
-                    sel = np.nonzero(ok)
-                    _store(ctx.mem, ctx.mem.offsets(a[sel]), data[sel][:, k:k + 1], width)
+                    on = Active(ok)
+                    _store(ctx.mem, ctx.mem.offsets(on.pick(a)), on.pick(data)[:, k:k + 1], width)
         return run_store
     raise Unsupported("no semantics for this buffer instruction")
 

@@ -25,6 +25,7 @@ from .errors import NoSemantics as Unsupported
 from .memory import BASE
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 from .semantics_gfx950 import lds_transpose, transpose_bits
+from .state import Active
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -490,9 +491,8 @@ def flat(b, d):
                 for k, (offs, width) in enumerate(priv[1]):
                     out[priv[0] + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
             if glanes.any():
-                sel = np.nonzero(glanes)
-                offs = ctx.mem.offsets(addr[sel])
-                out[sel] = _load(ctx.mem, offs, nbytes, mfmt)
+                on = Active(glanes)
+                on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(addr)), nbytes, mfmt))
             if lds_lanes.any():
                 sel = np.nonzero(lds_lanes)
                 offs = ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d)
@@ -522,10 +522,10 @@ def flat(b, d):
             for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
                 if not lanes_sel.any():
                     continue
-                sel = np.nonzero(lanes_sel)
-                offs = (ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d) if lds
-                        else ctx.mem.offsets(addr[sel]))
-                _store(store, offs, data[sel], nbytes)
+                on = Active(lanes_sel)
+                offs = (ctx.lds_offsets(w, on.sel, (on.pick(addr) & _MASK32).astype(np.int64), nbytes, d) if lds
+                        else ctx.mem.offsets(on.pick(addr)))
+                _store(store, offs, on.pick(data), nbytes)
         return run_store
     raise Unsupported("no semantics for this flat instruction")
 
@@ -582,11 +582,11 @@ def ds(b, d):
                 st = ctx.st
                 lanes = st.exec_lanes(w)
                 a = base_addr(ctx, w)
-                sel = np.nonzero(lanes)
+                on = Active(lanes)
                 out = np.zeros(lanes.shape + (2 * elem_regs,), np.uint32)
                 for k, o in enumerate((off0, off1)):
-                    offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
-                    out[sel + (slice(k * elem_regs, (k + 1) * elem_regs),)] = ctx.lds.load_dwords(offs, elem_regs)
+                    offs = ctx.lds_offsets(w, on.sel, on.pick(a) + o * scale, nbytes, d)
+                    on.put(out, ctx.lds.load_dwords(offs, elem_regs), slice(k * elem_regs, (k + 1) * elem_regs))
                 dst.write(st, w, out, lanes)
             return run_read2
         data0 = b.ops.src(f["DATA0"], 8 * nbytes)
@@ -596,10 +596,10 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
+            on = Active(lanes)
             for o, src in ((off0, data0), (off1, data1)):
-                offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
-                ctx.lds.store_dwords(offs, _data_regs(src, st, w, elem_regs)[sel])
+                offs = ctx.lds_offsets(w, on.sel, on.pick(a) + o * scale, nbytes, d)
+                ctx.lds.store_dwords(offs, on.pick(_data_regs(src, st, w, elem_regs)))
         return run_write2
 
     atomic = _DS_ATOMIC.match(name)
@@ -647,10 +647,10 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
-            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            on = Active(lanes)
+            offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
-            out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            on.put(out, _load(ctx.lds, offs, nbytes, mfmt))
             if tr_bits:  # gfx950 transposing read: lanes of each 16-lane row exchange elements
                 out = lds_transpose(out, tr_bits)
             value = out if regs > 1 else out[..., 0]
@@ -667,12 +667,12 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
-            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            on = Active(lanes)
+            offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
             data = _data_regs(data0, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
-            _store(ctx.lds, offs, data[sel], nbytes)
+            _store(ctx.lds, offs, on.pick(data), nbytes)
         return run_write
     raise Unsupported("no semantics for this LDS instruction")
 
