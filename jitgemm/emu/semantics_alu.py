@@ -20,7 +20,10 @@ name's part, the operand types come from the spec.
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -601,3 +604,39 @@ class Statements:
             for target, code in self.steps:
                 env[target] = eval(code, HELPERS, env)  # noqa: S307 - project-defined expressions only
         return env
+
+
+@functools.cache
+def _table_lines() -> dict[tuple[str, str], int]:
+    """(table, key) -> line of that entry in this file, for SEMANTICS, _FLOAT_CMP and _INT_CMP (dict literals and
+    `TABLE["KEY"] = ...` statements), read from the source with `ast`."""
+    tree = ast.parse(Path(__file__).read_text())
+    lines: dict[tuple[str, str], int] = {}
+    tables = ("SEMANTICS", "_FLOAT_CMP", "_INT_CMP")
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets \
+            if isinstance(node, ast.Assign) else []
+        value = getattr(node, "value", None)
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in tables and isinstance(value, ast.Dict):
+                for key in value.keys:
+                    if isinstance(key, ast.Constant):
+                        lines[(target.id, key.value)] = key.lineno
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and \
+                    target.value.id in tables and isinstance(target.slice, ast.Constant):
+                lines[(target.value.id, target.slice.value)] = node.lineno
+    return lines
+
+
+def statement_source(name: str) -> tuple[str, int, str] | None:
+    """(this file, line, statement text) of the entry that gives an instruction its statement, or None: the
+    SEMANTICS entry, or for a generated compare the _FLOAT_CMP/_INT_CMP entry of its operation."""
+    text = semantics_of(name)
+    if text is None:
+        return None
+    lines = _table_lines()
+    if name in SEMANTICS:
+        return __file__, lines[("SEMANTICS", name)], text
+    prefix, op, kind, _ = _CMP_NAME.match(name).groups()
+    table = "_FLOAT_CMP" if kind == "F" else "_INT_CMP"
+    return __file__, lines[(table, op)], text

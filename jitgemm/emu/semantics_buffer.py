@@ -22,6 +22,7 @@ from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.instruction import Reg
 
 from .errors import NoSemantics as Unsupported
+from .registry import family_path
 from .resource import access
 from .semantics_mem import (
     _ATOMIC,
@@ -39,8 +40,6 @@ from .semantics_mem import (
     pair_dtype,
 )
 from .state import Active
-
-_CACHE_OPS = ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL")
 
 # DFMT -> component widths in bits (the uniform-width formats; packed 10/11-bit ones are not modelled)
 _DFMT_WIDTHS = {1: (8,), 2: (16,), 3: (8, 8), 4: (32,), 5: (16, 16), 10: (8, 8, 8, 8), 11: (32, 32),
@@ -126,12 +125,11 @@ def _check_format(dfmt: int, nfmt: int) -> tuple[int, ...]:
     return widths
 
 
+@family_path("buffer")
 def mubuf(b, d):
     """MUBUF and MTBUF instructions (see the module docstring)."""
     name = d.name
     f = d.by_field()
-    if name in _CACHE_OPS:
-        return lambda ctx, w: None  # cache write-back/invalidate: memory here has no caches
     if "SRSRC" not in f:
         raise Unsupported("buffer instruction without a resource operand")
     size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")

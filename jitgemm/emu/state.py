@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-WAVE = 64
+from jitgemm.isa.mfma import WAVE64 as WAVE  # the one owner of the wave size (gfx9 targets are wave64 only)
+
 SGPR_SLOTS = 128
 LANE_BITS = np.uint64(1) << np.arange(WAVE, dtype=np.uint64)
 LANE_INDEX = np.arange(WAVE, dtype=np.uint32)
