@@ -19,14 +19,14 @@ from pathlib import Path
 import pytest
 
 from jitgemm import isa
-from jitgemm.emu import registry
+from jitgemm.emu import registry, where
 from jitgemm.emu.semantics_alu import semantics_of
 
 REPO = Path(__file__).resolve().parents[1]
 TARGETS = ("gfx942", "gfx950")
 
 
-def _line(place: registry.Place) -> str:
+def _line(place: where.Place) -> str:
     return Path(place.path).read_text().splitlines()[place.line - 1]
 
 
@@ -51,9 +51,9 @@ def test_where_points_at_the_code_that_implements_each_instruction(target):
     spec = isa.load_spec(target)
     found = 0
     for inst in spec.instructions:
-        places = registry.where(inst.name, spec)
+        places = where.where(inst.name, spec)
         if not places:
-            assert "no emulator semantics" in registry.why_not(inst.name, spec)
+            assert "no emulator semantics" in where.why_not(inst.name, spec)
             continue
         found += 1
         for place in places:
@@ -112,7 +112,7 @@ def test_where_names_the_builder_that_builds_real_kernels(dtype):
     prog = program_for(co.kernel(name), spec)
     checked = 0
     for d in prog.decoded:
-        places = registry.where(d.name, spec)
+        places = where.where(d.name, spec)
         assert places, d.text
         builders = {p.function for p in places if p.function}
         made_by = _built_by(prog.builder, d)

@@ -135,7 +135,7 @@ def _where(args: argparse.Namespace) -> int:
 
     from jitgemm import isa
     from jitgemm.emu.registry import names as registered
-    from jitgemm.emu.registry import where, why_not
+    from jitgemm.emu.where import where, why_not
     from jitgemm.isa.targets import known_targets
 
     if args.file is not None:

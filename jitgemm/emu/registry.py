@@ -13,7 +13,7 @@ How an instruction finds its semantics (`resolve`), in this order:
    `@family_path(family)` registers a family's generic builder.
 
 A builder takes (Builder, Decoded) and returns the op's `run(ctx, w)`, or raises NoSemantics saying why not.
-`where(name)` says which code implements an instruction (file:line), for `jitgemm emulate --where NAME`.
+where.py says which code implements an instruction (file:line), for `jitgemm emulate --where NAME`.
 
 Registration rule for semantics modules (semantics_gfx950.py): put `register(("V_NAME", ...), builder)` (or
 `register_pattern(REGEX, builder)`) beside the builder; dispatch.py imports the module so that it runs before
@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from jitgemm.isa.forms import Form
-    from jitgemm.isa.model import Encoding, Instruction, Spec
+    from jitgemm.isa.model import Encoding, Instruction
 
 Build = Callable[[Any, Any], Any]   # (Builder, Decoded) -> run(ctx, w)
 
@@ -186,82 +186,3 @@ def location(path: str, line: int) -> str:
 
 def _describe(fn: Callable) -> str:
     return f"{fn.__module__}.{fn.__qualname__} ({location(*source_of(fn))})"
-
-
-@dataclass(frozen=True)
-class Place:
-    """One line of `where`: the code at path:line and what it does for the instruction."""
-
-    path: str
-    line: int
-    what: str
-    function: str = ""   # the builder's name, when the line is its `def`
-    statement: str = ""  # the statement text, when the line is a semantics_alu table entry
-
-    def __str__(self) -> str:
-        return f"{location(self.path, self.line)}: {self.what}"
-
-
-def where(name: str, spec: Spec) -> list[Place]:
-    """Which code implements instruction `name` (spec spelling, any case) when the emulator runs it with `spec`:
-    the named entry's builder, or the statement table entry and the family path that runs it, one per family
-    among the instruction's encodings. Empty when it has no semantics (`why_not` says why)."""
-    from jitgemm.isa.mfma import parse_mfma_name
-
-    from . import dispatch  # noqa: F401 - every semantics module registers on import
-    from .semantics_alu import statement_source
-
-    key = name.upper()
-    inst = spec.find_instruction(key)
-    if inst is None:
-        return []
-    entry = named(key)
-    if entry is not None:
-        path, line = source_of(entry.build)
-        how = f"pattern {entry.key!r}" if entry.kind == "pattern" else "named entry"
-        note = f" ({entry.note})" if entry.note else ""
-        return [Place(path, line, f"{key}: {how}, builder {entry.build.__name__}{note}", entry.build.__name__)]
-    out: list[Place] = []
-    for fam in _families(inst, spec):
-        path_entry = _FAMILIES.get(fam)
-        if path_entry is None or fam == "mfma" and parse_mfma_name(key) is None:
-            continue
-        if fam in ("salu", "valu", "packed"):
-            found = next((statement_source(n) for n in (inst.name.upper(), *(a.upper() for a in inst.aliases))
-                          if statement_source(n) is not None), None)
-            if found is None:
-                continue
-            out.append(Place(found[0], found[1], f"{key}: statement {found[2]!r} (semantics_alu)", statement=found[2]))
-        path, line = source_of(path_entry.build)
-        out.append(Place(path, line, f"{key}: run by the {fam} path, builder {path_entry.build.__name__} "
-                         f"({path_entry.note})", path_entry.build.__name__))
-    return out
-
-
-def why_not(name: str, spec: Spec) -> str:
-    """Why `where` finds nothing for an instruction of the spec."""
-    inst = spec.find_instruction(name.upper())
-    if inst is None:
-        return f"{name.upper()} is not an instruction of {spec.architecture.name}"
-    if named(inst.name) is not None:
-        return f"{inst.name}: named entry {named(inst.name).build.__name__}"
-    fams = _families(inst, spec)
-    reasons = []
-    for fam in fams:
-        if fam not in _FAMILIES:
-            reasons.append(f"the {fam} family has named entries only and {inst.name} is not one")
-        elif fam == "mfma":
-            reasons.append(f"the mfma path takes V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types> shapes and {inst.name} is "
-                           "not one")
-        else:
-            reasons.append(f"the {fam} path needs a statement in semantics_alu.SEMANTICS and {inst.name} has none")
-    return f"{inst.name}: no emulator semantics: " + "; ".join(reasons or ["no encoding"])
-
-
-def _families(inst: Instruction, spec: Spec) -> list[str]:
-    fams: list[str] = []
-    for ie in inst.encodings:
-        fam = family_of_spec(inst, spec.encoding(ie.encoding_name))
-        if fam not in fams:
-            fams.append(fam)
-    return fams
