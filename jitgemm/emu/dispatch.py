@@ -74,6 +74,8 @@ class Builder:
             return Op(d.pc, d.size, d.name, d.text, None,
                       f"no instruction of the loaded spec ({self.spec.source or self.spec.architecture.name}) "
                       "matches this word; a subset spec may lack it (`jitgemm spec fetch` gets AMD's full file)")
+        if d.form is None:
+            return Op(d.pc, d.size, d.name, d.text, None, "no spec form matches the decoded instruction")
         entry, fam = registry.resolve(d.name, d.form)
         if entry is None:
             return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: no named entry and no path for the {fam} "
@@ -82,6 +84,8 @@ class Builder:
             run = entry.build(self, d)
         except NoSemantics as exc:
             return Op(d.pc, d.size, d.name, d.text, None, str(exc))
+        if run is None:
+            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: {entry.build.__name__} built nothing")
         op = Op(d.pc, d.size, d.name, d.text, run)
         if fam in VECTOR_FAMILIES:
             op.lane_ops = WAVE
