@@ -152,6 +152,14 @@ def test_cli_where_on_a_miss_lists_the_closest_names_and_exits_2():
     assert "Traceback" not in out.stderr
 
 
+def test_cli_where_names_the_target_that_has_an_instruction_the_asked_one_lacks():
+    out = _cli("--where", "v_bitop3_b32", "--arch", "gfx942")
+    assert out.returncode == 2
+    assert "gfx950 has it (--arch gfx950)" in out.stderr
+    found = _cli("--where", "v_bitop3_b32", "--arch", "gfx950")
+    assert found.returncode == 0 and "builder v_bitop3" in found.stdout
+
+
 def test_cli_where_on_an_instruction_without_semantics_exits_1():
     out = _cli("--where", "s_sethalt")
     assert out.returncode == 1

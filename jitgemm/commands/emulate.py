@@ -161,11 +161,25 @@ def _where(args: argparse.Namespace) -> int:
         if spec.find_instruction(name) is not None:
             print(why_not(name, spec), file=sys.stderr)
             return 1
+    looked = ", ".join(f"{t} ({spec.architecture.name})" for t, spec in specs)
+    elsewhere = [t for t in known_targets() if t not in {t for t, _ in specs} and _has(t, name)]
+    if elsewhere:
+        raise CliError(f"--where {args.where!r}: no instruction of that name in {looked}; {', '.join(elsewhere)} "
+                       f"has it (--arch {elsewhere[0]})")
     known = sorted({i.name.upper() for _, spec in specs for i in spec.instructions} | set(registered()))
     close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
-    looked = ", ".join(f"{t} ({spec.architecture.name})" for t, spec in specs)
     raise CliError(f"--where {args.where!r}: no instruction of that name in {looked}; "
                    + (f"closest: {', '.join(close)}" if close else "no close name"))
+
+
+def _has(target: str, name: str) -> bool:
+    """Whether the spec of `target` (bundled or fetched) has instruction `name`."""
+    from jitgemm import isa
+
+    try:
+        return isa.load_spec(target).find_instruction(name) is not None
+    except isa.SpecError:
+        return False
 
 
 def _emulate(args: argparse.Namespace) -> int:
