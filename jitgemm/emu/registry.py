@@ -5,7 +5,7 @@ How an instruction finds its semantics (`resolve`), in this order:
 1. A named entry: `register(names, build)` or `@semantics(*names)` on a builder, for instructions whose
    behaviour is their own (branches, lane reads and writes, saturating conversions, the gfx950 MFMAs, ...).
    Names are the spec's instruction names, upper case. `register_pattern(regex, build)` covers names a regex
-   spells (gfx950's V_CVT_SCALEF32_* conversions) and is tried after the exact names.
+   matches at their start (gfx950's V_CVT_SCALEF32_* conversions) and is tried after the exact names.
 2. Otherwise the generic path of the instruction's family. The family comes from the spec form the word was
    decoded with, never from the spelling of a name: the MR-ISA's functional group and subgroups (SALU, SMEM,
    VALU and its MFMA subgroup, VMEM with DATA_SHARE / FLAT / TEXTURE, MESSAGE, WAVE_CONTROL) and, for VALU,
@@ -89,7 +89,8 @@ def semantics(*names: str, note: str = "") -> Callable[[Build], Build]:
 
 
 def register_pattern(pattern: re.Pattern[str] | str, build: Build, note: str = "") -> Build:
-    """Register `build` for every instruction name the regex fully matches (tried after exact names)."""
+    """Register `build` for every instruction name the regex matches at its start (`re.match`, as the semantics
+    modules' own name tests do: end it with `$` for whole names). Tried after exact names, in registration order."""
     rx = re.compile(pattern) if isinstance(pattern, str) else pattern
     _PATTERNS.append((rx, Entry(rx.pattern, build, "pattern", note)))
     return build
@@ -140,7 +141,7 @@ def named(name: str) -> Entry | None:
     if entry is not None:
         return entry
     for rx, e in _PATTERNS:
-        if rx.fullmatch(key):
+        if rx.match(key):
             return e
     return None
 
