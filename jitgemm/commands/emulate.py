@@ -5,6 +5,11 @@ Run mode takes the launch on the command line: `--grid`/`--block` as X[,Y,Z], an
 argument in order: `null`, a scalar `i32:5` / `u32:7` / `i64:-1` / `f32:1.5` / `f16:0.5`, or a buffer
 `TYPE:SHAPE:FILL` such as `f32:1024:zeros`, `bf16:256x256:rand`, `f32:100:ones` (fills: zeros, ones, rand
 (standard normal, seed 0), iota). It prints the run statistics and a checksum of every buffer.
+
+`jitgemm emulate --where NAME` (no file) prints, as `file:line: ...` lines, the code that implements an
+instruction in the emulator: its named entry, or the semantics_alu statement and the family path that runs it
+(jitgemm/emu/registry.py). Exit status 1 when the instruction has no semantics, 2 when no spec knows the name
+(the closest names are listed).
 """
 
 from __future__ import annotations
@@ -24,8 +29,11 @@ _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat1
 def register(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("emulate", help="run a gfx942/gfx950 kernel in the ISA emulator, or check it can be run",
                               description="Run a kernel of an AMDGPU code object on the CPU (ISA emulator), or "
-                              "with --check list the instructions the emulator has no semantics for.")
-    p.add_argument("file", metavar="FILE.co", help="code object (ELF)")
+                              "with --check list the instructions the emulator has no semantics for, or with "
+                              "--where NAME print where an instruction's semantics are implemented.")
+    p.add_argument("file", metavar="FILE.co", nargs="?", help="code object (ELF); not with --where")
+    p.add_argument("--where", metavar="NAME", help="print file:line of the emulator code that implements "
+                   "instruction NAME (any case; the --arch/--spec target's, default every bundled target's) and exit")
     p.add_argument("--check", action="store_true", help="list unsupported instructions of every kernel and exit "
                    "(status 1 when any)")
     p.add_argument("--kernel", metavar="NAME", help="kernel to run or check (default: the only one / all)")
@@ -121,7 +129,64 @@ def parse_arg(text: str, index: int):
     return arr
 
 
+def _where(args: argparse.Namespace) -> int:
+    """`--where NAME`: the implementation of an instruction, from the registry (see the module docstring)."""
+    import difflib
+
+    from jitgemm import isa
+    from jitgemm.emu.registry import names as registered
+    from jitgemm.emu.where import where, why_not
+    from jitgemm.isa.targets import known_targets
+
+    if args.file is not None:
+        raise CliError(f"--where takes an instruction name, not a code object ({args.file!r} given as well)")
+    name = args.where.strip().upper()
+    if args.spec or args.arch:
+        specs = [(args.arch or args.spec, isa.load_spec(args.spec or args.arch))]
+    else:
+        specs = []
+        for target in known_targets():
+            try:
+                specs.append((target, isa.load_spec(target)))
+            except isa.SpecError:   # not bundled and not fetched: not a target to look in
+                continue
+    for target, spec in specs:
+        places = where(name, spec)
+        if places:
+            print(f"{name} ({target}, {spec.architecture.name}):")
+            for place in places:
+                print(f"  {place}")
+            return 0
+    for _target, spec in specs:
+        if spec.find_instruction(name) is not None:
+            print(why_not(name, spec), file=sys.stderr)
+            return 1
+    looked = ", ".join(f"{t} ({spec.architecture.name})" for t, spec in specs)
+    elsewhere = [t for t in known_targets() if t not in {t for t, _ in specs} and _has(t, name)]
+    if elsewhere:
+        raise CliError(f"--where {args.where!r}: no instruction of that name in {looked}; {', '.join(elsewhere)} "
+                       f"has it (--arch {elsewhere[0]})")
+    known = sorted({i.name.upper() for _, spec in specs for i in spec.instructions} | set(registered()))
+    close = difflib.get_close_matches(name, known, n=5, cutoff=0.6)
+    raise CliError(f"--where {args.where!r}: no instruction of that name in {looked}; "
+                   + (f"closest: {', '.join(close)}" if close else "no close name"))
+
+
+def _has(target: str, name: str) -> bool:
+    """Whether the spec of `target` (bundled or fetched) has instruction `name`."""
+    from jitgemm import isa
+
+    try:
+        return isa.load_spec(target).find_instruction(name) is not None
+    except isa.SpecError:
+        return False
+
+
 def _emulate(args: argparse.Namespace) -> int:
+    if args.where is not None:
+        return _where(args)
+    if args.file is None:
+        raise CliError("emulate needs FILE.co (or --where NAME)")
     if not getattr(args, "json", False):
         return _run(args)
     from jitgemm.cli import _user_errors
@@ -167,7 +232,9 @@ def _run(args: argparse.Namespace) -> int:
     from jitgemm.memory_budget import check_fits, emulation_bytes
 
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
-    waves = math.prod(grid) * -(-math.prod(block) // 64)
+    from jitgemm.emu.state import WAVE
+
+    waves = math.prod(grid) * -(-math.prod(block) // WAVE)
     check_fits(emulation_bytes(sum(_buffer_bytes(text) for text in args.arg), waves),   # before allocating
                f"emulating {waves} waves with these buffers")
     values = [parse_arg(text, i) for i, text in enumerate(args.arg)]

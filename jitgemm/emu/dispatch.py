@@ -1,11 +1,11 @@
-"""From a decoded instruction to an executable op: picks the semantics by the instruction's encoding family
-and name, binds its operands to the register state, and returns `Op` objects the engine runs for a group of
-waves at a time.
+"""From a decoded instruction to an executable op: finds its semantics in the registry (registry.py: a named
+entry, else its family's path, the family taken from the spec form), binds its operands to the register state,
+and returns `Op` objects the engine runs for a group of waves at a time.
 
-ALU instructions go through the statement table of semantics_alu.py with operands typed by the spec's data
-formats; the families whose behaviour is about data movement rather than arithmetic (program control,
-lane reads/writes, DPP/SDWA lane selection, packed-math component selection, MFMA, memory) have a handler
-each here or in semantics_mem.py.
+The ALU family paths here run the statement table of semantics_alu.py with operands typed by the spec's data
+formats (VALU with DPP/SDWA lane selection and op_sel, packed math with component selection); the MFMA path
+runs mfma.py; the memory families live in semantics_mem.py and semantics_buffer.py. Named entries here cover
+program control, lane reads/writes, mixed-precision FMAs and fp8 conversions.
 """
 
 from __future__ import annotations
@@ -19,15 +19,19 @@ import numpy as np
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
-from . import semantics_buffer, semantics_mem, sparse_mfma
-from . import semantics_gfx950 as gfx950
+from . import registry
+from . import semantics_buffer as _semantics_buffer  # noqa: F401 - registers the buffer family
+from . import semantics_gfx950 as _semantics_gfx950  # noqa: F401 - registers gfx950's named semantics
+from . import semantics_mem as _semantics_mem  # noqa: F401 - registers the SMEM, FLAT and DS families
+from . import sparse_mfma as _sparse_mfma  # noqa: F401 - registers the sparse (SMFMAC) MFMAs
 from .errors import EmulatorError, NoSemantics, pc_text
-from .mfma import MfmaShapeError, mfma, mfma_shape
+from .mfma import MfmaShapeError, mfma_registers, mfma_shape
 from .modes import MODE_INSTRUCTIONS, mode_op
-from .operands import Operands
+from .operands import Operands, VgprDst, register_rows
 from .program import Decoded
+from .registry import INDEXABLE_FAMILIES, VECTOR_FAMILIES, family_path, register, semantics
 from .semantics_alu import Statements, semantics_of
-from .state import AT_BARRIER, DONE, LANE_INDEX, lanes_of, mask_of
+from .state import AT_BARRIER, DONE, LANE_INDEX, WAVE, lanes_of, mask_of
 from .values import Fmt, from_typed, operand_fmt, to_typed
 
 RunFn = Callable[["object", object], None]
@@ -51,19 +55,6 @@ class Op:
         return self.pc + self.size
 
 
-def family(encoding: str) -> str:
-    """The emulator's family of an encoding name (ENC_SOP2, VOP2_INST_LITERAL, VOP3P_MFMA, ...)."""
-    e = encoding.upper()
-    if "MFMA" in e or "VOP3PX2" in e:  # VOP3PX2: CDNA 4's block-scaled MFMA
-        return "mfma"
-    for key, fam in (("SOPP", "sopp"), ("SOPK", "salu"), ("SOPC", "salu"), ("SOP1", "salu"), ("SOP2", "salu"),
-                     ("SMEM", "smem"), ("VOP3P", "vop3p"), ("VOPC", "valu"), ("VOP1", "valu"), ("VOP2", "valu"),
-                     ("VOP3", "valu"), ("MUBUF", "mubuf"), ("MTBUF", "mtbuf"), ("FLAT", "flat"), ("DS", "ds")):
-        if key in e:
-            return fam
-    return "other"
-
-
 class Builder:
     """Builds ops for one program: holds the spec, the register-slot map and the kernel name."""
 
@@ -77,24 +68,28 @@ class Builder:
 
     def indexable(self, d: Decoded) -> bool:
         """GPR indexing (S_SET_GPR_IDX_ON) renumbers the VGPR operands of VALU instructions only."""
-        return d.inst is not None and family(d.encoding) in ("valu", "vop3p")
+        return d.inst is not None and d.form is not None and registry.family_of(d.form) in INDEXABLE_FAMILIES
 
     def build(self, d: Decoded) -> Op:
         if d.inst is None:
             return Op(d.pc, d.size, d.name, d.text, None,
                       f"no instruction of the loaded spec ({self.spec.source or self.spec.architecture.name}) "
                       "matches this word; a subset spec may lack it (`jitgemm spec fetch` gets AMD's full file)")
-        fam = family(d.encoding)
+        if d.form is None:
+            return Op(d.pc, d.size, d.name, d.text, None, "no spec form matches the decoded instruction")
+        entry, fam = registry.resolve(d.name, d.form)
+        if entry is None:
+            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: no named entry and no path for the {fam} "
+                      "family (jitgemm/emu/registry.py)")
         try:
-            handler = _HANDLERS.get(fam)
-            run = handler(self, d) if handler else None
+            run = entry.build(self, d)
         except NoSemantics as exc:
             return Op(d.pc, d.size, d.name, d.text, None, str(exc))
         if run is None:
-            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics for the {fam} family")
+            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: {entry.build.__name__} built nothing")
         op = Op(d.pc, d.size, d.name, d.text, run)
-        if fam in ("valu", "vop3p", "mfma", "flat", "mubuf", "mtbuf", "ds"):
-            op.lane_ops = 64
+        if fam in VECTOR_FAMILIES:
+            op.lane_ops = WAVE
         return op
 
     def fmt(self, o) -> Fmt:
@@ -265,58 +260,54 @@ def _read_sources(srcs: list[_Src], st, w, vector: bool, env: dict) -> None:
 
 def _dpp_source_lanes(mods: dict) -> tuple[np.ndarray, np.ndarray]:
     """(source lane of each lane, whether that source lane exists) for a DPP control."""
-    lane = np.arange(64)
+    lane = np.arange(WAVE)
     row = lane // 16 * 16
     if "quad_perm" in mods:
         perm = np.array(mods["quad_perm"])
-        return (lane & ~3) + perm[lane & 3], np.ones(64, bool)
+        return (lane & ~3) + perm[lane & 3], np.ones(WAVE, bool)
     if "row_shl" in mods:
         src = lane + mods["row_shl"]
-        return np.clip(src, 0, 63), (src // 16 * 16) == row
+        return np.clip(src, 0, WAVE - 1), (src // 16 * 16) == row
     if "row_shr" in mods:
         src = lane - mods["row_shr"]
-        return np.clip(src, 0, 63), (src >= 0) & ((np.maximum(src, 0) // 16 * 16) == row)
+        return np.clip(src, 0, WAVE - 1), (src >= 0) & ((np.maximum(src, 0) // 16 * 16) == row)
     if "row_ror" in mods:
-        return row + (lane % 16 - mods["row_ror"]) % 16, np.ones(64, bool)
+        return row + (lane % 16 - mods["row_ror"]) % 16, np.ones(WAVE, bool)
     if "wave_shl" in mods:
         src = lane + 1
-        return np.clip(src, 0, 63), src < 64
+        return np.clip(src, 0, WAVE - 1), src < WAVE
     if "wave_rol" in mods:
-        return (lane + 1) % 64, np.ones(64, bool)
+        return (lane + 1) % WAVE, np.ones(WAVE, bool)
     if "wave_shr" in mods:
         src = lane - 1
-        return np.clip(src, 0, 63), src >= 0
+        return np.clip(src, 0, WAVE - 1), src >= 0
     if "wave_ror" in mods:
-        return (lane - 1) % 64, np.ones(64, bool)
+        return (lane - 1) % WAVE, np.ones(WAVE, bool)
     if "row_mirror" in mods:
-        return row + 15 - lane % 16, np.ones(64, bool)
+        return row + 15 - lane % 16, np.ones(WAVE, bool)
     if "row_half_mirror" in mods:
-        return (lane & ~7) + 7 - lane % 8, np.ones(64, bool)
+        return (lane & ~7) + 7 - lane % 8, np.ones(WAVE, bool)
     if "row_bcast" in mods:
         if mods["row_bcast"] == 15:
-            return np.clip(row - 1, 0, 63), row > 0
-        return np.full(64, 31), lane >= 32
+            return np.clip(row - 1, 0, WAVE - 1), row > 0
+        return np.full(WAVE, 31), lane >= 32
     raise NoSemantics(f"DPP control {sorted(mods)} is not modelled")
 
 
 # --- ALU handlers ----------------------------------------------------------------------------------------
 
-_SPECIAL_VALU = {"V_READFIRSTLANE_B32", "V_READLANE_B32", "V_WRITELANE_B32", "V_NOP", "V_SWAP_B32",
-                 "V_CVT_PK_FP8_F32", "V_CVT_PK_BF8_F32", "V_CVT_SR_FP8_F32", "V_CVT_SR_BF8_F32",
-                 "V_CVT_PK_F32_FP8", "V_CVT_PK_F32_BF8"}
+register(sorted(MODE_INSTRUCTIONS), mode_op)
 
 
+@semantics("S_GETREG_B32")
+def _getreg(b: Builder, d: Decoded) -> RunFn:
+    """Hardware registers read as 0."""
+    dst = b.ops.dst(d.inst.operands[0], 32)
+    return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint32))
+
+
+@family_path("salu")
 def _salu(b: Builder, d: Decoded) -> RunFn:
-    name = d.name
-    if name in ("S_SETPC_B64", "S_SWAPPC_B64"):
-        return _setpc(b, d)
-    if name in MODE_INSTRUCTIONS:
-        return mode_op(b, d)
-    if name in ("S_SETREG_B32", "S_SETREG_IMM32_B32", "S_DENORM_MODE", "S_ROUND_MODE"):
-        return lambda ctx, w: None  # mode bits: numpy keeps denormals and rounds to nearest even
-    if name == "S_GETREG_B32":
-        dst = b.ops.dst(d.inst.operands[0], 32)
-        return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint32))
     stmts = _semantics(d)
     srcs, dsts = _bind(b, d, vector=False)
     writes_scc = any(o.operand_type == "OPR_SSRC_SPECIAL_SCC" and o.output for o in d.implicit_operands())
@@ -350,18 +341,14 @@ def _rhs_names(stmts: Statements) -> set[str]:
     return names
 
 
+@family_path("valu")
 def _valu(b: Builder, d: Decoded) -> RunFn:
-    name = d.name
-    special = gfx950.handler(name)
-    if special is not None:
-        return special(b, d)
-    if name in _SPECIAL_VALU:
-        return _special_valu(b, d)
     stmts = _semantics(d)
     srcs, dsts = _bind(b, d, vector=True)
     inst = d.inst
     mods = dict(inst.modifiers)
-    is_cmpx = name.startswith("V_CMPX")
+    # V_CMPX_*: the spec lists EXEC as an implicit output; the compare result goes to EXEC too
+    is_cmpx = any(o.output and o.operand_type == "OPR_SDST_EXEC" for o in d.implicit_operands())
     clamp = bool(mods.get("clamp"))
     omod = 2.0 if mods.get("mul") == 2 else 4.0 if mods.get("mul") == 4 else 0.5 if mods.get("div") == 2 else 1.0
     # VOP3 op_sel on 16-bit operands (gfx9: per source, last bit = destination high half)
@@ -393,7 +380,7 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
         dpp_src, dpp_ok = _dpp_source_lanes(mods)
         row_mask = int(mods.get("row_mask", 0xF))
         bank_mask = int(mods.get("bank_mask", 0xF))
-        lane = np.arange(64)
+        lane = np.arange(WAVE)
         dpp_enable = (((row_mask >> (lane // 16)) & 1) & ((bank_mask >> ((lane // 4) % 4)) & 1)).astype(bool)
     reads_old = "D0" in _rhs_names(stmts)
     float_out = [dd.fmt.kind == "f" and not dd.mask for dd in dsts]
@@ -408,7 +395,7 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
             s0 = srcs[0]
             raw = s0.read(st, w)
             if s0.uniform:
-                raw = np.broadcast_to(np.asarray(raw)[:, None], (n, 64))
+                raw = np.broadcast_to(np.asarray(raw)[:, None], (n, WAVE))
             moved = np.asarray(raw)[:, dpp_src]
             valid = dpp_ok[None, :] & lanes[:, dpp_src]
             if bound_zero:
@@ -432,7 +419,7 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
                 continue
             value = env[dd.role]
             if dd.mask:
-                res = np.broadcast_to(np.asarray(value, bool), (n, 64)) & lanes
+                res = np.broadcast_to(np.asarray(value, bool), (n, WAVE)) & lanes
                 dd.dst.write(st, w, mask_of(res))
                 if is_cmpx and dd.role == "D0":
                     st.set_exec64(w, mask_of(res))
@@ -442,7 +429,7 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
                     value = np.asarray(value) * omod
                 if clamp:
                     value = np.clip(value, 0.0, 1.0)
-            bits = _untyped(value, dd.fmt, (n, 64))
+            bits = _untyped(value, dd.fmt, (n, WAVE))
             if dst_hi:
                 old = np.asarray(dd.dst.read_old(st, w)).astype(np.uint32)
                 bits = (old & np.uint32(0xFFFF)) | (bits.astype(np.uint32) << np.uint32(16))
@@ -468,104 +455,120 @@ def _sdwa_place(bits, sel: int, unused: str, old):
     return placed
 
 
-def _special_valu(b: Builder, d: Decoded) -> RunFn:
-    name = d.name
+@semantics("V_READFIRSTLANE_B32")
+def _readfirstlane(b: Builder, d: Decoded) -> RunFn:
     ops = d.inst.operands
-    if name == "V_NOP":
-        return lambda ctx, w: None
-    if name == "V_READFIRSTLANE_B32":
-        dst = b.ops.dst(ops[0], 32)
-        src = b.ops.src(ops[1], 32)
+    dst = b.ops.dst(ops[0], 32)
+    src = b.ops.src(ops[1], 32)
 
-        def run(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            vals = src.read(st, w)
-            if src.uniform:
-                dst.write(st, w, vals)
-                return
-            first = np.argmax(lanes, axis=1)  # lane 0 when EXEC is zero
-            dst.write(st, w, vals[np.arange(len(first)), first])
-        return run
-    if name == "V_READLANE_B32":
-        dst = b.ops.dst(ops[0], 32)
-        src = b.ops.src(ops[1], 32)
-        sel = b.ops.src(ops[2], 32)
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        vals = src.read(st, w)
+        if src.uniform:
+            dst.write(st, w, vals)
+            return
+        first = np.argmax(lanes, axis=1)  # lane 0 when EXEC is zero
+        dst.write(st, w, vals[np.arange(len(first)), first])
+    return run
 
-        def run(ctx, w):
-            st = ctx.st
-            vals = src.read(st, w)
-            lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
-            if src.uniform:
-                dst.write(st, w, vals)
-                return
-            dst.write(st, w, vals[np.arange(len(lane)), lane])
-        return run
-    if name == "V_WRITELANE_B32":
-        dst = b.ops.dst(ops[0], 32)
-        src = b.ops.src(ops[1], 32)
-        sel = b.ops.src(ops[2], 32)
 
-        def run(ctx, w):
-            st = ctx.st
-            val = np.asarray(src.read(st, w))
-            lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
-            old = np.array(dst.read_old(st, w))
-            old[np.arange(len(lane)), lane] = val
-            dst.write(st, w, old)
-        return run
-    if name == "V_SWAP_B32":
-        a_dst, b_dst = b.ops.dst(ops[0], 32), b.ops.dst(ops[1], 32)
+@semantics("V_READLANE_B32")
+def _readlane(b: Builder, d: Decoded) -> RunFn:
+    ops = d.inst.operands
+    dst = b.ops.dst(ops[0], 32)
+    src = b.ops.src(ops[1], 32)
+    sel = b.ops.src(ops[2], 32)
 
-        def run(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            va, vb = a_dst.read_old(st, w).copy(), b_dst.read_old(st, w).copy()
-            a_dst.write(st, w, vb, lanes)
-            b_dst.write(st, w, va, lanes)
-        return run
-    if name in ("V_CVT_PK_FP8_F32", "V_CVT_PK_BF8_F32"):
-        srcs, dsts = _bind(b, d, vector=True)
-        op_sel = d.modifier("op_sel") or ()
-        high = len(op_sel) > 2 and bool(op_sel[-1])
-        out_fmt = dsts[0].fmt
+    def run(ctx, w):
+        st = ctx.st
+        vals = src.read(st, w)
+        lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
+        if src.uniform:
+            dst.write(st, w, vals)
+            return
+        dst.write(st, w, vals[np.arange(len(lane)), lane])
+    return run
 
-        def run(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            env: dict = {}
-            _read_sources(srcs, st, w, True, env)
-            n = lanes.shape[0]
-            pair = np.stack(np.broadcast_arrays(env["S0"], env["S1"]), axis=-1).astype(np.float32)
-            pair = np.broadcast_to(pair, (n, 64, 2))
-            packed = _saturate_fp8(pair, out_fmt.dtype).view(np.uint8).astype(np.uint32)
-            word = packed[..., 0] | (packed[..., 1] << np.uint32(8))
-            old = np.asarray(dsts[0].dst.read_old(st, w)).astype(np.uint32)
-            bits = (old & np.uint32(0xFFFF)) | (word << np.uint32(16)) if high else \
-                (old & np.uint32(0xFFFF0000)) | word
-            dsts[0].dst.write(st, w, bits, lanes)
-        return run
-    if name in ("V_CVT_PK_F32_FP8", "V_CVT_PK_F32_BF8"):
-        srcs, dsts = _bind(b, d, vector=True)
-        op_sel = d.modifier("op_sel") or ()
-        high = bool(op_sel[0]) if op_sel else False
-        in_fmt = srcs[0].fmt
 
-        def run(ctx, w):
-            st = ctx.st
-            lanes = st.exec_lanes(w)
-            bits = srcs[0].read(st, w)
-            if srcs[0].uniform:
-                bits = np.broadcast_to(np.asarray(bits)[:, None], lanes.shape)
-            bits = np.asarray(bits).astype(np.uint32)
-            if high:
-                bits = bits >> np.uint32(16)
-            lo = (bits & 0xFF).astype(np.uint8).view(in_fmt.dtype).astype(np.float32)
-            hi = ((bits >> 8) & 0xFF).astype(np.uint8).view(in_fmt.dtype).astype(np.float32)
-            out = (lo.view(np.uint32).astype(np.uint64) | (hi.view(np.uint32).astype(np.uint64) << np.uint64(32)))
-            dsts[0].dst.write(st, w, out, lanes)
-        return run
-    raise NoSemantics("no semantics in jitgemm.emu.dispatch")
+@semantics("V_WRITELANE_B32")
+def _writelane(b: Builder, d: Decoded) -> RunFn:
+    ops = d.inst.operands
+    dst = b.ops.dst(ops[0], 32)
+    src = b.ops.src(ops[1], 32)
+    sel = b.ops.src(ops[2], 32)
+
+    def run(ctx, w):
+        st = ctx.st
+        val = np.asarray(src.read(st, w))
+        lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
+        old = np.array(dst.read_old(st, w))
+        old[np.arange(len(lane)), lane] = val
+        dst.write(st, w, old)
+    return run
+
+
+@semantics("V_SWAP_B32")
+def _swap(b: Builder, d: Decoded) -> RunFn:
+    ops = d.inst.operands
+    a_dst, b_dst = b.ops.dst(ops[0], 32), b.ops.dst(ops[1], 32)
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        va, vb = a_dst.read_old(st, w).copy(), b_dst.read_old(st, w).copy()
+        a_dst.write(st, w, vb, lanes)
+        b_dst.write(st, w, va, lanes)
+    return run
+
+
+@semantics("V_CVT_PK_FP8_F32", "V_CVT_PK_BF8_F32")
+def _cvt_pk_fp8(b: Builder, d: Decoded) -> RunFn:
+    """Two f32 -> two saturated fp8/bf8 bytes into the low or (op_sel[3]) high half of the destination."""
+    srcs, dsts = _bind(b, d, vector=True)
+    op_sel = d.modifier("op_sel") or ()
+    high = len(op_sel) > 2 and bool(op_sel[-1])
+    out_fmt = dsts[0].fmt
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        env: dict = {}
+        _read_sources(srcs, st, w, True, env)
+        n = lanes.shape[0]
+        pair = np.stack(np.broadcast_arrays(env["S0"], env["S1"]), axis=-1).astype(np.float32)
+        pair = np.broadcast_to(pair, (n, WAVE, 2))
+        packed = _saturate_fp8(pair, out_fmt.dtype).view(np.uint8).astype(np.uint32)
+        word = packed[..., 0] | (packed[..., 1] << np.uint32(8))
+        old = np.asarray(dsts[0].dst.read_old(st, w)).astype(np.uint32)
+        bits = (old & np.uint32(0xFFFF)) | (word << np.uint32(16)) if high else \
+            (old & np.uint32(0xFFFF0000)) | word
+        dsts[0].dst.write(st, w, bits, lanes)
+    return run
+
+
+@semantics("V_CVT_PK_F32_FP8", "V_CVT_PK_F32_BF8")
+def _cvt_pk_f32_fp8(b: Builder, d: Decoded) -> RunFn:
+    """Two fp8/bf8 bytes of the low or (op_sel[0]) high half -> two f32."""
+    srcs, dsts = _bind(b, d, vector=True)
+    op_sel = d.modifier("op_sel") or ()
+    high = bool(op_sel[0]) if op_sel else False
+    in_fmt = srcs[0].fmt
+
+    def run(ctx, w):
+        st = ctx.st
+        lanes = st.exec_lanes(w)
+        bits = srcs[0].read(st, w)
+        if srcs[0].uniform:
+            bits = np.broadcast_to(np.asarray(bits)[:, None], lanes.shape)
+        bits = np.asarray(bits).astype(np.uint32)
+        if high:
+            bits = bits >> np.uint32(16)
+        lo = (bits & 0xFF).astype(np.uint8).view(in_fmt.dtype).astype(np.float32)
+        hi = ((bits >> 8) & 0xFF).astype(np.uint8).view(in_fmt.dtype).astype(np.float32)
+        out = (lo.view(np.uint32).astype(np.uint64) | (hi.view(np.uint32).astype(np.uint64) << np.uint64(32)))
+        dsts[0].dst.write(st, w, out, lanes)
+    return run
 
 
 def _saturate_fp8(values: np.ndarray, dtype) -> np.ndarray:
@@ -575,6 +578,7 @@ def _saturate_fp8(values: np.ndarray, dtype) -> np.ndarray:
     return v.astype(dtype)
 
 
+@semantics("V_FMA_MIX_F32", "V_FMA_MIXLO_F16", "V_FMA_MIXHI_F16")
 def _fma_mix(b: Builder, d: Decoded) -> RunFn:
     """Mixed-precision FMA (V_FMA_MIX_F32, V_FMA_MIXLO/HI_F16): source i is the f16 half op_sel[i] picks when
     op_sel_hi[i] is set, else an f32; `-x`/`|x|` apply; the product-sum is rounded once from float64 (exact
@@ -595,7 +599,7 @@ def _fma_mix(b: Builder, d: Decoded) -> RunFn:
             bits = np.asarray(src.read(st, w)).astype(np.uint32)
             if src.uniform:
                 bits = bits[:, None]
-            bits = np.ascontiguousarray(np.broadcast_to(bits, (n, 64)))
+            bits = np.ascontiguousarray(np.broadcast_to(bits, (n, WAVE)))
             if op_sel_hi[i]:
                 half = ((bits >> np.uint32(16 * op_sel[i])) & np.uint32(0xFFFF)).astype(np.uint16)
                 x = half.view(np.float16).astype(np.float64)
@@ -623,17 +627,16 @@ def _fma_mix(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
-def _packed(b: Builder, d: Decoded) -> RunFn:
-    """The VOP3P family: mixed-precision FMAs have their own rule, the rest is packed math."""
-    return _fma_mix(b, d) if d.name.startswith("V_FMA_MIX") else _vop3p(b, d)
+@semantics("V_PK_MOV_B32")
+def _pk_mov(b: Builder, d: Decoded) -> RunFn:
+    """V_PK_MOV_B32: the low result is S0's component op_sel[0], the high one S1's component op_sel[1]."""
+    return _vop3p(b, d, mov=True)
 
 
-def _vop3p(b: Builder, d: Decoded) -> RunFn:
+@family_path("packed")
+def _vop3p(b: Builder, d: Decoded, mov: bool = False) -> RunFn:
     """Packed math: each source's two components are chosen by op_sel (low result) and op_sel_hi (high
     result), negated by neg_lo/neg_hi, then the statement runs on (..., 2) arrays."""
-    special = gfx950.handler(d.name)
-    if special is not None:
-        return special(b, d)
     stmts = _semantics(d)
     srcs, dsts = _bind(b, d, vector=True)
     mods = dict(d.inst.modifiers)
@@ -643,7 +646,7 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
     neg_lo = tuple(mods.get("neg_lo", (0,) * nsrc))
     neg_hi = tuple(mods.get("neg_hi", (0,) * nsrc))
     clamp = bool(mods.get("clamp"))
-    is_mov = d.name == "V_PK_MOV_B32"
+    is_mov = mov
     reads_old = "D0" in _rhs_names(stmts)
 
     def run(ctx, w):
@@ -663,7 +666,7 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
             if not s.is_vgpr and s.uniform and s.fmt.total_bits == 64 and np.asarray(bits).dtype != np.uint64:
                 bits = np.asarray(bits).astype(np.uint64)
             vals = _components(bits, s.fmt)
-            vals = np.broadcast_to(vals, (n, 64, vals.shape[-1]))
+            vals = np.broadcast_to(vals, (n, WAVE, vals.shape[-1]))
             lo = vals[..., op_sel[i] if i < len(op_sel) else 0]
             hi = vals[..., op_sel_hi[i] if i < len(op_sel_hi) else 1]
             if s.fmt.kind == "f":
@@ -687,15 +690,12 @@ def _vop3p(b: Builder, d: Decoded) -> RunFn:
             value = env[dd.role]
             if clamp and dd.fmt.kind == "f":
                 value = np.clip(value, 0.0, 1.0)
-            dd.dst.write(st, w, _untyped(value, dd.fmt, (n, 64)), lanes)
+            dd.dst.write(st, w, _untyped(value, dd.fmt, (n, WAVE)), lanes)
     return run
 
 
+@family_path("mfma")
 def _mfma(b: Builder, d: Decoded) -> RunFn:
-    if gfx950._is_f8f6f4(d):
-        return gfx950.mfma_f8f6f4(b, d)
-    if sparse_mfma.is_smfmac(d.name):
-        return sparse_mfma.smfmac(b, d)
     pairs = d.operand_pairs()
     if len(pairs) != 4:
         raise NoSemantics("MFMA without its four operands")
@@ -711,21 +711,18 @@ def _mfma(b: Builder, d: Decoded) -> RunFn:
     c = b.ops.src(opc, oc.size)
     cbsz, abid, blgp = (int(d.modifier(k, 0) or 0) for k in ("cbsz", "abid", "blgp"))
 
-    def regs(src, st, w, count):
-        bits = src.read(st, w)
-        if src.uniform:  # an inline constant for C
-            bits = np.asarray(bits).astype(np.uint32)[:, None, None]
-            return np.broadcast_to(bits, (bits.shape[0], 64, count))
-        bits = np.asarray(bits)
-        if bits.dtype == np.uint64:
-            return np.ascontiguousarray(bits).view(np.uint32).reshape(bits.shape + (2,))
-        return bits if bits.ndim == 3 else bits[..., None]
+    in_place = isinstance(dst, VgprDst) and dst.regs == shape.c_regs
 
     def run(ctx, w):
         st = ctx.st
-        out = mfma(shape, regs(a, st, w, shape.a_regs), regs(bb, st, w, shape.b_regs),
-                   regs(c, st, w, shape.c_regs), cbsz, abid, blgp)
-        dst.write(st, w, out if shape.c_regs > 1 else out[..., 0])
+        a_rows, b_rows = register_rows(a, st, w, shape.a_regs), register_rows(bb, st, w, shape.b_regs)
+        c_rows = register_rows(c, st, w, shape.c_regs)
+        if in_place and isinstance(w, slice):  # D straight into the register file
+            mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp,
+                           out=st.v[w, dst.slot:dst.slot + shape.c_regs])
+            return
+        out = mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp)
+        dst.write(st, w, np.swapaxes(out, 1, 2) if shape.c_regs > 1 else out[:, 0])
     return run
 
 
@@ -751,53 +748,66 @@ _NOOPS = {"S_NOP", "S_WAITCNT", "S_SETPRIO", "S_SLEEP", "S_DCACHE_WB", "S_DCACHE
           "S_DCACHE_INV_VOL"}
 
 
-def _sopp(b: Builder, d: Decoded) -> RunFn:
-    name = d.name
-    if name in _NOOPS:
-        return lambda ctx, w: None
-    if name in MODE_INSTRUCTIONS:
-        return mode_op(b, d)
-    if name == "S_ENDPGM":
-        def end(ctx, w):
-            ctx.st.status[w] = DONE
-            ctx.release_barriers()
-        return end
-    if name == "S_BARRIER":
-        def barrier(ctx, w):
-            ctx.st.status[w] = AT_BARRIER
-            ctx.release_barriers()
-        return barrier
-    if name in ("S_TRAP", "S_ENDPGM_SAVED"):
-        def trap(ctx, w):
-            raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC 0x{d.pc:x} (a trap: the kernel "
-                                f"aborted, e.g. a failed device-side assert)")
-        return trap
-    if name in _BRANCH_COND:
-        op = d.inst.operands[0] if d.inst.operands else Imm(0)
-        if not isinstance(op, Imm) or not isinstance(op.value, int):
-            raise NoSemantics(f"branch target {op} is not an offset")
-        simm = op.value - 0x10000 if op.value >= 0x8000 else op.value  # SIMM16 is a signed dword count
-        target = d.pc + 4 + 4 * simm
-        cond = _BRANCH_COND[name]
-
-        def branch(ctx, w):
-            if cond is None:
-                ctx.st.pc[w] = target
-                return
-            taken = cond(ctx.st, w)
-            ctx.st.pc[w] = np.where(taken, target, d.pc + d.size)
-        return branch
-    raise NoSemantics("no semantics in jitgemm.emu.dispatch")
+def _no_op(b: Builder, d: Decoded) -> RunFn:
+    def no_op(ctx, w):
+        return None
+    return no_op
 
 
+register(sorted(_NOOPS | {"V_NOP"}), _no_op, "no architectural effect here: no caches, no scheduling priorities, "
+         "no clocks")
+register(("S_SETREG_B32", "S_SETREG_IMM32_B32", "S_DENORM_MODE", "S_ROUND_MODE"), _no_op,
+         "mode bits: numpy keeps denormals and rounds to nearest even, whatever the kernel asks")
+
+
+@semantics("S_ENDPGM")
+def _endpgm(b: Builder, d: Decoded) -> RunFn:
+    def end(ctx, w):
+        ctx.st.status[w] = DONE
+        ctx.release_barriers()
+    return end
+
+
+@semantics("S_BARRIER")
+def _barrier(b: Builder, d: Decoded) -> RunFn:
+    def barrier(ctx, w):
+        ctx.st.status[w] = AT_BARRIER
+        ctx.release_barriers()
+    return barrier
+
+
+@semantics("S_TRAP", "S_ENDPGM_SAVED")
+def _trap(b: Builder, d: Decoded) -> RunFn:
+    def trap(ctx, w):
+        raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC 0x{d.pc:x} (a trap: the kernel "
+                            f"aborted, e.g. a failed device-side assert)")
+    return trap
+
+
+@semantics(*_BRANCH_COND)
+def _branch(b: Builder, d: Decoded) -> RunFn:
+    op = d.inst.operands[0] if d.inst.operands else Imm(0)
+    if not isinstance(op, Imm) or not isinstance(op.value, int):
+        raise NoSemantics(f"branch target {op} is not an offset")
+    simm = op.value - 0x10000 if op.value >= 0x8000 else op.value  # SIMM16 is a signed dword count
+    target = d.pc + 4 + 4 * simm
+    cond = _BRANCH_COND[d.name]
+
+    def branch(ctx, w):
+        if cond is None:
+            ctx.st.pc[w] = target
+            return
+        taken = cond(ctx.st, w)
+        ctx.st.pc[w] = np.where(taken, target, d.pc + d.size)
+    return branch
+
+
+@semantics("S_SETPC_B64", "S_SWAPPC_B64")
 def _setpc(b: Builder, d: Decoded) -> RunFn:
-    ops = d.inst.operands
-    if d.name == "S_SETPC_B64":
-        src = b.ops.src(ops[0], 64)
-        dst = None
-    else:
-        dst = b.ops.dst(ops[0], 64)
-        src = b.ops.src(ops[1], 64)
+    pairs = d.operand_pairs()   # S_SWAPPC_B64 also writes the return address to its SDST
+    outs = [op for o, op in pairs if o.output]
+    src = b.ops.src(next(op for o, op in pairs if not o.output), 64)
+    dst = b.ops.dst(outs[0], 64) if outs else None
 
     base, size = b.code_address, b.code_size
 
@@ -818,11 +828,3 @@ def _setpc(b: Builder, d: Decoded) -> RunFn:
             dst.write(st, w, np.full(ctx.group_size(w), np.uint64(base + d.pc + d.size)))
         st.pc[w] = rel
     return run
-
-
-_HANDLERS: dict[str, Callable[[Builder, Decoded], RunFn]] = {
-    "salu": _salu, "valu": _valu, "vop3p": _packed, "mfma": _mfma, "sopp": _sopp,
-    "smem": semantics_mem.smem, "flat": semantics_mem.flat, "mubuf": semantics_buffer.mubuf,
-    "mtbuf": semantics_buffer.mubuf,
-    "ds": semantics_mem.ds,
-}

@@ -258,7 +258,7 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
                        group_size, 0, kernarg_address, 0, 0)
 
 
-def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = 64,
+def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = WAVE,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS,
             strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
     """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
@@ -293,7 +293,13 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         raise LaunchError(f"kernel {k.name!r}: block {launch.block} has {wg_size} work-items; the kernel allows "
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
-        raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave64 (gfx9) code")
+        raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave{WAVE} (gfx9) code")
+    from jitgemm.isa.targets import target_of_spec, target_profile
+
+    target = target_of_spec(prog.spec)
+    if target is not None and target_profile(target).wavefront_size != WAVE:
+        raise LaunchError(f"kernel {k.name!r}: {target} runs wave{target_profile(target).wavefront_size} (its target "
+                          f"profile); the emulator runs wave{WAVE} code")
     # private (scratch) memory per work-item: the descriptor's fixed size, plus a stack for calls
     private = desc.private_segment_fixed_size + (DYNAMIC_STACK if desc.uses_dynamic_stack else 0)
     private = -(-private // 4) * 4
@@ -474,7 +480,7 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
         lane_instr += g * op.lane_ops
         pcs[w] = p + op.size
         try:
-            if ctx.modes and op.lane_ops == 64:
+            if ctx.modes and op.lane_ops == WAVE:
                 # waves in VSKIP or GPR-indexing mode run here; strict mode does not see these (its facts are
                 # per PC, and an indexed instruction's registers depend on M0): it checks the waves left
                 w = run_modal(prog, ctx, op, w)

@@ -20,7 +20,7 @@ from jitgemm.isa.instruction import Imm, Label, Off, Reg, SrcMods
 from jitgemm.isa.model import Spec
 
 from .errors import EmulatorError
-from .state import LANE_BITS, Waves
+from .state import LANE_BITS, WAVE, Waves
 
 # The apertures through which flat addresses reach LDS and scratch (the high 32 bits of a 64-bit flat
 # address; what `src_shared_base` / `src_private_base` read). Chosen far above the global buffers.
@@ -206,10 +206,14 @@ class VgprDst(Dst):
             parts = [bits]
         else:
             parts = [bits[..., i] for i in range(self.regs)]
+        if lanes is not None and lanes.all():   # every lane enabled: a plain assignment writes the same bits
+            lanes = None
         for i, part in enumerate(parts):
             r = self.slot + i
             if lanes is None:
                 st.v[w, r] = part
+            elif isinstance(w, slice):   # the registers themselves: only the enabled lanes are touched
+                np.copyto(st.v[w, r], part, where=lanes, casting="unsafe")
             else:
                 st.v[w, r] = np.where(lanes, part, st.v[w, r])
 
@@ -284,6 +288,20 @@ class Operands:
         if slot is None:
             raise EmulatorError(f"register {op} cannot be written by the emulator")
         return SgprDst(slot, regs)
+
+
+def register_rows(src: Src, st: Waves, w, count: int) -> np.ndarray:
+    """An operand of `count` registers in the register file's own layout, (G, count, 64) uint32: a view of
+    the VGPRs (no copy when `w` is a slice), or a constant / SGPR value broadcast to every lane and register
+    (an inline constant for an MFMA's C)."""
+    if isinstance(src, VgprSrc):
+        return st.v[w, src.slot:src.slot + count]
+    bits = np.asarray(src.read(st, w))
+    if not src.uniform:
+        raise EmulatorError(f"operand of {src.regs} registers cannot be read as {count} vector registers")
+    if bits.ndim != 1:
+        raise EmulatorError(f"an operand of {src.regs} scalar registers cannot be read as {count} vector registers")
+    return np.broadcast_to(bits.astype(np.uint32)[:, None, None], (bits.shape[0], count, WAVE))
 
 
 def is_off(op) -> bool:

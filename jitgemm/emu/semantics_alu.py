@@ -20,7 +20,10 @@ name's part, the operand types come from the spec.
 
 from __future__ import annotations
 
+import ast
+import functools
 import re
+from pathlib import Path
 
 import ml_dtypes
 import numpy as np
@@ -221,24 +224,32 @@ def sat_pk_u8(x):
 
 
 def perm(s0, s1, sel):
-    """V_PERM_B32: each result byte picks a byte of {S0, S1} (selector 0-7), or a constant/sign (8-12)."""
-    s0 = np.asarray(s0).astype(np.uint64)
-    s1 = np.asarray(s1).astype(np.uint64)
-    sel = np.asarray(sel).astype(np.uint32)
-    combined = (s0 << np.uint64(32)) | s1
-    out = np.zeros(np.broadcast(s0, s1, sel).shape, np.uint32)
-    for i in range(4):
-        b = (sel >> (8 * i)) & 0xFF
-        byte = ((combined >> (8 * np.minimum(b, 7)).astype(np.uint64)) & np.uint64(0xFF)).astype(np.uint32)
-        sign = lambda n: np.where(((combined >> np.uint64(n)) & np.uint64(1)) != 0, 0xFF, 0).astype(np.uint32)  # noqa: E731
-        byte = np.where(b == 8, sign(15), byte)
-        byte = np.where(b == 9, sign(31), byte)
-        byte = np.where(b == 10, sign(47), byte)
-        byte = np.where(b == 11, sign(63), byte)
-        byte = np.where(b == 12, 0, byte)
-        byte = np.where(b >= 13, 0xFF, byte)
-        out |= byte.astype(np.uint32) << (8 * i)
-    return out
+    """V_PERM_B32: each result byte picks a byte of {S0, S1} (selector 0-7), the sign of one of their 16-bit
+    halves (8-11: bits 15, 31, 47, 63 of S0:S1 replicated), 0 (12) or 0xFF (13-255)."""
+    s0, s1, sel = np.broadcast_arrays(np.asarray(s0).astype(np.uint64), np.asarray(s1).astype(np.uint64),
+                                      np.asarray(sel).astype(np.uint32))
+    shape = s0.shape
+    combined = ((s0 << np.uint64(32)) | s1).reshape(-1)
+    data = combined.view(np.uint8).reshape(-1, 8)   # little-endian bytes 0-7 of S0:S1
+    sel = np.ascontiguousarray(sel).reshape(-1)
+    out = np.empty((combined.size, 4), np.uint8)
+    if sel.size and (sel == sel[0]).all():   # one selector for every lane (a constant or an SGPR): byte copies
+        for i in range(4):
+            pick = (int(sel[0]) >> 8 * i) & 0xFF
+            if pick < 8:
+                out[:, i] = data[:, pick]
+            elif pick < 12:
+                out[:, i] = np.where(data[:, 2 * (pick - 8) + 1] >= 0x80, np.uint8(0xFF), np.uint8(0))
+            else:
+                out[:, i] = 0 if pick == 12 else 0xFF
+    else:   # a table of the 14 possible bytes per lane, looked up per result byte
+        table = np.empty((combined.size, 14), np.uint8)
+        table[:, :8] = data
+        table[:, 8:12] = np.where(data[:, 1:8:2] >= 0x80, np.uint8(0xFF), np.uint8(0))
+        table[:, 12] = 0
+        table[:, 13] = 0xFF
+        out = np.take_along_axis(table, np.minimum(sel.view(np.uint8).reshape(-1, 4), 13), axis=-1)
+    return np.ascontiguousarray(out).view(np.uint32).reshape(shape)
 
 
 def med3(a, b, c):
@@ -593,3 +604,39 @@ class Statements:
             for target, code in self.steps:
                 env[target] = eval(code, HELPERS, env)  # noqa: S307 - project-defined expressions only
         return env
+
+
+@functools.cache
+def _table_lines() -> dict[tuple[str, str], int]:
+    """(table, key) -> line of that entry in this file, for SEMANTICS, _FLOAT_CMP and _INT_CMP (dict literals and
+    `TABLE["KEY"] = ...` statements), read from the source with `ast`."""
+    tree = ast.parse(Path(__file__).read_text())
+    lines: dict[tuple[str, str], int] = {}
+    tables = ("SEMANTICS", "_FLOAT_CMP", "_INT_CMP")
+    for node in tree.body:
+        targets = [node.target] if isinstance(node, ast.AnnAssign) else node.targets \
+            if isinstance(node, ast.Assign) else []
+        value = getattr(node, "value", None)
+        for target in targets:
+            if isinstance(target, ast.Name) and target.id in tables and isinstance(value, ast.Dict):
+                for key in value.keys:
+                    if isinstance(key, ast.Constant):
+                        lines[(target.id, key.value)] = key.lineno
+            elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name) and \
+                    target.value.id in tables and isinstance(target.slice, ast.Constant):
+                lines[(target.value.id, target.slice.value)] = node.lineno
+    return lines
+
+
+def statement_source(name: str) -> tuple[str, int, str] | None:
+    """(this file, line, statement text) of the entry that gives an instruction its statement, or None: the
+    SEMANTICS entry, or for a generated compare the _FLOAT_CMP/_INT_CMP entry of its operation."""
+    text = semantics_of(name)
+    if text is None:
+        return None
+    lines = _table_lines()
+    if name in SEMANTICS:
+        return __file__, lines[("SEMANTICS", name)], text
+    prefix, op, kind, _ = _CMP_NAME.match(name).groups()
+    table = "_FLOAT_CMP" if kind == "F" else "_INT_CMP"
+    return __file__, lines[(table, op)], text

@@ -22,6 +22,7 @@ from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.instruction import Reg
 
 from .errors import NoSemantics as Unsupported
+from .registry import family_path
 from .resource import access
 from .semantics_mem import (
     _ATOMIC,
@@ -38,8 +39,7 @@ from .semantics_mem import (
     _store,
     pair_dtype,
 )
-
-_CACHE_OPS = ("BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL")
+from .state import Active
 
 # DFMT -> component widths in bits (the uniform-width formats; packed 10/11-bit ones are not modelled)
 _DFMT_WIDTHS = {1: (8,), 2: (16,), 3: (8, 8), 4: (32,), 5: (16, 16), 10: (8, 8, 8, 8), 11: (32, 32),
@@ -125,12 +125,11 @@ def _check_format(dfmt: int, nfmt: int) -> tuple[int, ...]:
     return widths
 
 
+@family_path("buffer")
 def mubuf(b, d):
     """MUBUF and MTBUF instructions (see the module docstring)."""
     name = d.name
     f = d.by_field()
-    if name in _CACHE_OPS:
-        return lambda ctx, w: None  # cache write-back/invalidate: memory here has no caches
     if "SRSRC" not in f:
         raise Unsupported("buffer instruction without a resource operand")
     size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
@@ -198,8 +197,8 @@ def mubuf(b, d):
                 ok = lanes & acc.in_range(4 * k, width)
                 a = checked(ctx, w, acc, ok, 4 * k, width, False, "load")
                 if ok.any():
-                    sel = np.nonzero(ok)
-                    out[sel + (k,)] = _load(ctx.mem, ctx.mem.offsets(a[sel]), width, mfmt)[:, 0]
+                    on = Active(ok)
+                    on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(a)), width, mfmt)[:, 0], k)
             if to_lds:  # LDS-direct: M0 + instruction offset + max(4, size) * lane
                 _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
                 return
@@ -223,8 +222,8 @@ def mubuf(b, d):
                 ok = lanes & acc.in_range(4 * k, width)
                 a = checked(ctx, w, acc, ok, 4 * k, width, True, "store")
                 if ok.any():
-                    sel = np.nonzero(ok)
-                    _store(ctx.mem, ctx.mem.offsets(a[sel]), data[sel][:, k:k + 1], width)
+                    on = Active(ok)
+                    _store(ctx.mem, ctx.mem.offsets(on.pick(a)), on.pick(data)[:, k:k + 1], width)
         return run_store
     raise Unsupported("no semantics for this buffer instruction")
 

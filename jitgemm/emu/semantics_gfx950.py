@@ -31,6 +31,7 @@ import numpy as np
 
 from .mfma import WAVE, _d_layout
 from .mx_formats import decode_elements, e8m0_values, element_codes, matrix_format, pack_elements, scale_byte
+from .registry import register, register_pattern
 
 if TYPE_CHECKING:
     from .dispatch import Builder, RunFn
@@ -88,10 +89,6 @@ def f8f6f4_mfma(a_words: np.ndarray, b_words: np.ndarray, c: np.ndarray, m: int,
         _block, row, col = _d_layout(m, m, 1)
         out = prod[:, row, col] + c.astype(np.float64)
         return out.astype(np.float32)  # beyond the f32 range: +-inf, as the hardware's f32 accumulator
-
-
-def _is_f8f6f4(d: Decoded) -> bool:
-    return "F8F6F4" in d.name
 
 
 def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
@@ -493,20 +490,16 @@ def refuse_without_rule(b: Builder, d: Decoded) -> RunFn:
     raise NoSemantics(f"unsupported: {why}")
 
 
-def handler(name: str):
-    """The gfx950 handler of a VALU instruction, or None."""
-    if name in HANDLERS:
-        return HANDLERS[name]
-    if _UP.match(name):
-        return cvt_scale_up
-    if _DOWN.match(name):
-        return cvt_scale_down
-    if name in _NO_RULE or _SCALED_SR.match(name):
-        return refuse_without_rule
-    return None
+# --- registration (jitgemm/emu/registry.py): instruction names -> builders -------------------------------------
 
-
-HANDLERS = {"V_BITOP3_B32": v_bitop3, "V_BITOP3_B16": v_bitop3,
-            "V_PERMLANE16_SWAP_B32": permlane_swap, "V_PERMLANE32_SWAP_B32": permlane_swap,
-            "V_ASHR_PK_I8_I32": ashr_pk, "V_ASHR_PK_U8_I32": ashr_pk, "V_CVT_SR_BF16_F32": cvt_sr_bf16,
-            "V_MFMA_LD_SCALE_B32": mfma_ld_scale}
+register(("V_MFMA_F32_16X16X128_F8F6F4", "V_MFMA_F32_32X32X64_F8F6F4", "V_MFMA_SCALE_F32_16X16X128_F8F6F4",
+          "V_MFMA_SCALE_F32_32X32X64_F8F6F4"), mfma_f8f6f4)
+register(("V_BITOP3_B32", "V_BITOP3_B16"), v_bitop3)
+register(("V_PERMLANE16_SWAP_B32", "V_PERMLANE32_SWAP_B32"), permlane_swap)
+register(("V_ASHR_PK_I8_I32", "V_ASHR_PK_U8_I32"), ashr_pk)
+register("V_CVT_SR_BF16_F32", cvt_sr_bf16)
+register_pattern(_UP, cvt_scale_up)
+register_pattern(_DOWN, cvt_scale_down)
+register("V_MFMA_LD_SCALE_B32", mfma_ld_scale)
+register(sorted(_NO_RULE), refuse_without_rule)
+register_pattern(_SCALED_SR, refuse_without_rule)

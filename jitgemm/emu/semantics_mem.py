@@ -24,7 +24,9 @@ from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
 from .memory import BASE
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
+from .registry import family_path, semantics
 from .semantics_gfx950 import lds_transpose, transpose_bits
+from .state import WAVE, Active
 from .values import Fmt, operand_fmt
 
 _MASK32 = np.uint64(0xFFFFFFFF)
@@ -188,17 +190,20 @@ def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndar
 
 # --- scalar memory ---------------------------------------------------------------------------------------
 
+@semantics("S_MEMTIME", "S_MEMREALTIME")
+def _memtime(b, d):
+    """The clocks read as 0 (time does not pass in the emulator's sense)."""
+    dst = b.ops.dst(d.inst.operands[0], 64)
+    return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint64))
+
+
+@family_path("smem")
 def smem(b, d):
     """Scalar memory: loads, stores and atomics at SBASE (64-bit address, or the base of an S_BUFFER_* V#) +
     offset + SOFFSET, dword-aligned (the low two address bits are ignored). Each wave accesses memory once;
     atomics of several waves apply in wave order. An atomic with GLC returns the old value into SDATA."""
     name = d.name
     f = d.by_field()
-    if name in ("S_DCACHE_WB", "S_DCACHE_INV", "S_DCACHE_WB_VOL", "S_DCACHE_INV_VOL"):
-        return lambda ctx, w: None
-    if name in ("S_MEMTIME", "S_MEMREALTIME"):
-        dst = b.ops.dst(d.inst.operands[0], 64)
-        return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint64))
     load = name.startswith(("S_LOAD_DWORD", "S_BUFFER_LOAD_DWORD"))
     store = name.startswith(("S_STORE_DWORD", "S_BUFFER_STORE_DWORD"))
     atomic = _ATOMIC.search(name) if name.startswith(("S_ATOMIC_", "S_BUFFER_ATOMIC_")) else None
@@ -280,7 +285,7 @@ def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offse
     stride = max(4, nbytes)
     regs = max(1, nbytes // 4)
     m0 = st.s[w, st.m0_slot].astype(np.int64) & m0_mask
-    lds_addr = m0[:, None] + offset + stride * np.arange(64)[None, :]
+    lds_addr = m0[:, None] + offset + stride * np.arange(WAVE)[None, :]
     sel = np.nonzero(lanes)
     offs = ctx.lds_offsets(w, sel, lds_addr[sel], stride, d)
     ctx.lds.store_dwords(offs, np.ascontiguousarray(data[sel][:, :regs]))
@@ -316,7 +321,7 @@ def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[n
     pieces = []
     for k in range(max(1, nbytes // 4)):
         o = off + 4 * k
-        pieces.append((base + (o // 4 * 64 + lane) * 4 + o % 4, min(4, nbytes)))
+        pieces.append((base + (o // 4 * WAVE + lane) * 4 + o % 4, min(4, nbytes)))
     return pieces
 
 
@@ -378,6 +383,7 @@ def _scratch(b, d):
     raise Unsupported("no semantics for this scratch instruction")
 
 
+@family_path("flat")
 def flat(b, d):
     name = d.name
     if name.startswith("SCRATCH_"):
@@ -490,9 +496,8 @@ def flat(b, d):
                 for k, (offs, width) in enumerate(priv[1]):
                     out[priv[0] + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
             if glanes.any():
-                sel = np.nonzero(glanes)
-                offs = ctx.mem.offsets(addr[sel])
-                out[sel] = _load(ctx.mem, offs, nbytes, mfmt)
+                on = Active(glanes)
+                on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(addr)), nbytes, mfmt))
             if lds_lanes.any():
                 sel = np.nonzero(lds_lanes)
                 offs = ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d)
@@ -522,10 +527,10 @@ def flat(b, d):
             for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
                 if not lanes_sel.any():
                     continue
-                sel = np.nonzero(lanes_sel)
-                offs = (ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d) if lds
-                        else ctx.mem.offsets(addr[sel]))
-                _store(store, offs, data[sel], nbytes)
+                on = Active(lanes_sel)
+                offs = (ctx.lds_offsets(w, on.sel, (on.pick(addr) & _MASK32).astype(np.int64), nbytes, d) if lds
+                        else ctx.mem.offsets(on.pick(addr)))
+                _store(store, offs, on.pick(data), nbytes)
         return run_store
     raise Unsupported("no semantics for this flat instruction")
 
@@ -546,6 +551,7 @@ def _store(store, offs: np.ndarray, data: np.ndarray, nbytes: int) -> None:
 
 # --- LDS (DS) ----------------------------------------------------------------------------------------------------
 
+@family_path("ds")
 def ds(b, d):
     name = d.name
     f = d.by_field()
@@ -562,10 +568,6 @@ def ds(b, d):
     half = _d16(name)
     vdst = f.get("VDST")
 
-    if name in ("DS_SWIZZLE_B32", "DS_BPERMUTE_B32", "DS_PERMUTE_B32"):
-        return _ds_lane_ops(b, d, f, offset)
-    if name == "DS_NOP":
-        return lambda ctx, w: None
     if addr_src is None:   # M0-addressed forms: ds_append/ds_consume, ds_*_addtid_b32
         raise Unsupported(f"{name} (an LDS address from M0) is not modelled")
 
@@ -582,11 +584,11 @@ def ds(b, d):
                 st = ctx.st
                 lanes = st.exec_lanes(w)
                 a = base_addr(ctx, w)
-                sel = np.nonzero(lanes)
+                on = Active(lanes)
                 out = np.zeros(lanes.shape + (2 * elem_regs,), np.uint32)
                 for k, o in enumerate((off0, off1)):
-                    offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
-                    out[sel + (slice(k * elem_regs, (k + 1) * elem_regs),)] = ctx.lds.load_dwords(offs, elem_regs)
+                    offs = ctx.lds_offsets(w, on.sel, on.pick(a) + o * scale, nbytes, d)
+                    on.put(out, ctx.lds.load_dwords(offs, elem_regs), slice(k * elem_regs, (k + 1) * elem_regs))
                 dst.write(st, w, out, lanes)
             return run_read2
         data0 = b.ops.src(f["DATA0"], 8 * nbytes)
@@ -596,10 +598,10 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
+            on = Active(lanes)
             for o, src in ((off0, data0), (off1, data1)):
-                offs = ctx.lds_offsets(w, sel, a[sel] + o * scale, nbytes, d)
-                ctx.lds.store_dwords(offs, _data_regs(src, st, w, elem_regs)[sel])
+                offs = ctx.lds_offsets(w, on.sel, on.pick(a) + o * scale, nbytes, d)
+                ctx.lds.store_dwords(offs, on.pick(_data_regs(src, st, w, elem_regs)))
         return run_write2
 
     atomic = _DS_ATOMIC.match(name)
@@ -647,10 +649,10 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
-            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            on = Active(lanes)
+            offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
-            out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
+            on.put(out, _load(ctx.lds, offs, nbytes, mfmt))
             if tr_bits:  # gfx950 transposing read: lanes of each 16-lane row exchange elements
                 out = lds_transpose(out, tr_bits)
             value = out if regs > 1 else out[..., 0]
@@ -667,21 +669,31 @@ def ds(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             a = base_addr(ctx, w)
-            sel = np.nonzero(lanes)
-            offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
+            on = Active(lanes)
+            offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
             data = _data_regs(data0, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
-            _store(ctx.lds, offs, data[sel], nbytes)
+            _store(ctx.lds, offs, on.pick(data), nbytes)
         return run_write
     raise Unsupported("no semantics for this LDS instruction")
 
 
-def _ds_lane_ops(b, d, f, offset: int):
+@semantics("DS_NOP")
+def _ds_nop(b, d):
+    return lambda ctx, w: None
+
+
+@semantics("DS_SWIZZLE_B32", "DS_BPERMUTE_B32", "DS_PERMUTE_B32")
+def _ds_lane_ops(b, d):
     """Cross-lane moves through the LDS crossbar (no LDS memory is touched)."""
     name = d.name
+    if bool(d.modifier("gds")):
+        raise Unsupported("GDS is not modelled")
+    f = d.by_field()
+    offset = int(d.modifier("offset", 0) or 0)
     dst = b.ops.dst(f["VDST"], 32)
-    lane = np.arange(64)
+    lane = np.arange(WAVE)
     if name == "DS_SWIZZLE_B32":
         data = b.ops.src(f["DATA0"], 32)
         if offset & 0x8000:  # quad permute mode: 2 bits per lane of a quad

@@ -35,6 +35,7 @@ import numpy as np
 from jitgemm.isa.mfma import parse_smfmac_name
 
 from .mfma import WAVE, _d_flat, _elements
+from .registry import register_pattern
 
 if TYPE_CHECKING:
     from .dispatch import Builder, RunFn
@@ -130,3 +131,7 @@ def smfmac(b: Builder, d: Decoded) -> RunFn:
             out = (gathered + c.view(np.int32).astype(np.int64)).astype(np.uint32)
         dst.write(st, w, out if c_regs > 1 else out[..., 0])
     return run
+
+
+# --- registration (jitgemm/emu/registry.py): every V_SMFMAC_* the name parser reads (isa.mfma.parse_smfmac_name)
+register_pattern(r"^V_SMFMAC_", smfmac)

@@ -9,7 +9,8 @@ from __future__ import annotations
 
 import numpy as np
 
-WAVE = 64
+from jitgemm.isa.mfma import WAVE64 as WAVE  # the one owner of the wave size (gfx9 targets are wave64 only)
+
 SGPR_SLOTS = 128
 LANE_BITS = np.uint64(1) << np.arange(WAVE, dtype=np.uint64)
 LANE_INDEX = np.arange(WAVE, dtype=np.uint32)
@@ -61,3 +62,28 @@ def mask_of(lanes: np.ndarray) -> np.ndarray:
     """(G, 64) bool -> (G,) uint64 lane masks."""
     packed = np.packbits(np.ascontiguousarray(lanes, np.bool_), axis=-1, bitorder="little")
     return np.ascontiguousarray(packed).view("<u8")[..., 0]
+
+
+class Active:
+    """The enabled lanes of a (G, 64) group, as `np.nonzero` lists them (`sel`: wave and lane indices, in C
+    order). When every lane is enabled, `pick` and `put` use flat views instead of gathering and scattering
+    through `sel`: the same elements in the same order, without the index arrays' cost."""
+
+    __slots__ = ("sel", "full", "count")
+
+    def __init__(self, lanes: np.ndarray) -> None:
+        self.sel = np.nonzero(lanes)
+        self.count = len(self.sel[0])
+        self.full = self.count == lanes.size
+
+    def pick(self, x: np.ndarray) -> np.ndarray:
+        """x[sel] for a (G, 64, ...) array."""
+        x = np.asarray(x)
+        return x.reshape((self.count,) + x.shape[2:]) if self.full else x[self.sel]
+
+    def put(self, out: np.ndarray, values, *index) -> None:
+        """out[sel + index] = values for a (G, 64, ...) array `out` (contiguous)."""
+        if self.full:
+            out.reshape((self.count,) + out.shape[2:])[(slice(None),) + index] = values
+        else:
+            out[self.sel + index] = values
