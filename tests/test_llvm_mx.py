@@ -323,12 +323,18 @@ def test_refusals_name_the_problem():
 @pytest.mark.parametrize("fmt", list(mx.FORMATS))
 def test_format_codes_and_register_counts_match_llvm_mc(fmt):
     """cbsz code and operand tuple size of each format as llvm-mc-22 -mcpu=gfx950 accepts them, and one register
-    fewer refused (CDNA 4 ISA guide: 32 elements of `bits` bits per lane)."""
-    from jitgemm.codegen.dtypes import dtype
-    from jitgemm.codegen.llvm.mx_plan import f8f6f4_code, f8f6f4_registers
+    fewer refused (CDNA 4 ISA guide: 32 elements of `bits` bits per lane). Code and count are the ones the LLVM
+    generator's plan carries (the shared plan's catalog MFMA)."""
+    from jitgemm.codegen.generator import generator
+
+    from jitgemm import isa
 
     tool = require_tool("llvm-mc-22")
-    code, regs = f8f6f4_code(dtype(fmt)), f8f6f4_registers(dtype(fmt))
+    spec, profile, gen = isa.load_spec("gfx950"), isa.target_profile("gfx950"), generator("llvm")
+    p = GemmProblem.make(64, 64, 128, fmt, "fp8_e4m3", a_scale="plain", b_scale="plain")
+    plan = gen.plan(p, gen.choose_config(p, spec, profile), spec, profile)
+    assert plan.mfma.name == MFMA16
+    code, regs = plan.mfma.cbsz, plan.mfma.a_regs
 
     def assemble(count: int) -> subprocess.CompletedProcess:
         line = (f"v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:{3 + count}], v[20:27], v[0:3], v40, v41 "

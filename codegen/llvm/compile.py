@@ -22,7 +22,7 @@ from ..generator import Build, CompiledKernel, Generator, Stage
 from ..kernel_abi import LoweredKernel, kernargs
 from .backend import data_layout as target_data_layout
 from .backend import run_backend
-from .mx_plan import MxPlan, default_mx_config, plan_mx
+from .mx_plan import accept_mx
 
 GENERATOR = "jitgemm-llvm"
 VERSION = "0.2.0"
@@ -62,7 +62,7 @@ def _llir(build: Build) -> str:
 
     features = llvm_features(build.xnack, build.sramecc)
     layout = target_data_layout(_cpu(build), features)
-    if isinstance(build.plan, MxPlan):
+    if build.plan.mx is not None:
         from .mx_builder import build_mx_module
 
         module, builder = build_mx_module(build.plan, build.name, layout)
@@ -131,21 +131,13 @@ class LlvmGenerator(Generator):
             return False, "llvmlite is not installed (pip install llvmlite)"
         return True, ""
 
-    def plan(self, problem: GemmProblem, config: GemmConfig, spec: Spec, profile: TargetProfile):
-        """Block-scaled and sub-byte problems follow the MX plan (codegen/llvm/mx_plan.py: operands straight into
-        registers, gfx950's scaled MFMAs); the rest the shared plan."""
-        if problem.scaled:
-            return plan_mx(problem.kernel_class(), config, spec, profile)
-        return super().plan(problem, config, spec, profile)
-
-    def choose_config(self, problem: GemmProblem, spec: Spec, profile: TargetProfile) -> GemmConfig:
-        if problem.scaled:
-            return default_mx_config(problem, spec)
-        return super().choose_config(problem, spec, profile)
-
     def accept(self, plan: GemmPlan) -> None:
         """One LDS buffer, and K-contiguous vectors written whole (the IR builder stores each loaded vector
-        with one LDS store)."""
+        with one LDS store). Block-scaled and sub-byte plans (plan.mx): the MX lowering's limits
+        (codegen/llvm/mx_plan.py)."""
+        if plan.mx is not None:
+            accept_mx(plan)
+            return
         if plan.config.lds_buffers != 1:
             raise IRError(f"lds_buffers={plan.config.lds_buffers}: the LLVM generator stages through one LDS "
                           f"buffer (the double buffer is the direct generator's); use lds_buffers=1")
