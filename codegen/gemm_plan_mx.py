@@ -151,12 +151,20 @@ def mx_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
     found = f8f6f4_named(spec, config.mfma, p.a, p.b)
     usable = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
     if found is None or found.scaled != scaled:
-        raise IRError(f"mfma={config.mfma}: {p.a.name}x{p.b.name} {'with' if scaled else 'without'} block scales "
-                      f"needs one of: {', '.join(x.name for x in usable) or 'none on ' + spec.architecture.name}")
+        raise _no_mfma(config, f"{p.a.name}x{p.b.name} {'with' if scaled else 'without'} block scales", usable, spec)
     return found
 
 
+def _no_mfma(config: GemmConfig, what: str, usable: tuple[Mfma, ...], spec: Spec) -> IRError:
+    """The refusal of config.mfma for `what`, listing the MFMAs the spec offers for it."""
+    return IRError(f"mfma={config.mfma}: {what} needs one of: "
+                   f"{', '.join(x.name for x in usable) or f'none on {spec.architecture.name} (gfx950 has them)'}")
+
+
 def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
+    """How A and B reach the MFMA: block-scaled / sub-byte operands as the f8f6f4 MFMA's (format codes and
+    registers from its catalog entry), weight-only ones as 32 values per lane and 128-element step (the weight-only
+    K layout above)."""
     p, c = problem, config
     wave_m, wave_n = c.wave_tile
     out = []
@@ -164,9 +172,13 @@ def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[M
                                             ("b", p.b, mfma.blgp, mfma.b_regs, mfma.n, wave_n)):
         scale = getattr(p, f"{name}_scale")
         preshuffle = name == "b" and p.b_preshuffle == "16x16"
-        out.append(MxOperand(name, dt, code, regs, dim, wave // dim, _loads(dt, mfma.k, WAVE64 // dim, preshuffle),
-                             dt.storage_bytes(mfma.k), dt.storage_bytes(c.depth_k), scale,
-                             scale_mode(scale, dim, wave), preshuffle))
+        if p.weight_only:     # 32 values per lane and step, as an f8f6f4 operand holds
+            code, regs, step = F8F6F4_CODE.get(dt.name, 0), lane_registers(dt), WEIGHT_ONLY_STEP
+            loads = _weight_only_loads(dt, WAVE64 // dim, preshuffle)
+        else:
+            step, loads = mfma.k, _loads(dt, mfma.k, WAVE64 // dim, preshuffle)
+        out.append(MxOperand(name, dt, code, regs, dim, wave // dim, loads, dt.storage_bytes(step),
+                             dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), preshuffle))
     return out[0], out[1]
 
 
@@ -201,10 +213,9 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     if c.workgroup_size > target.max_workgroup_size:
         raise IRError(f"{c.waves_m}x{c.waves_n} waves = {c.workgroup_size} work-items; {target.target} allows "
                       f"{target.max_workgroup_size}")
-    if p.weight_only:
-        a, b = weight_only_operands(p, c, mfma)
-        return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     a, b = mx_operands(p, c, mfma)
+    if p.weight_only:
+        return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     return mfma, MxPlan(a, b, c.depth_k // mfma.k, c.prefetch)
 
 
@@ -221,23 +232,8 @@ def weight_only_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mf
     inst = spec.find_instruction(config.mfma)
     found = next((x for x in usable if inst is not None and x.name == inst.name), None)
     if found is None:
-        raise IRError(f"mfma={config.mfma}: weight-only {problem.a.name}x{problem.b.name} needs one of: "
-                      f"{', '.join(x.name for x in usable) or 'none on ' + spec.architecture.name}")
+        raise _no_mfma(config, f"weight-only {problem.a.name}x{problem.b.name}", usable, spec)
     return found
-
-
-def weight_only_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
-    p, c = problem, config
-    wave_m, wave_n = c.wave_tile
-    out = []
-    for name, dt, dim, wave in (("a", p.a, mfma.m, wave_m), ("b", p.b, mfma.n, wave_n)):
-        scale = getattr(p, f"{name}_scale")
-        pre = name == "b" and p.b_preshuffle == "16x16"
-        # 32 values per lane and step, as an f8f6f4 operand holds
-        out.append(MxOperand(name, dt, F8F6F4_CODE.get(dt.name, 0), lane_registers(dt), dim, wave // dim,
-                             _weight_only_loads(dt, WAVE64 // dim, pre), dt.storage_bytes(WEIGHT_ONLY_STEP),
-                             dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), pre))
-    return out[0], out[1]
 
 
 def _offset_keys(op: MxOperand, steps: int) -> int:

@@ -63,13 +63,22 @@ def _llir(build: Build) -> str:
     features = llvm_features(build.xnack, build.sramecc)
     layout = target_data_layout(_cpu(build), features)
     if build.plan.mx is not None:
-        from .mx_builder import build_mx_module
-
-        module, builder = build_mx_module(build.plan, build.name, layout)
+        mx = mx_ir_builder(build.plan, build.name, layout)
+        module, builder = mx.build(), mx
     else:
         module, builder = build_module(build.plan, build.name, layout)
     build.extra["integer"] = builder.integer
     return str(module)
+
+
+def mx_ir_builder(plan: GemmPlan, name: str, data_layout: str = ""):
+    """The LLVM IR builder of an MX plan: weight-only (mx_weight_only.py) or block-scaled / sub-byte
+    (mx_builder.py). Chosen here so that neither builder module imports the other's subclass."""
+    from .mx_builder import MxGemmIRBuilder
+    from .mx_weight_only import WeightOnlyIRBuilder
+
+    assert plan.mx is not None, "an MX builder needs an MX plan"
+    return (WeightOnlyIRBuilder if plan.mx.weight_only else MxGemmIRBuilder)(plan, name, data_layout)
 
 
 def _amdgcn(build: Build) -> str:

@@ -378,16 +378,3 @@ class MxGemmIRBuilder(GemmIRBuilder):
             phi.add_incoming(x, join)
             phi.add_incoming(y, tail_end)
         self.accs = grid(out_phis)
-
-
-def build_mx_module(plan: GemmPlan, name: str = "jitgemm_mx", data_layout: str = "") -> tuple[ir.Module,
-                                                                                           MxGemmIRBuilder]:
-    """The LLVM module of one planned MX kernel, and the builder."""
-    if plan.mx is not None and plan.mx.weight_only:
-        from .mx_weight_only import WeightOnlyIRBuilder
-
-        builder: MxGemmIRBuilder = WeightOnlyIRBuilder(plan, name, data_layout)
-    else:
-        builder = MxGemmIRBuilder(plan, name, data_layout)
-    return builder.build(), builder
-
