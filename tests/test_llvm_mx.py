@@ -332,6 +332,26 @@ def test_refusals_name_the_problem():
                           GemmConfig(64, 64, 256, 4, 1, MFMA16), target="gfx950")
 
 
+@pytest.mark.parametrize("config, match", [
+    (GemmConfig(64, 64, 128, 2, 2, MFMA16, unroll=2), "unroll=2"),
+    (GemmConfig(64, 64, 128, 2, 2, MFMA16, vec_a=2), "vec_a/vec_b"),
+    (GemmConfig(64, 64, 64, 2, 2, MFMA32), "depth_k=64: the LLVM MX path steps K by a multiple of 128"),
+])
+def test_llvm_limits_on_the_shared_plan(config, match):
+    """The shared plan (validate_config) takes these configs (the direct generator compiles them); the LLVM MX
+    lowering's own `accept` refuses them, naming the field."""
+    from jitgemm.codegen.gemm_plan import validate_config
+    from jitgemm.codegen.generator import generator
+
+    from jitgemm import isa
+
+    spec, profile = isa.load_spec("gfx950"), isa.target_profile("gfx950")
+    p = GemmProblem.make(64, 64, 256, "fp8_e4m3", "fp4", a_scale="plain", b_scale="plain")
+    assert validate_config(p, config, spec, profile).mx is not None
+    with pytest.raises(IRError, match=match):
+        generator("llvm").plan(p, config, spec, profile)
+
+
 @pytest.mark.parametrize("fmt", list(mx.FORMATS))
 def test_format_codes_and_register_counts_match_llvm_mc(fmt):
     """cbsz code and operand tuple size of each format as llvm-mc-22 -mcpu=gfx950 accepts them, and one register
