@@ -22,7 +22,8 @@ from jitgemm.isa.targets import TargetProfile
 
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, remembered, validate_config
-from .mfma_catalog import Mfma, mfmas_for
+from .gemm_plan_mx import SHUFFLE_COLS, weight_only_mfmas
+from .mfma_catalog import Mfma, f8f6f4_mfmas_for, mfmas_for
 
 LDS_BANKS = 32          # gfx942 (see the module docstring)
 LDS_BANK_BYTES = 4
@@ -237,13 +238,10 @@ def mx_default_config(problem: GemmProblem, spec: Spec, target: TargetProfile,
     largest wave tile (64x64 down to one block) whose two fragment sets fit the VGPRs (one set when two do not),
     with work for about 3/4 of the compute units when the problem has it; depth_k 256 with shuffled scales (one
     column group of their layout per tile), else 128 (fewer fragment registers, a shorter K tail)."""
-    from .gemm_plan_mx import SHUFFLE_COLS
-    from .mfma_catalog import f8f6f4_mfmas_for
-
     p = problem
     scaled = p.a_scale != "none" or p.b_scale != "none"
     if p.weight_only:   # B dequantized in registers for A's 16x16x32 MFMA (codegen/gemm_plan_mx.py)
-        options = tuple(x for x in mfmas_for(spec, p.a, p.a) if x.m == x.n == 16 and x.k == 32)
+        options = weight_only_mfmas(spec, p.a)
     else:
         options = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
     if not options:

@@ -21,6 +21,7 @@ from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
 from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_plan_mx import MxPlan, check_mx, mx_vgprs
 from .kernel_abi import grid_formula
 from .mfma_catalog import Mfma, mfma_catalog, mfmas_for
 
@@ -94,6 +95,14 @@ def log2_exact(x: int, what: str) -> int:
     return x.bit_length() - 1
 
 
+def check_powers_of_two(config: GemmConfig, vectors: bool = True) -> None:
+    """IRError naming the first tile, wave (and, with `vectors`, vector) field of `config` that is not a power of
+    two: both lowerings index tiles and lanes with shifts and masks."""
+    fields = ["tile_m", "tile_n", "depth_k", "waves_m", "waves_n"] + (["vec_a", "vec_b"] if vectors else [])
+    for what in fields:
+        log2_exact(getattr(config, what), what)
+
+
 def _pack_rows(eb: int, vec: int, rows_t: int, slots: int, lds_row: int) -> int:
     """K rows a work-item gathers per LDS write of a transposed operand: as many as its loads hold (up to a
     16-byte write), when the LDS row keeps that write aligned. 32-bit elements are written one by one."""
@@ -120,9 +129,7 @@ def plan_staging(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[
     """(A staging, B staging, bytes of one LDS buffer); IRError naming the config field that does not fit."""
     p, c = problem, config
     threads = c.workgroup_size
-    for what, value in (("tile_m", c.tile_m), ("tile_n", c.tile_n), ("depth_k", c.depth_k),
-                        ("waves_m", c.waves_m), ("waves_n", c.waves_n), ("vec_a", c.vec_a), ("vec_b", c.vec_b)):
-        log2_exact(value, what)
+    check_powers_of_two(c)
     out = []
     base = 0
     for name, eb, vec, transposed, fixed, frag in (("a", p.a.bytes, c.vec_a, p.a_transposed, c.tile_m, mfma.a_regs),
@@ -261,13 +268,18 @@ def _check(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetP
 class GemmPlan:
     """Everything decided about one kernel before any instruction exists: made once by `validate_config` and
     read by the lowerings, the contract and the selector. Field names of `Resources` are kept (mfma, vgprs,
-    agprs, lds_bytes, workgroup_size): a plan is also the resource figure of the direct generator."""
+    agprs, lds_bytes, workgroup_size): a plan is also the resource figure of the direct generator.
+
+    A block-scaled or sub-byte problem has no LDS staging (a, b: None; buffer and LDS bytes 0) and carries its
+    `mx` part instead: the f8f6f4 (or weight-only 16-bit) MFMA from the catalog, per-operand format codes,
+    fragment registers and scale reads. Both lowerings read it (codegen/gemm_asm_mx.py; codegen/llvm/mx_builder.py,
+    whose own limits are codegen/llvm/mx_plan.py's `accept_mx`)."""
 
     problem: GemmProblem          # the kernel class
     config: GemmConfig
     mfma: Mfma
-    a: Staging
-    b: Staging
+    a: Staging | None             # None for MX problems
+    b: Staging | None
     buffer_bytes: int             # one LDS buffer (A tile + B tile, 16-byte rounded)
     lds_bytes: int                # every buffer
     vgprs: int                    # upper bound of the direct lowering's VGPRs
@@ -277,7 +289,8 @@ class GemmPlan:
     blocks_n: int
     groups: tuple[tuple[int, ...], ...]   # K substeps read together (one ds_read2 per block and group)
     grid: tuple[str, str, str]
-    mx: object = None             # block-scaled / sub-byte problems: codegen/gemm_plan_mx.MxPlan (a, b: None)
+    mx: MxPlan | None = None      # block-scaled / sub-byte problems (codegen/gemm_plan_mx.py)
+    arch_vgprs: int = 0           # the target's architected VGPRs (a generator's `accept` checks its own estimate)
 
 
 _memo: dict[tuple, tuple[Spec, TargetProfile, object]] = {}
@@ -314,17 +327,13 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)
     return GemmPlan(problem.kernel_class(), config, res.mfma, a, b, buffer, res.lds_bytes, res.vgprs, res.agprs,
-                    res.workgroup_size, bm, bn, tuple(groups), grid_formula(config))
+                    res.workgroup_size, bm, bn, tuple(groups), grid_formula(config), arch_vgprs=target.arch_vgprs)
 
 
 def _make_mx_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:
     """The plan of a block-scaled or sub-byte problem (codegen/gemm_plan_mx.py): fragments straight to registers,
     no LDS; IRError for a limit it exceeds."""
-    from .gemm_plan_mx import check_mx, mx_vgprs
-
-    for what, value in (("tile_m", config.tile_m), ("tile_n", config.tile_n), ("depth_k", config.depth_k),
-                        ("waves_m", config.waves_m), ("waves_n", config.waves_n)):
-        log2_exact(value, what)
+    check_powers_of_two(config, vectors=False)
     mfma, mx = check_mx(problem, config, spec, target)
     agprs = mx.a.blocks * mx.b.blocks * mfma.acc_regs
     vgprs = mx_vgprs(mx)
@@ -335,9 +344,9 @@ def _make_mx_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: 
         raise IRError(f"config needs about {vgprs} VGPRs ({mx.sets} fragment set(s) of {mx.steps} K step(s), "
                       f"scales, offsets); {target.target} has {target.arch_vgprs}: use a smaller wave tile, depth_k or "
                       f"prefetch=1")
-    return GemmPlan(problem.kernel_class(), config, mfma, None, None, 0, 0, vgprs, agprs,  # type: ignore[arg-type]
+    return GemmPlan(problem.kernel_class(), config, mfma, None, None, 0, 0, vgprs, agprs,
                     config.workgroup_size, mx.a.blocks, mx.b.blocks, tuple((s,) for s in range(mx.steps)),
-                    grid_formula(config), mx)
+                    grid_formula(config), mx, target.arch_vgprs)
 
 
 def validate_config(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> GemmPlan:

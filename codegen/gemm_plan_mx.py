@@ -36,7 +36,7 @@ from jitgemm.isa.targets import TargetProfile
 from .dtypes import DType
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .mfma_catalog import F8F6F4_FORMAT_CODES as F8F6F4_CODE
-from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, mfmas_for
+from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, lane_registers, mfmas_for
 
 MAX_BUFFER_OFFSET = 4095      # MUBUF instruction offset: 12 bits
 SHUFFLE_ROWS, SHUFFLE_COLS, SHUFFLE_CHUNK = 32, 8, 256   # one 256-byte chunk of the shuffled scale layout
@@ -135,6 +135,15 @@ def _weight_only_loads(dt: DType, groups: int, preshuffle: bool) -> tuple[MxLoad
     return _loads(dt, WEIGHT_ONLY_STEP, groups, preshuffle)
 
 
+def scale_mode(scale: str, dim: int, wave: int) -> str:
+    """How a lane reads an operand's scales: "none"; "dword" (shuffled scales on a 16-row MFMA with whole 32-row
+    groups per wave: one dword holds four MFMAs' scales, chosen by op_sel/op_sel_hi); else "byte" (one byte per
+    lane and MFMA)."""
+    if scale == "none":
+        return "none"
+    return "dword" if scale == "shuffled" and dim == 16 and wave % SHUFFLE_ROWS == 0 else "byte"
+
+
 def mx_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
     """The catalog entry config.mfma names for the problem's formats; IRError listing the usable ones."""
     p = problem
@@ -142,12 +151,20 @@ def mx_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
     found = f8f6f4_named(spec, config.mfma, p.a, p.b)
     usable = f8f6f4_mfmas_for(spec, p.a, p.b, scaled)
     if found is None or found.scaled != scaled:
-        raise IRError(f"mfma={config.mfma}: {p.a.name}x{p.b.name} {'with' if scaled else 'without'} block scales "
-                      f"needs one of: {', '.join(x.name for x in usable) or 'none on ' + spec.architecture.name}")
+        raise _no_mfma(config, f"{p.a.name}x{p.b.name} {'with' if scaled else 'without'} block scales", usable, spec)
     return found
 
 
+def _no_mfma(config: GemmConfig, what: str, usable: tuple[Mfma, ...], spec: Spec) -> IRError:
+    """The refusal of config.mfma for `what`, listing the MFMAs the spec offers for it."""
+    return IRError(f"mfma={config.mfma}: {what} needs one of: "
+                   f"{', '.join(x.name for x in usable) or f'none on {spec.architecture.name} (gfx950 has them)'}")
+
+
 def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
+    """How A and B reach the MFMA: block-scaled / sub-byte operands as the f8f6f4 MFMA's (format codes and
+    registers from its catalog entry), weight-only ones as 32 values per lane and 128-element step (the weight-only
+    K layout above)."""
     p, c = problem, config
     wave_m, wave_n = c.wave_tile
     out = []
@@ -155,14 +172,13 @@ def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[M
                                             ("b", p.b, mfma.blgp, mfma.b_regs, mfma.n, wave_n)):
         scale = getattr(p, f"{name}_scale")
         preshuffle = name == "b" and p.b_preshuffle == "16x16"
-        if scale == "none":
-            mode = "none"
-        elif scale == "shuffled" and dim == 16 and wave % SHUFFLE_ROWS == 0:
-            mode = "dword"
+        if p.weight_only:     # 32 values per lane and step, as an f8f6f4 operand holds
+            code, regs, step = F8F6F4_CODE.get(dt.name, 0), lane_registers(dt), WEIGHT_ONLY_STEP
+            loads = _weight_only_loads(dt, WAVE64 // dim, preshuffle)
         else:
-            mode = "byte"
-        out.append(MxOperand(name, dt, code, regs, dim, wave // dim, _loads(dt, mfma.k, WAVE64 // dim, preshuffle),
-                             dt.storage_bytes(mfma.k), dt.storage_bytes(c.depth_k), scale, mode, preshuffle))
+            step, loads = mfma.k, _loads(dt, mfma.k, WAVE64 // dim, preshuffle)
+        out.append(MxOperand(name, dt, code, regs, dim, wave // dim, loads, dt.storage_bytes(step),
+                             dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), preshuffle))
     return out[0], out[1]
 
 
@@ -187,8 +203,8 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
                       "lds_pad=0")
     for op in ("a", "b"):
         if getattr(p, f"{op}_scale") == "shuffled" and c.depth_k % (SHUFFLE_COLS * p.scale_block):
-            raise IRError(f"{op}_scale=shuffled needs depth_k a multiple of {SHUFFLE_COLS * p.scale_block} (one "
-                          f"column group of the shuffled layout per tile), got {c.depth_k}")
+            raise IRError(f"depth_k={c.depth_k}: {op}_scale=shuffled needs depth_k a multiple of "
+                          f"{SHUFFLE_COLS * p.scale_block} (one column group of the shuffled layout per tile)")
     if p.b_preshuffle == "16x16" and p.b.storage_bytes(c.depth_k) % 32:
         raise IRError(f"b_preshuffle=16x16 needs depth_k*bits/8 a multiple of 32 bytes, got "
                       f"{p.b.storage_bytes(c.depth_k)}")
@@ -197,37 +213,27 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     if c.workgroup_size > target.max_workgroup_size:
         raise IRError(f"{c.waves_m}x{c.waves_n} waves = {c.workgroup_size} work-items; {target.target} allows "
                       f"{target.max_workgroup_size}")
-    if p.weight_only:
-        a, b = weight_only_operands(p, c, mfma)
-        return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     a, b = mx_operands(p, c, mfma)
+    if p.weight_only:
+        return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     return mfma, MxPlan(a, b, c.depth_k // mfma.k, c.prefetch)
 
 
+def weight_only_mfmas(spec: Spec, a: DType) -> tuple[Mfma, ...]:
+    """The MFMAs a weight-only GEMM with activations of dtype `a` can use: 16x16 with 8 consecutive K per lane
+    (16x16x32: the K layout above), so a lane's four MFMAs of a 128-element step take one 32-K scale block of B.
+    Empty where the spec has none (gfx942's 16-bit MFMAs hold 4 K per lane)."""
+    return tuple(x for x in mfmas_for(spec, a, a) if x.m == x.n == 16 and x.k * x.m == WAVE64 * 8)
+
+
 def weight_only_mfma(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Mfma:
-    """The 16x16x32 MFMA of A's type that config.mfma names (the K layout above needs 8 consecutive K per lane)."""
-    usable = [x for x in mfmas_for(spec, problem.a, problem.a) if x.m == x.n == 16 and x.k * x.m == 64 * 8]
+    """The weight-only MFMA (`weight_only_mfmas`) that config.mfma names; IRError listing the usable ones."""
+    usable = weight_only_mfmas(spec, problem.a)
     inst = spec.find_instruction(config.mfma)
     found = next((x for x in usable if inst is not None and x.name == inst.name), None)
     if found is None:
-        raise IRError(f"mfma={config.mfma}: weight-only {problem.a.name}x{problem.b.name} needs one of: "
-                      f"{', '.join(x.name for x in usable) or 'none on ' + spec.architecture.name}")
+        raise _no_mfma(config, f"weight-only {problem.a.name}x{problem.b.name}", usable, spec)
     return found
-
-
-def weight_only_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
-    p, c = problem, config
-    wave_m, wave_n = c.wave_tile
-    out = []
-    for name, dt, dim, wave in (("a", p.a, mfma.m, wave_m), ("b", p.b, mfma.n, wave_n)):
-        scale = getattr(p, f"{name}_scale")
-        mode = "none" if scale == "none" else "dword" if scale == "shuffled" and wave % SHUFFLE_ROWS == 0 else "byte"
-        pre = name == "b" and p.b_preshuffle == "16x16"
-        # 32 values per lane and step: `bits` registers
-        out.append(MxOperand(name, dt, F8F6F4_CODE.get(dt.name, 0), dt.bits, dim, wave // dim,
-                             _weight_only_loads(dt, WAVE64 // dim, pre), dt.storage_bytes(WEIGHT_ONLY_STEP),
-                             dt.storage_bytes(c.depth_k), scale, mode, pre))
-    return out[0], out[1]
 
 
 def _offset_keys(op: MxOperand, steps: int) -> int:

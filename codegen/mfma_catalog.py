@@ -97,6 +97,13 @@ F8F6F4_ELEMENTS_PER_LANE = 32        # every f8f6f4 shape: M * K / 64 = 32 (16x1
 _F8F6F4: dict[str, tuple[Mfma, ...]] = {}
 
 
+def lane_registers(dt: DType) -> int:
+    """32-bit registers one lane's f8f6f4 operand of `dt` fills: 32 elements of dt.bits bits (8 fp8/bf8, 6
+    fp6/bf6, 4 fp4; the assembler's rule per CBSZ/BLGP code is isa/operand_syntax.f8f6f4_registers, which the
+    catalog checks against this). The weight-only path keeps 32 values per lane the same way."""
+    return F8F6F4_ELEMENTS_PER_LANE * dt.bits // 32
+
+
 def _element_formats(spec: Spec, flavour: str) -> dict[str, DType]:
     """The spec's single-element float data formats the IR knows, by dtype name (FMT_NUM_FP4 -> fp4, ...)."""
     out = {}
@@ -149,8 +156,7 @@ def f8f6f4_catalog(spec: Spec) -> tuple[Mfma, ...]:
                     if a_name not in elements or b_name not in elements:
                         continue
                     a, b = elements[a_name], elements[b_name]
-                    a_regs = F8F6F4_ELEMENTS_PER_LANE * a.bits // 32
-                    b_regs = F8F6F4_ELEMENTS_PER_LANE * b.bits // 32
+                    a_regs, b_regs = lane_registers(a), lane_registers(b)
                     # the assembler's register-count rule for the same codes (isa/operand_syntax.py)
                     assert syn.f8f6f4_registers(a_code, widest) == a_regs, (a_name, a_code)
                     assert syn.f8f6f4_registers(b_code, widest) == b_regs, (b_name, b_code)

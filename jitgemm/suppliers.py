@@ -147,17 +147,14 @@ def block_scaled_refusal(option: str, problem: GemmProblem, target: str) -> str 
     """Why generator `option` has no kernel for the block-scaled `problem` (None: it plans one). A generator
     without an MX lowering may still plan a scaled OCP fp8 problem on the shared unscaled plan (gfx950 has
     unscaled fp8 MFMAs), whose kernel would read no scales: a wrong answer, so that plan is refused too. The MX
-    lowerings plan otherwise (the direct generator's GemmPlan carries its `mx` part; the LLVM generator's own
-    MxPlan)."""
-    from jitgemm.codegen.gemm_plan import GemmPlan
-
+    lowerings plan otherwise (the shared GemmPlan carries its `mx` part, for both generators)."""
     gen = generator(option)
     spec, profile = isa.load_spec(target), isa.target_profile(target)
     try:
         plan = gen.plan(problem.kernel_class(), gen.choose_config(problem, spec, profile), spec, profile)
     except IRError as exc:
         return f"{gen.name} has no kernel for this problem: {exc}"
-    if isinstance(plan, GemmPlan) and getattr(plan, "mx", None) is None:
+    if plan.mx is None:
         return (f"{gen.name} does not lower block-scaled (MX) problems yet: it plans {problem.a.name} x "
                 f"{problem.b.name} as an unscaled GEMM, whose kernel would ignore the scales")
     return None

@@ -196,6 +196,18 @@ def test_long_k(fa, fb, layout, k, prefetch):
                                                                                   prefetch=prefetch), seed=k)
 
 
+@pytest.mark.parametrize("fa, fb, pre", [("fp4", "fp6_e3m2", "none"), ("fp8_e5m2", "fp4", "16x16")])
+def test_unscaled_sub_byte_takes_the_plans_unscaled_mfma(fa, fb, pre):
+    """Sub-byte operands without scales: the shared plan picks the unscaled f8f6f4 MFMA (catalog), and the LLVM
+    builder gets LLVM to select exactly it (constant-0 scale operands, llc-22 -mcpu=gfx950), not a scaled MFMA with
+    2^0 in registers; = numpy."""
+    kernel = mx_case(fa, fb, 40, 48, 320 if pre == "16x16" else 300, a_scale="none", b_scale="none", pre=pre,
+                     seed=len(fa + fb))
+    assert kernel.plan.mfma.name == "V_MFMA_F32_16X16X128_F8F6F4" and not kernel.plan.mfma.scaled
+    asm = kernel.stages["amdgcn"]
+    assert "v_mfma_f32_16x16x128_f8f6f4" in asm and "v_mfma_scale" not in asm
+
+
 @pytest.mark.parametrize("shuffled", [False, True], ids=["plain", "shuffled-preshuffled"])
 def test_strict_emulation(shuffled):
     """Waits, barriers and hazards checked as hardware needs them (jitgemm/emu/strict.py)."""
@@ -320,15 +332,41 @@ def test_refusals_name_the_problem():
                           GemmConfig(64, 64, 256, 4, 1, MFMA16), target="gfx950")
 
 
+@pytest.mark.parametrize("config, match", [
+    (GemmConfig(64, 64, 128, 2, 2, MFMA16, unroll=2), "unroll=2"),
+    (GemmConfig(64, 64, 128, 2, 2, MFMA16, vec_a=2), "vec_a/vec_b"),
+    (GemmConfig(64, 64, 64, 2, 2, MFMA32), "depth_k=64: the LLVM MX path steps K by a multiple of 128"),
+])
+def test_llvm_limits_on_the_shared_plan(config, match):
+    """The shared plan (validate_config) takes these configs (the direct generator compiles them); the LLVM MX
+    lowering's own `accept` refuses them, naming the field."""
+    from jitgemm.codegen.gemm_plan import validate_config
+    from jitgemm.codegen.generator import generator
+
+    from jitgemm import isa
+
+    spec, profile = isa.load_spec("gfx950"), isa.target_profile("gfx950")
+    p = GemmProblem.make(64, 64, 256, "fp8_e4m3", "fp4", a_scale="plain", b_scale="plain")
+    assert validate_config(p, config, spec, profile).mx is not None
+    with pytest.raises(IRError, match=match):
+        generator("llvm").plan(p, config, spec, profile)
+
+
 @pytest.mark.parametrize("fmt", list(mx.FORMATS))
 def test_format_codes_and_register_counts_match_llvm_mc(fmt):
     """cbsz code and operand tuple size of each format as llvm-mc-22 -mcpu=gfx950 accepts them, and one register
-    fewer refused (CDNA 4 ISA guide: 32 elements of `bits` bits per lane)."""
-    from jitgemm.codegen.dtypes import dtype
-    from jitgemm.codegen.llvm.mx_plan import f8f6f4_code, f8f6f4_registers
+    fewer refused (CDNA 4 ISA guide: 32 elements of `bits` bits per lane). Code and count are the ones the LLVM
+    generator's plan carries (the shared plan's catalog MFMA)."""
+    from jitgemm.codegen.generator import generator
+
+    from jitgemm import isa
 
     tool = require_tool("llvm-mc-22")
-    code, regs = f8f6f4_code(dtype(fmt)), f8f6f4_registers(dtype(fmt))
+    spec, profile, gen = isa.load_spec("gfx950"), isa.target_profile("gfx950"), generator("llvm")
+    p = GemmProblem.make(64, 64, 128, fmt, "fp8_e4m3", a_scale="plain", b_scale="plain")
+    plan = gen.plan(p, gen.choose_config(p, spec, profile), spec, profile)
+    assert plan.mfma.name == MFMA16
+    code, regs = plan.mfma.cbsz, plan.mfma.a_regs
 
     def assemble(count: int) -> subprocess.CompletedProcess:
         line = (f"v_mfma_scale_f32_16x16x128_f8f6f4 v[0:3], v[4:{3 + count}], v[20:27], v[0:3], v40, v41 "
@@ -386,6 +424,31 @@ def test_weight_only_equals_numpy(fa, fb, b_scale, d):
 def test_weight_only_fp16_out_and_strict():
     wo_case("fp16", "fp4", 40, 33, 70, d="fp16", extremes=False, seed=4)
     wo_case("bf16", "fp8_e4m3", 33, 20, 150, b_scale="shuffled", strict=True, seed=2)
+
+
+@pytest.mark.parametrize("fb", ["fp6_e2m3", "fp4"])
+def test_weight_only_vgpr_count_keeps_llvm_out_of_scratch(fb):
+    """The LLVM weight-only loop's own VGPR count (codegen/llvm/mx_plan.py, accumulators in VGPRs): shuffled scales
+    need depth_k 256, where two fp6 register sets do not fit (LLVM 22 spilled 28 bytes to scratch), so the default
+    takes one; fp4's two sets fit and stay. Every default compiles without scratch, and the refusal names the way
+    out."""
+    from jitgemm.codegen.generator import generator
+    from jitgemm.codegen.llvm.mx_plan import WEIGHT_ONLY_RESERVE, weight_only_vgprs
+
+    from jitgemm import isa
+
+    spec, profile, gen = isa.load_spec("gfx950"), isa.target_profile("gfx950"), generator("llvm")
+    p = GemmProblem.make(52, 48, 256, "bf16", fb, b_scale="shuffled", ldb=_lead(fb, 256))
+    two_sets = GemmConfig(64, 64, 256, 2, 2, "V_MFMA_F32_16X16X32_BF16", prefetch=2)
+    need = weight_only_vgprs(gen.plan(p, two_sets, spec, isa.target_profile("gfx950"))) if fb == "fp4" else None
+    if fb == "fp6_e2m3":
+        with pytest.raises(IRError, match="prefetch=1"):
+            gen.plan(p, two_sets, spec, profile)
+    else:
+        assert need + WEIGHT_ONLY_RESERVE <= profile.arch_vgprs
+    kernel = wo_case("bf16", fb, 52, 48, 256, b_scale="shuffled", seed=11)
+    assert kernel.config.prefetch == (2 if fb == "fp4" else 1) and kernel.config.depth_k == 256
+    assert kernel.lowered.scratch_bytes == 0
 
 
 def test_weight_only_refuses_preshuffled_weights():

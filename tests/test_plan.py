@@ -177,3 +177,40 @@ def test_kernel_ir_names_the_real_sizes_and_says_it_is_size_generic(cold):
     assert parse(k.ir) == (big, k.config) and "m=1 n=1 k=1" in k.stages["ir"]
     other = jitgemm.compile(GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT", lda=5000), k.config)
     assert other.code_object is k.code_object and "lda=5000" in other.ir and "lda=5000" not in k.ir
+
+
+@pytest.mark.parametrize("fa, fb, scales", [("fp8_e4m3", "fp4", dict(a_scale="shuffled", b_scale="plain")),
+                                            ("fp6_e2m3", "fp4", {}),
+                                            ("bf16", "fp6_e3m2", dict(b_scale="shuffled"))])
+def test_both_mx_lowerings_read_the_same_plan(fa, fb, scales):
+    """Block-scaled, unscaled sub-byte and weight-only problems: one `GemmPlan` (with its `mx` part) from
+    validate_config serves the direct lowering and the LLVM builder; its MFMA is the spec-derived catalog's (the
+    f8f6f4 entry with the formats' CBSZ/BLGP codes, or the weight-only 16x16x32 one), and the LLVM generator's
+    default config is the shared chooser's with its own `accept`."""
+    pytest.importorskip("llvmlite")
+    from jitgemm.codegen.gemm_asm_mx import MxGemmLowering
+    from jitgemm.codegen.gemm_config import mx_default_config
+    from jitgemm.codegen.gemm_plan_mx import weight_only_mfmas
+    from jitgemm.codegen.llvm.compile import mx_ir_builder
+    from jitgemm.codegen.mfma_catalog import F8F6F4_FORMAT_CODES, f8f6f4_catalog
+
+    spec, profile = isa.load_spec("gfx950"), isa.target_profile("gfx950")
+    llvm = generator("llvm")
+    p = GemmProblem.make(100, 96, 300, fa, fb, **scales)
+    cfg = llvm.choose_config(p, spec, profile)
+    assert cfg == mx_default_config(p, spec, profile, accept=llvm.accept)
+    plan = llvm.plan(p, cfg, spec, profile)
+    assert plan is gemm_plan.validate_config(p, cfg, spec, profile) is generator("asm").plan(p, cfg, spec, profile)
+    assert plan.mx is not None and plan.a is None and plan.lds_bytes == 0
+    if p.weight_only:
+        assert plan.mfma in weight_only_mfmas(spec, p.a) and plan.mx.weight_only
+    else:
+        assert plan.mfma in f8f6f4_catalog(spec) and plan.mfma.scaled == bool(scales)
+        assert (plan.mfma.cbsz, plan.mfma.blgp) == (F8F6F4_FORMAT_CODES[fa], F8F6F4_FORMAT_CODES[fb])
+        assert (plan.mx.a.regs, plan.mx.b.regs) == (plan.mfma.a_regs, plan.mfma.b_regs)
+    builder = mx_ir_builder(plan, "k")
+    assert "llvm.amdgcn.mfma" in str(builder.build())
+    assert builder.plan is plan and builder.mfma is plan.mfma
+    assert builder.substeps * plan.mfma.k == cfg.depth_k and (builder.blocks_m, builder.blocks_n) == (
+        plan.blocks_m, plan.blocks_n)
+    assert MxGemmLowering(p.kernel_class(), cfg, spec, profile).plan is plan

@@ -3,8 +3,9 @@ backend, a second, independent route to the same kernel contract as the direct g
 
     compile_gemm_llvm(problem, config=None, target="gfx942") -> CompiledKernel (code object, contract, stages)
 
-Block-scaled (MX) and weight-only problems on gfx950 follow their own plan and builder (mx_plan.py, mx_builder.py,
-mx_weight_only.py): operands straight into registers, the scaled f8f6f4 MFMAs, the same ABI and epilogue.
+Block-scaled (MX) and weight-only problems on gfx950 follow the shared plan (`GemmPlan.mx`) with their own builder
+(mx_builder.py, mx_weight_only.py; this lowering's limits in mx_plan.py): operands straight into registers, the
+f8f6f4 MFMAs of the catalog, the same ABI and epilogue.
 """
 
 from .compile import GENERATOR, LlvmGenerator, compile_gemm_llvm

@@ -22,7 +22,7 @@ from ..generator import Build, CompiledKernel, Generator, Stage
 from ..kernel_abi import LoweredKernel, kernargs
 from .backend import data_layout as target_data_layout
 from .backend import run_backend
-from .mx_plan import MxPlan, default_mx_config, plan_mx
+from .mx_plan import accept_mx
 
 GENERATOR = "jitgemm-llvm"
 VERSION = "0.2.0"
@@ -62,14 +62,23 @@ def _llir(build: Build) -> str:
 
     features = llvm_features(build.xnack, build.sramecc)
     layout = target_data_layout(_cpu(build), features)
-    if isinstance(build.plan, MxPlan):
-        from .mx_builder import build_mx_module
-
-        module, builder = build_mx_module(build.plan, build.name, layout)
+    if build.plan.mx is not None:
+        mx = mx_ir_builder(build.plan, build.name, layout)
+        module, builder = mx.build(), mx
     else:
         module, builder = build_module(build.plan, build.name, layout)
     build.extra["integer"] = builder.integer
     return str(module)
+
+
+def mx_ir_builder(plan: GemmPlan, name: str, data_layout: str = ""):
+    """The LLVM IR builder of an MX plan: weight-only (mx_weight_only.py) or block-scaled / sub-byte
+    (mx_builder.py). Chosen here so that neither builder module imports the other's subclass."""
+    from .mx_builder import MxGemmIRBuilder
+    from .mx_weight_only import WeightOnlyIRBuilder
+
+    assert plan.mx is not None, "an MX builder needs an MX plan"
+    return (WeightOnlyIRBuilder if plan.mx.weight_only else MxGemmIRBuilder)(plan, name, data_layout)
 
 
 def _amdgcn(build: Build) -> str:
@@ -131,21 +140,13 @@ class LlvmGenerator(Generator):
             return False, "llvmlite is not installed (pip install llvmlite)"
         return True, ""
 
-    def plan(self, problem: GemmProblem, config: GemmConfig, spec: Spec, profile: TargetProfile):
-        """Block-scaled and sub-byte problems follow the MX plan (codegen/llvm/mx_plan.py: operands straight into
-        registers, gfx950's scaled MFMAs); the rest the shared plan."""
-        if problem.scaled:
-            return plan_mx(problem.kernel_class(), config, spec, profile)
-        return super().plan(problem, config, spec, profile)
-
-    def choose_config(self, problem: GemmProblem, spec: Spec, profile: TargetProfile) -> GemmConfig:
-        if problem.scaled:
-            return default_mx_config(problem, spec)
-        return super().choose_config(problem, spec, profile)
-
     def accept(self, plan: GemmPlan) -> None:
         """One LDS buffer, and K-contiguous vectors written whole (the IR builder stores each loaded vector
-        with one LDS store)."""
+        with one LDS store). Block-scaled and sub-byte plans (plan.mx): the MX lowering's limits
+        (codegen/llvm/mx_plan.py)."""
+        if plan.mx is not None:
+            accept_mx(plan)
+            return
         if plan.config.lds_buffers != 1:
             raise IRError(f"lds_buffers={plan.config.lds_buffers}: the LLVM generator stages through one LDS "
                           f"buffer (the double buffer is the direct generator's); use lds_buffers=1")

@@ -26,24 +26,28 @@ real block's NaN scale (0xFF) still reaches the MFMA.
 
 from __future__ import annotations
 
-from jitgemm.codegen.gemm_plan import log2_exact
+from jitgemm.codegen.gemm_plan import GemmPlan, log2_exact
 from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3
 from llvmlite import ir
 
 from .intrinsics import F32, I8, I16, I32, I64
 from .ir_builder import GemmIRBuilder, c32
-from .mx_plan import MxPlan, f8f6f4_code
 
 NO_SCALE = 127          # E8M0 2^0: a side without scales, and the blocks past K in the masked step
+UNSCALED = 0            # both scale operands constant 0: LLVM selects the unscaled f8f6f4 MFMA (the plan's, when
+                        # neither side has scales; llc-22 -mcpu=gfx950, tests/test_llvm_mx.py)
 
 
 class MxGemmIRBuilder(GemmIRBuilder):
-    """Builds one MX kernel class's LLVM module (see the module docstring)."""
+    """Builds one MX kernel class's LLVM module (see the module docstring) from the shared plan (`GemmPlan` with
+    its `mx` part; codegen/llvm/mx_plan.py says what this lowering accepts of it)."""
 
-    def __init__(self, plan: MxPlan, name: str = "jitgemm_mx", data_layout: str = "") -> None:
+    def __init__(self, plan: GemmPlan, name: str = "jitgemm_mx", data_layout: str = "") -> None:
+        assert plan.mx is not None, "an MX builder needs an MX plan"
         self.plan = plan
         self.p, self.c, self.name = plan.problem, plan.config, name
         self.mfma = plan.mfma
+        self.substeps = plan.config.depth_k // plan.mfma.k     # MFMA K steps per loop iteration
         self.lds_bytes = 0
         self.threads = plan.workgroup_size
         self.integer = False
@@ -222,7 +226,7 @@ class MxGemmIRBuilder(GemmIRBuilder):
         b, p, s = self.b, self.p, self.side[x]
         layout = getattr(p, f"{x}_scale")
         if layout == "none":
-            return c32(NO_SCALE), 0
+            return c32(NO_SCALE if self.mfma.scaled else UNSCALED), 0
         rsrc, base, size = self.rsrc[f"{x}_scale"], s["sbases"][blk], s["size"]
         per_sub = self.mfma.k // 32                      # scale blocks per MFMA step
         if layout == "plain":
@@ -251,7 +255,7 @@ class MxGemmIRBuilder(GemmIRBuilder):
         return v, sel
 
     def _load_step(self, kt: ir.Value, masked: bool) -> dict:
-        steps = self.plan.substeps
+        steps = self.substeps
         return {x: [[(self._operand(x, i, s, kt, masked), self._scale(x, i, s, kt, masked)) for s in range(steps)]
                     for i in range(self.blocks_m if x == "a" else self.blocks_n)] for x in ("a", "b")}
 
@@ -265,10 +269,10 @@ class MxGemmIRBuilder(GemmIRBuilder):
         return {x: [[(next(it), (next(it), sel)) for _op, (_sc, sel) in blk] for blk in step[x]] for x in ("a", "b")}
 
     def _mfmas(self, step: dict, accs: list[list[ir.Value]]) -> list[list[ir.Value]]:
-        m, p = self.mfma, self.p
+        m = self.mfma
         fn = self.intr.mfma_scale(m.m, m.n, m.k, m.a_regs, m.b_regs, m.acc_regs)
-        cbsz, blgp = c32(f8f6f4_code(p.a)), c32(f8f6f4_code(p.b))
-        for s in range(self.plan.substeps):
+        cbsz, blgp = c32(m.cbsz), c32(m.blgp)       # the catalog's format codes (codegen/mfma_catalog.py)
+        for s in range(self.substeps):
             accs = [[self.call(fn, step["a"][i][s][0], step["b"][j][s][0], accs[i][j], cbsz, blgp,
                                c32(step["a"][i][s][1][1]), step["a"][i][s][1][0],
                                c32(step["b"][j][s][1][1]), step["b"][j][s][1][0])
@@ -289,7 +293,7 @@ class MxGemmIRBuilder(GemmIRBuilder):
         around the loop and every load has one step of MFMAs to arrive in."""
         b, fn = self.b, self.fn
         self._lanes()
-        step = self.plan.step_k
+        step = self.c.depth_k
         k = self.args["k"]
         full = b.lshr(k, c32(log2_exact(step, "depth_k")), name="k.steps")
         acc_type = ir.VectorType(F32, self.mfma.acc_regs)
@@ -374,16 +378,3 @@ class MxGemmIRBuilder(GemmIRBuilder):
             phi.add_incoming(x, join)
             phi.add_incoming(y, tail_end)
         self.accs = grid(out_phis)
-
-
-def build_mx_module(plan: MxPlan, name: str = "jitgemm_mx", data_layout: str = "") -> tuple[ir.Module,
-                                                                                         MxGemmIRBuilder]:
-    """The LLVM module of one planned MX kernel, and the builder."""
-    if plan.weight_only:
-        from .mx_weight_only import WeightOnlyIRBuilder
-
-        builder: MxGemmIRBuilder = WeightOnlyIRBuilder(plan, name, data_layout)
-    else:
-        builder = MxGemmIRBuilder(plan, name, data_layout)
-    return builder.build(), builder
-

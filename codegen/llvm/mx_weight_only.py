@@ -108,7 +108,7 @@ class WeightOnlyIRBuilder(MxGemmIRBuilder):
         fn = self.intr.mfma(m)
         in_type = ir.VectorType(BF16 if self.p.a.name == "bf16" else F16, 8)
         zero = ir.Constant(mfma_acc_type(m), None)
-        for s in range(self.plan.substeps):
+        for s in range(self.substeps):
             a_ops = [b.bitcast(step["a"][i][s][0], in_type) for i in range(self.blocks_m)]
             b_ops = [self._dequantize(step["b"][j][s][0]) for j in range(self.blocks_n)]
             scales = [self._f32_scale(step["b"][j][s][1][0]) for j in range(self.blocks_n)]
