@@ -38,6 +38,9 @@ CASES = [
     ("mxfp8 x mxfp4", GemmProblem.make(SIZE, SIZE, SIZE, "fp8_e4m3", "fp4", a_scale="plain", b_scale="plain")),
     ("mxfp8 x mxfp8 shuf", GemmProblem.make(SIZE, SIZE, SIZE, "fp8_e4m3", "fp8_e4m3", a_scale="shuffled",
                                             b_scale="shuffled")),
+    ("mxfp4 shuf, 16x16 B", GemmProblem.make(SIZE, SIZE, SIZE, "fp4", "fp4", a_scale="shuffled", b_scale="shuffled",
+                                             b_preshuffle="16x16")),
+    ("mxfp6 x mxfp6", GemmProblem.make(SIZE, SIZE, SIZE, "fp6_e2m3", "fp6_e2m3", a_scale="plain", b_scale="plain")),
     ("bf16 x mxfp4", GemmProblem.make(SIZE, SIZE, SIZE, "bf16", "fp4", d="bf16", b_scale="plain")),
 ]
 TRITON_BLOCK = (128, 128, 128)   # BLOCK_M, BLOCK_N, BLOCK_K with num_warps=4 (Triton's MX tutorials' choice)
