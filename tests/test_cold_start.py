@@ -315,3 +315,18 @@ def test_jobs_stop_quietly_when_the_reader_goes_away(tmp_path):
     proc.stdout.close()
     err = proc.stderr.read().decode()
     assert proc.wait(timeout=120) == 0 and "Traceback" not in err, err
+
+
+def test_a_fresh_process_reaches_every_lazy_codeobj_name_and_compiles_through_llvm(tmp_path):
+    """codegen.codeobj loads its names (and submodules, `codeobj.targets`) on first use: a new process that
+    compiles with the LLVM generator before anything else imported them must work (it raised AttributeError)."""
+    probe = ("import jitgemm\nfrom jitgemm.codegen.gemm_ir import GemmProblem\n"
+             "k = jitgemm.compile(GemmProblem.make(64, 64, 64, 'bf16'), generator='llvm')\n"
+             "print(k.name, len(k.code_object) > 0)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr
+    assert out.stdout.strip().endswith("_llvm True")
+    from jitgemm.codegen import codeobj
+
+    for module in set(codeobj._EXPORTS.values()):
+        assert getattr(codeobj, module).__name__ == f"jitgemm.codegen.codeobj.{module}"

@@ -31,6 +31,8 @@ __all__ = sorted(_EXPORTS)
 def __getattr__(name: str):
     module = _EXPORTS.get(name)
     if module is None:
+        if name in _EXPORTS.values():      # a submodule (`codeobj.targets`): imported on first use, as the names are
+            return importlib.import_module(f".{name}", __name__)
         raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
     value = getattr(importlib.import_module(f".{module}", __name__), name)
     globals()[name] = value   # later look-ups are plain attribute hits
