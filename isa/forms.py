@@ -21,7 +21,7 @@ from .field_codec import FieldCodec, Mismatch, compile_condition, condition_equa
 from .instruction import Imm, Label, Reg
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
-from .modifiers import modifier_kinds
+from .modifiers import cache_control, modifier_kinds
 from .operand_values import TypeTable
 
 __all__ = ["Form", "Slot", "SpecForms", "TypeTable", "fixed_operand", "forms_of"]
@@ -361,7 +361,7 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         if s.sdwa_s:
             needed.add(s.sdwa_s)
     for name in ("OFFEN", "IDXEN", "SVE", "SD", "IMM", "SOFFSET_EN", "OFFSET", "LDS", "SOFFSET"):
-        if name in fields:
+        if name in fields and not cache_control(form):   # a cache control reads none of its address fields
             needed.add(name)
     for fname, _bit in form.srcmods.values():
         needed.add(fname)
@@ -369,6 +369,8 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         for table in (syn.FLAG_FIELDS, syn.INT_FIELDS, syn.LIST_FIELDS, syn.SEL_FIELDS):
             if name in table and table[name] in fields:
                 needed.add(table[name])
+    if "neg" in form.mods:   # an f64 MFMA's neg:[a,b,c] is its BLGP field
+        needed.add("BLGP")
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
