@@ -71,7 +71,7 @@ class Form:
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus", "hidden",
-                 "smem_sgpr_mask", "optional_imm")
+                 "smem_sgpr_mask", "optional_imm", "shared_literal")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -272,6 +272,13 @@ def _adapt_slots(form: Form, slots: list[Slot], fields) -> None:
     # optional: inline constants take the plain encoding. Otherwise the encoding always carries it.
     form.literal_optional = any(s.literal and s.table is not None and s.table.literal is not None
                                 and s.table.literal in form.fixed.values() for s in slots)
+    # An encoding that always carries a literal (VOP2_MK_LITERAL, VOP2_AK_LITERAL: fmamk's K) may also name it
+    # from a 32-bit source field (SRC0 = SRC_LITERAL): LLVM prints the literal there too and llvm-mc-22 takes
+    # `v_fmamk_f32 v1, 0x11223344, 0x11223344, v3` (one unique literal). 16-bit sources print the literal's low
+    # half, which the encoder cannot yet tie to the K dword: they keep the old reading.
+    form.shared_literal = any(s.literal for s in slots) and not form.literal_optional and any(
+        s.kind == "reg" and s.src is not None and s.table is not None and s.table.literal is not None
+        and s.container == 32 for s in slots)
     form.slots = tuple(slots)
     form.label_slot = next((s for s in slots if s.kind == "label"), None)
     form.nsrc = sum(1 for s in slots if s.src is not None)

@@ -65,6 +65,9 @@ CASES = [
     "v_mfma_f64_4x4x4_4b_f64 v[0:1], v[2:3], v[4:5], v[0:1] neg:[1,1,0,1]",
     "v_mfma_f32_32x32x8_f16 v[0:15], v[2:3], v[4:5], v[0:15] blgp:3",
     "v_mfma_f32_32x32x8_f16 v[0:15], v[2:3], v[4:5], v[0:15] neg:[1,0,0]",
+    # fmamk/fmaak: a 32-bit source may name the literal the encoding carries, if it is the same value
+    "v_fmamk_f32 v68, 0xbc4f7e72, 0xbc4f7e72, v6", "v_fmamk_f32 v68, 0xbc4f7e71, 0xbc4f7e72, v6",
+    "v_fmaak_f32 v1, 0x11223344, v3, 0x11223344", "v_fmaak_f32 v1, 1.0, v3, 0x11223344",
 ]
 
 
