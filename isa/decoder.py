@@ -69,6 +69,8 @@ def decode_form(form: Form, word: int) -> AsmInstruction:
             if op is None:
                 op = _value_operand(slot, value, slot.nregs)
                 cache[value] = op
+            if form.shared_literal and value == slot.table.literal and slot.container == 32:
+                op = Imm(fv["LITERAL"], hex=True)   # the source names the literal the encoding carries
         else:
             op = _decode_operand(form, slot, fv, word)
             if op is None:  # an optional immediate at 0 is not written (`s_endpgm`)

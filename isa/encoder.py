@@ -253,6 +253,12 @@ def _constant_value(form: Form, slot: Slot, value, state) -> int:
     if table.literal is None:
         raise Mismatch(f"{const_text(value)} is not an inline constant and {table.name} takes no "
                        f"literal; {table.describe()}")
+    if form.shared_literal and slot.container == 32 and state is not None:   # the literal the encoding carries
+        literal = literal_bits(slot, value)
+        if state.literal is not None and state.literal != literal:
+            raise Mismatch("only one distinct literal fits in an instruction")
+        state.literal = literal
+        return table.literal
     raise Mismatch(f"{const_text(value)} needs a literal, which {form.enc.name} cannot hold here")
 
 def _encode_literal(form: Form, slot: Slot, op, state) -> None:

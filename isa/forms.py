@@ -21,7 +21,7 @@ from .field_codec import FieldCodec, Mismatch, compile_condition, condition_equa
 from .instruction import Imm, Label, Reg
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
-from .modifiers import modifier_kinds
+from .modifiers import cache_control, modifier_kinds
 from .operand_values import TypeTable
 
 __all__ = ["Form", "Slot", "SpecForms", "TypeTable", "fixed_operand", "forms_of"]
@@ -71,7 +71,7 @@ class Form:
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus", "hidden",
-                 "smem_sgpr_mask", "optional_imm")
+                 "smem_sgpr_mask", "optional_imm", "shared_literal")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -272,6 +272,13 @@ def _adapt_slots(form: Form, slots: list[Slot], fields) -> None:
     # optional: inline constants take the plain encoding. Otherwise the encoding always carries it.
     form.literal_optional = any(s.literal and s.table is not None and s.table.literal is not None
                                 and s.table.literal in form.fixed.values() for s in slots)
+    # An encoding that always carries a literal (VOP2_MK_LITERAL, VOP2_AK_LITERAL: fmamk's K) may also name it
+    # from a 32-bit source field (SRC0 = SRC_LITERAL): LLVM prints the literal there too and llvm-mc-22 takes
+    # `v_fmamk_f32 v1, 0x11223344, 0x11223344, v3` (one unique literal). 16-bit sources print the literal's low
+    # half, which the encoder cannot yet tie to the K dword: they keep the old reading.
+    form.shared_literal = any(s.literal for s in slots) and not form.literal_optional and any(
+        s.kind == "reg" and s.src is not None and s.table is not None and s.table.literal is not None
+        and s.container == 32 for s in slots)
     form.slots = tuple(slots)
     form.label_slot = next((s for s in slots if s.kind == "label"), None)
     form.nsrc = sum(1 for s in slots if s.src is not None)
@@ -361,7 +368,7 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         if s.sdwa_s:
             needed.add(s.sdwa_s)
     for name in ("OFFEN", "IDXEN", "SVE", "SD", "IMM", "SOFFSET_EN", "OFFSET", "LDS", "SOFFSET"):
-        if name in fields:
+        if name in fields and not cache_control(form):   # a cache control reads none of its address fields
             needed.add(name)
     for fname, _bit in form.srcmods.values():
         needed.add(fname)
@@ -369,6 +376,8 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         for table in (syn.FLAG_FIELDS, syn.INT_FIELDS, syn.LIST_FIELDS, syn.SEL_FIELDS):
             if name in table and table[name] in fields:
                 needed.add(table[name])
+    if "neg" in form.mods:   # an f64 MFMA's neg:[a,b,c] is its BLGP field
+        needed.add("BLGP")
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
     for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):

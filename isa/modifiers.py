@@ -96,6 +96,14 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
     fields[fname] = bits
 
 
+def _m_mfma_neg(form: Form, name: str, value, fields: dict) -> None:
+    width = form.codecs["BLGP"].width
+    if not (isinstance(value, tuple) and 1 <= len(value) <= width and all(type(x) is int and x in (0, 1)
+                                                                          for x in value)):
+        raise Mismatch(f"neg: needs up to {width} values of 0/1 (A, B, C; missing ones are 0), e.g. neg:[0,0,1]")
+    fields["BLGP"] = sum(b << i for i, b in enumerate(value))
+
+
 def _m_omod(form: Form, name: str, value, fields: dict) -> None:
     v = syn.OMOD.get((name, value))
     if v is None:
@@ -177,7 +185,7 @@ MODIFIER_ENCODERS: dict[str, Callable] = {
     "keep_bits": _m_keep_bits,
     "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
     "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
-    "format": _m_format,
+    "format": _m_format, "mfma_neg": _m_mfma_neg,
 }
 
 
@@ -233,6 +241,10 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
                     out.append((name, tuple(v >> i & 1 for i in range(n))))
             elif v & ((1 << n) - 1):
                 out.append((name, tuple(v >> i & 1 for i in range(n))))
+        elif kind == "mfma_neg":
+            v = fv["BLGP"]
+            if v:
+                out.append((name, tuple(v >> i & 1 for i in range(codecs["BLGP"].width))))
         elif kind == "omod":
             v = fv.get("OMOD", 0)
             if v and name == syn.OMOD_NAMES[v][0]:
@@ -289,6 +301,44 @@ def _selects_parts(form: Form, spec) -> bool:
     return False
 
 
+def _f64_matrix(form: Form) -> bool:
+    """An MFMA on f64 sources (v_mfma_f64_*): there the BLGP field negates A, B and C (CDNA3 ISA guide, "Matrix
+    Arithmetic Instructions": for DGEMM the BLGP bits are NEG[2:0]); LLVM writes it neg:[a,b,c] and refuses blgp:
+    on them ("invalid modifier: blgp is not supported", llvm-mc-22 -mcpu=gfx942)."""
+    return any(s.src is not None and s.kind == "reg" and s.elem_bits == 64 and s.is_float and s.src < 2
+               for s in form.slots)
+
+
+def _packs_sub_word_integers(form: Form, spec) -> bool:
+    """A packed-math (VOP3P) instruction whose packed sources hold integers narrower than 16 bits (v_dot4_i32_i8,
+    v_dot8_u32_u4: FMT_NUM_PK4_I8 / PK8_I4). OP_SEL/OP_SEL_HI pick 16-bit halves, which such a source does not
+    have: LLVM's profile for them has no op_sel or op_sel_hi (llvm-mc-22 "not a valid operand", llvm-objdump-22
+    prints neither), so their bits are kept unprinted (OP_SEL_HI keeps its default of all ones when written)."""
+    if spec is None:
+        return False
+    packed = False
+    for o in form.ie.operands:
+        df = spec.data_formats.get(o.data_format) if o.data_format else None
+        if df is None or not o.input or df.component_count <= 1:
+            continue
+        if df.data_type != "integer" or df.bit_count // df.component_count >= 16:
+            return False
+        packed = True
+    return packed
+
+
+# Modifiers a buffer cache-control instruction (MUBUF with no operands: buffer_wbl2, buffer_inv) does not have in
+# LLVM's syntax, though its encoding has their fields: LLVM's MUBUF_Invalidate (BUFInstructions.td) takes only the
+# cache policy, and encodes no NT bit (llvm-mc-22 prints `buffer_wbl2 nt` and encodes bit 17 as 0; llvm-objdump-22
+# prints no offset or nt, and no word with OFFEN, IDXEN or LDS set). Their bits are kept unprinted.
+CACHE_CONTROL_UNWRITTEN = ("offset", "offen", "idxen", "lds", "nt")
+
+
+def cache_control(form: Form) -> bool:
+    """A buffer instruction with no operand at all (no address, no data): a cache write-back or invalidate."""
+    return form.mubuf and not form.slots
+
+
 def _moves_data(form: Form) -> bool:
     """An SMEM instruction that loads, stores or atomically updates data: an SDATA register and an SBASE address.
     Only those have LLVM's glc (s_dcache_*, s_memtime, s_memrealtime, s_atc_probe* print and accept none)."""
@@ -314,16 +364,23 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
             kinds["offset1"] = "int"
         else:
             kinds["offset"] = "ds_offset"
-    if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL:
+    sub_word = form.vop3p and _packs_sub_word_integers(form, spec)
+    if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL and not sub_word:
         kinds["op_sel"] = "list"
-    if "OP_SEL_HI" in fields and "NEG_HI" in fields:
+    if "OP_SEL_HI" in fields and "NEG_HI" in fields and not sub_word:
         kinds["op_sel_hi"] = "list"
     if "NEG_HI" in fields and not form.mix and not form.scale_mfma:   # mix instructions: `-x` and `|x|`
         kinds["neg_hi"] = "list"
         if "NEG" in fields:
             kinds["neg_lo"] = "list"
+    if "blgp" in kinds and _f64_matrix(form):
+        del kinds["blgp"]
+        kinds["neg"] = "mfma_neg"
     if form.smem and "glc" in kinds and not _moves_data(form):
         del kinds["glc"]
+    if cache_control(form):
+        for name in CACHE_CONTROL_UNWRITTEN:
+            kinds.pop(name, None)
     if form.name in syn.BITOP3_MNEMONICS:
         kinds["bitop3"] = "bitop3"
     elif "OMOD" in fields:

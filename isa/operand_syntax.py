@@ -365,7 +365,7 @@ def counter_name(field: str) -> str:
 # Print order of modifiers, as llvm-objdump writes them (an MTBUF `format:` comes right after the operands).
 MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
-    "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp",
+    "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp", "neg",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
     "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",
@@ -566,20 +566,30 @@ def sendmsg_value(args: tuple) -> int | str:
 
 
 def sendmsg_text(value: int) -> str:
-    """sendmsg(...) as llvm-objdump prints the SIMM16 of s_sendmsg."""
-    names = {v: k for k, v in SENDMSG_IDS.items()}
+    """sendmsg(...) as llvm-objdump prints the SIMM16 of s_sendmsg (AMDGPUInstPrinter::printSendMsg): names when
+    the message, operation and stream are valid for the target (bits outside them ignored, as LLVM 22 does), else
+    `sendmsg(M, O, S)` in numbers when only those fields are set, else the plain number (checked against
+    llvm-objdump-22 on every 16-bit value in tests/test_disasm_llvm_random.py)."""
     msg, op, stream = value & 0xF, value >> SENDMSG_OP_SHIFT & 0x7, value >> SENDMSG_STREAM_SHIFT & 0x3
-    if msg not in names or value & ~0x37F:
-        return str(value)
+    named = _sendmsg_names(msg, op, stream)
+    if named is not None:
+        return named
+    return str(value) if value & ~0x37F else f"sendmsg({msg}, {op}, {stream})"
+
+
+def _sendmsg_names(msg: int, op: int, stream: int) -> str | None:
+    names = {v: k for k, v in SENDMSG_IDS.items()}
+    if msg not in names:
+        return None
     if msg in (2, 3):
         opname = {v: k for k, v in SENDMSG_GS_OPS.items()}.get(op)
-        if opname is None or (msg == 2 and op == 0):
-            return str(value)
+        if opname is None or (msg == 2 and op == 0) or (op == 0 and stream):
+            return None
         return f"sendmsg({names[msg]}, {opname}" + (f", {stream})" if op else ")")
     if msg == 15:
         opname = {v: k for k, v in SENDMSG_SYS_OPS.items()}.get(op)
-        return f"sendmsg({names[msg]}, {opname})" if opname and not stream else str(value)
-    return f"sendmsg({names[msg]})" if not op and not stream else str(value)
+        return f"sendmsg({names[msg]}, {opname})" if opname and not stream else None
+    return f"sendmsg({names[msg]})" if not op and not stream else None
 
 
 # s_set_gpr_idx_on/_mode take their 4-bit mode as gpr_idx(...): one name per set bit, in this order.

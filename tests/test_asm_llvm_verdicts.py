@@ -50,6 +50,24 @@ CASES = [
     "v_mov_b32 v0, 1e-40", "v_mov_b32 v0, 1.0e-45", "v_mov_b32 v0, 1e-39", "v_add_f16 v0, 1e-8, v1",
     "v_add_f16 v0, 1e-5, v1", "v_mov_b32 v0, 1.5e-38", "v_add_f32 v0, 2.5e-30, v1", "v_add_f16 v0, 0.0001, v1",
     "v_add_f64 v[0:1], 1e-300, v[2:3]",
+    # buffer cache controls take only sc0/sc1 (LLVM's MUBUF_Invalidate); packed sub-word integer dots have no
+    # op_sel/op_sel_hi but do have neg_lo/neg_hi (modifiers.py CACHE_CONTROL_UNWRITTEN, _packs_sub_word_integers)
+    "buffer_wbl2 sc0 sc1", "buffer_inv sc1", "buffer_wbl2 offset:16", "buffer_inv offen", "buffer_wbl2 idxen",
+    "buffer_inv lds", "v_dot4_i32_i8 v1, v2, v3, v4 op_sel:[1,0,0]", "v_dot8_u32_u4 v1, v2, v3, v4 op_sel_hi:[0,0,0]",
+    "v_dot4_u32_u8 v1, v2, v3, v4 op_sel_hi:[1,1,1]", "v_dot8_i32_i4 v1, v2, v3, v4 neg_lo:[1,0,1] neg_hi:[0,1,0]",
+    # s_sendmsg (OPR_SENDMSG) as a number, by name and numerically
+    "s_sendmsg 54633", "s_sendmsg sendmsg(MSG_INTERRUPT)", "s_sendmsghalt sendmsg(MSG_GS, GS_OP_EMIT, 1)",
+    "s_sendmsg sendmsg(0, 0, 0)", "s_sendmsg sendmsg(MSG_GS, GS_OP_NOP)",
+    # f64 MFMA: BLGP is neg:[a,b,c] (modifiers._f64_matrix); other MFMAs keep blgp:
+    "v_mfma_f64_16x16x4_f64 v[112:119], a[50:51], v[168:169], -1 cbsz:6 abid:10 neg:[0,0,1]",
+    "v_mfma_f64_16x16x4_f64 v[0:7], v[2:3], v[4:5], v[0:7] blgp:4",
+    "v_mfma_f64_4x4x4_4b_f64 v[0:1], v[2:3], v[4:5], v[0:1] neg:[1,1]",
+    "v_mfma_f64_4x4x4_4b_f64 v[0:1], v[2:3], v[4:5], v[0:1] neg:[1,1,0,1]",
+    "v_mfma_f32_32x32x8_f16 v[0:15], v[2:3], v[4:5], v[0:15] blgp:3",
+    "v_mfma_f32_32x32x8_f16 v[0:15], v[2:3], v[4:5], v[0:15] neg:[1,0,0]",
+    # fmamk/fmaak: a 32-bit source may name the literal the encoding carries, if it is the same value
+    "v_fmamk_f32 v68, 0xbc4f7e72, 0xbc4f7e72, v6", "v_fmamk_f32 v68, 0xbc4f7e71, 0xbc4f7e72, v6",
+    "v_fmaak_f32 v1, 0x11223344, v3, 0x11223344", "v_fmaak_f32 v1, 1.0, v3, 0x11223344",
 ]
 
 

@@ -182,6 +182,11 @@ def make_form(spec, inst, ie, enc, rng: random.Random) -> Form | None:
             tokens.append(str(value))
             form.expected[o.field_name] = value & 0xFFFF
             continue
+        if o.operand_type == "OPR_SENDMSG":   # s_sendmsg: a raw 16-bit message word (llvm-mc reads any)
+            value = rng.randrange(0x10000)
+            tokens.append(str(value))
+            form.expected[o.field_name] = value
+            continue
         if o.operand_type == "OPR_WAITCNT":
             counts = {"VM": rng.randrange(63), "EXP": rng.randrange(7), "LGKM": rng.randrange(15)}
             word = 0

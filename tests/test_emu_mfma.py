@@ -103,3 +103,47 @@ def _blocks(name: str, cbsz: int, abid: int, blgp: int, code_object):
 ])
 def test_16x16x1_four_blocks_and_modifiers(code_object, name, cbsz, abid, blgp):
     _blocks(name, cbsz, abid, blgp, code_object)
+
+
+F64_SOURCE = r"""
+typedef double double4v __attribute__((ext_vector_type(4)));
+#define MFMA_F64(NAME, NEG)                                                                                \
+__kernel void NAME(__global const double *A, __global const double *B, __global const double4v *C,        \
+                   __global double4v *D) {                                                                \
+    uint x = __builtin_amdgcn_workitem_id_x();                                                            \
+    D[x] = __builtin_amdgcn_mfma_f64_16x16x4f64(A[x], B[x], C[x], 0, 0, NEG);                             \
+}
+MFMA_F64(f64_neg0, 0)
+MFMA_F64(f64_neg_a, 1)
+MFMA_F64(f64_neg_bc, 6)
+MFMA_F64(f64_neg_ac, 5)
+"""
+
+
+@pytest.mark.parametrize("name,neg", [("f64_neg0", 0), ("f64_neg_a", 1), ("f64_neg_bc", 6), ("f64_neg_ac", 5)])
+def test_f64_mfma_neg(tmp_path, name, neg):
+    """V_MFMA_F64_16X16X4_F64 with its BLGP bits as NEG[2:0] of A, B, C (CDNA3 ISA guide, "Matrix Arithmetic
+    Instructions"; clang-22's last builtin argument, which LLVM prints neg:[a,b,c]): the disassembler reads neg:,
+    the emulator negates. Lane l holds A[l % 16, l // 16] and B[l // 16, l % 16]; D/C item p of lane l is
+    [4p + l // 16, l % 16]; numpy in float64, exact up to the four-term sums (rtol 1e-15)."""
+    clang = require_tool("clang")
+    src, out = tmp_path / "f64.cl", tmp_path / "f64.co"
+    src.write_text(F64_SOURCE)
+    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
+                           "-nogpulib", "-O2", "-Wno-everything", str(src), "-o", str(out)],
+                          capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    rng = np.random.default_rng(7 + neg)
+    a, b, c = rng.standard_normal(64), rng.standard_normal(64), rng.standard_normal((64, 4))
+    lane = np.arange(64)
+    A, B, C = np.zeros((16, 4)), np.zeros((4, 16)), np.zeros((16, 16))
+    A[lane % 16, lane // 16] = a
+    B[lane // 16, lane % 16] = b
+    for p in range(4):
+        C[4 * p + lane // 16, lane % 16] = c[:, p]
+    sa, sb, sc = (-1.0 if neg >> i & 1 else 1.0 for i in range(3))
+    ref = (sa * A) @ (sb * B) + sc * C
+    want = np.array([[ref[4 * p + ln // 16, ln % 16] for p in range(4)] for ln in range(64)])
+    d = np.full((64, 4), np.nan)
+    emulate(out.read_bytes(), name, grid=1, block=64, args=[a, b, c, d], strict=True)
+    np.testing.assert_allclose(d, want, rtol=1e-15, atol=1e-15)

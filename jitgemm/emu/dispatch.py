@@ -710,6 +710,9 @@ def _mfma(b: Builder, d: Decoded) -> RunFn:
     bb = b.ops.src(opb, ob.size)
     c = b.ops.src(opc, oc.size)
     cbsz, abid, blgp = (int(d.modifier(k, 0) or 0) for k in ("cbsz", "abid", "blgp"))
+    neg = d.modifier("neg", ())   # an f64 MFMA writes its BLGP bits as neg:[a,b,c] (modifiers._f64_matrix)
+    if neg:
+        blgp = sum(bit << i for i, bit in enumerate(neg))
 
     in_place = isinstance(dst, VgprDst) and dst.regs == shape.c_regs
 
