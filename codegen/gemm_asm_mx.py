@@ -200,21 +200,25 @@ class MxGemmLowering(GemmLowering):
                     emit("v_add_u32", x, x, y)
                 else:
                     emit("v_mul_lo_u32", x, row, ldb)
-                regs = {}
-                for key in keys:
-                    rem, fold = key
-                    reg = self.vtmp()
-                    self._lane_pattern(reg, rem, g, y)
-                    emit("v_add_u32", reg, x, reg)
-                    if fold:
-                        emit("v_add_u32", reg, self.k(fold), reg)
-                    regs[key] = reg
-                self.offs[n].append(regs)
+                self.offs[n].append(self._offset_registers(keys, g, x, y))
             self.soff[n] = ra.take("s")
             if op.scale != "none":
                 self.ssoff[n] = ra.take("s")
                 self._setup_scales(op, origin, temps)
         self.temps = temps
+
+    def _offset_registers(self, keys, g, base: Reg, scratch: Reg) -> dict:
+        """One VGPR per (lane-pattern remainder, folded constant) key: `base` + the lane's pattern + the constant
+        (the per-lane byte offsets of element runs and of scales share this shape)."""
+        regs = {}
+        for rem, fold in keys:
+            reg = self.vtmp()
+            self._lane_pattern(reg, rem, g, scratch)
+            self.emit("v_add_u32", reg, base, reg)
+            if fold:
+                self.emit("v_add_u32", reg, self.k(fold), reg)
+            regs[(rem, fold)] = reg
+        return regs
 
     def _setup_scales(self, op: MxOperand, origin: Reg, temps: list[Reg]) -> None:
         emit, a = self.emit, self.args
@@ -252,16 +256,7 @@ class MxGemmLowering(GemmLowering):
                     emit("v_lshl_add_u32", x, y, 2, x)
                     emit("v_bfe_u32", y, row, 4, 1)
                     emit("v_add_u32", x, x, y)
-                per = {}
-                for key in keys:
-                    rem, fold = key
-                    reg = self.vtmp()
-                    self._lane_pattern(reg, rem, g, y)
-                    emit("v_add_u32", reg, x, reg)
-                    if fold:
-                        emit("v_add_u32", reg, self.k(fold), reg)
-                    per[key] = reg
-                regs.append(per)
+                regs.append(self._offset_registers(keys, g, x, y))
         self.soffs_v[n] = regs
 
     # --- the loop --------------------------------------------------------------------------------------------
