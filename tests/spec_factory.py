@@ -2,6 +2,22 @@
 
 from __future__ import annotations
 
+import pytest
+from jitgemm.isa import spec_sources
+
+
+@pytest.fixture(autouse=True)
+def private_spec_cache(tmp_path, monkeypatch):
+    """Each test its own cache folder and no JITGEMM_ISA_SPEC_DIR, with the in-process spec memos emptied before
+    and after (the state a new process starts in). Autouse in the modules that import it."""
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
+    spec_sources._memo.clear()
+    spec_sources._sha_memo.clear()
+    yield
+    spec_sources._memo.clear()
+    spec_sources._sha_memo.clear()
+
 TEMPLATE = """<Spec>
     <Document>
         <Copyright>test spec written by jitgemm's tests</Copyright>

@@ -15,18 +15,7 @@ from jitgemm.isa import files, spec_cache, spec_release, spec_sources
 
 from jitgemm import isa, kernel_cache
 from tests.oracles import require_tool
-from tests.spec_factory import toy_spec
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
-    spec_sources._memo.clear()
-    spec_sources._sha_memo.clear()
-    yield
-    spec_sources._memo.clear()
-    spec_sources._sha_memo.clear()
+from tests.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
 
 
 def _fresh_process_state() -> None:

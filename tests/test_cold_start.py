@@ -27,22 +27,11 @@ from jitgemm.isa.xml_reader import read_xml
 
 from jitgemm import cli, isa
 from tests.oracles import require_tool
-from tests.spec_factory import toy_spec
+from tests.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
 from tests.test_disasm_whole_text import objdump_instruction_lines
 
 REPO = Path(__file__).resolve().parents[1]
 BUNDLED = sorted((REPO / "specs").glob("*.xml"))
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
-    spec_sources._memo.clear()
-    spec_sources._sha_memo.clear()
-    yield
-    spec_sources._memo.clear()
-    spec_sources._sha_memo.clear()
 
 
 def _env(tmp_path) -> dict:
