@@ -483,7 +483,7 @@ def _readlane(b: Builder, d: Decoded) -> RunFn:
     def run(ctx, w):
         st = ctx.st
         vals = src.read(st, w)
-        lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
+        lane = np.asarray(sel.read(st, w)).astype(np.int64) & (WAVE - 1)
         if src.uniform:
             dst.write(st, w, vals)
             return
@@ -501,7 +501,7 @@ def _writelane(b: Builder, d: Decoded) -> RunFn:
     def run(ctx, w):
         st = ctx.st
         val = np.asarray(src.read(st, w))
-        lane = np.asarray(sel.read(st, w)).astype(np.int64) & 63
+        lane = np.asarray(sel.read(st, w)).astype(np.int64) & (WAVE - 1)
         old = np.array(dst.read_old(st, w))
         old[np.arange(len(lane)), lane] = val
         dst.write(st, w, old)
