@@ -59,7 +59,8 @@ def problem_args(p: argparse.ArgumentParser) -> None:
                         "(OCP, gfx950); fp6_e2m3 fp6_e3m2 fp4 (MX, gfx950, with --a-scale/--b-scale)")
     p.add_argument("--out-dtype",
                    help="D dtype (default: A's for 16/32-bit, fp32 for 8-bit and narrower floats, int32 for int8)")
-    p.add_argument("--layout", default="NN", help="NN, NT, TN or TT (T: operand stored transposed)")
+    p.add_argument("--layout", help="NN, NT, TN or TT (T: operand stored transposed; default NN, NT for "
+                                    "block-scaled and sub-byte problems, which are stored K-contiguous)")
     p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     p.add_argument("--spec", metavar="PATH",
                    help="spec XML file (or a folder holding one) to use for --arch instead of the default")

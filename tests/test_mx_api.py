@@ -464,3 +464,7 @@ def test_cli_select_refuses_mx_in_a_layout_other_than_nt(capsys):
                  "--b-scale", "plain", "--layout", "TN", "--arch", "gfx950"]) == 2
     err = capsys.readouterr().err
     assert "accepted: NT" in err and "Traceback" not in err
+    # an explicit NN is the user's word too (it was read as "not given" and silently replaced by NT)
+    assert main(["select", "--m", "64", "--n", "64", "--k", "64", "--dtype", "fp4", "--a-scale", "plain",
+                 "--b-scale", "plain", "--layout", "NN", "--arch", "gfx950"]) == 2
+    assert "accepted: NT" in capsys.readouterr().err

@@ -46,11 +46,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     try:
         da, db = parse_dtype_list(args.dtype)
         mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
-        scaled = (args.a_scale != "none" or args.b_scale != "none" or args.b_preshuffle != "none"
-                  or da.packed or db.packed)
-        # block-scaled problems are stored K-contiguous (NT): the default layout NN means "not given" there
-        layout = None if scaled and args.layout == "NN" else args.layout
-        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=layout,
+        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
                                    batch=args.batch, lda=args.lda, ldb=args.ldb, **mx)
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
