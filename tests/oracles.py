@@ -63,19 +63,22 @@ def excerpts_required() -> bool:
 CDNA4_EXCERPT = SHARED / "isa-specs" / "excerpts" / "cdna4_excerpt.xml"
 
 
-def require_cdna4_excerpt() -> Path:
-    """AMD's verbatim CDNA4 excerpt from ../shared (never copied into the repo)."""
-    if not CDNA4_EXCERPT.is_file():
-        _missing(f"AMD's CDNA4 excerpt not found at {CDNA4_EXCERPT}")
-    return CDNA4_EXCERPT
-
-
-def require_excerpt() -> Path:
-    """AMD's verbatim CDNA3 excerpt from ../shared (never copied into the repo)."""
-    if not EXCERPT.is_file():
-        reason = (f"AMD's CDNA3 excerpt not found at {EXCERPT} (AMD's files live in ../shared/isa-specs, outside "
-                  f"the repository)")
+def require_shared(path: Path, what: str) -> Path:
+    """A file of AMD's from ../shared (never copied into the repo): skipped with the reason in a user's clone,
+    a failure under CI=true (see the module docstring)."""
+    if not path.is_file():
+        reason = f"{what} not found at {path} (AMD's files live in ../shared/isa-specs, outside the repository)"
         if excerpts_required():
             pytest.fail(f"{reason}; CI=true: the excerpt tests must run")
         pytest.skip(reason)
-    return EXCERPT
+    return path
+
+
+def require_cdna4_excerpt() -> Path:
+    """AMD's verbatim CDNA4 excerpt from ../shared."""
+    return require_shared(CDNA4_EXCERPT, "AMD's CDNA4 excerpt")
+
+
+def require_excerpt() -> Path:
+    """AMD's verbatim CDNA3 excerpt from ../shared."""
+    return require_shared(EXCERPT, "AMD's CDNA3 excerpt")

@@ -9,7 +9,7 @@ import pytest
 from jitgemm.isa import spec_release, spec_sources
 
 from jitgemm import isa
-from tests.oracles import SHARED
+from tests.oracles import SHARED, require_shared
 from tests.spec_factory import toy_spec
 from tests.test_spec_release import make_zip, release_for
 
@@ -24,9 +24,7 @@ def private_cache(tmp_path, monkeypatch):
 
 
 def test_cdna4_member_pin_is_the_one_in_sources_md():
-    sources = SHARED / "isa-specs" / "SOURCES.md"
-    if not sources.is_file():
-        pytest.skip(f"{sources} not found")
+    sources = require_shared(SHARED / "isa-specs" / "SOURCES.md", "the release identity (SOURCES.md)")
     row = next(line for line in sources.read_text().splitlines() if "amdgpu_isa_cdna4.xml" in line and "sha256" in line)
     size = int(re.search(r"([\d,]+) bytes", row).group(1).replace(",", ""))
     sha = re.search(r"`([0-9a-f]{64})`", row).group(1)
