@@ -2,16 +2,15 @@
 
 `select(problem)` first asks every candidate's contract whether the problem is legal — never by trying the
 kernel — then ranks the legal ones: measured results from the tuning database when there are some for the
-problem class, else a cost model (tile and wave-quantization efficiency, occupancy from registers and LDS,
-the target's peak MFMA rate for the dtype). Ties break on the kernel's identity, so the choice is
-deterministic. The direct generator's fallback kernel (scalar loads) is legal for every shape and
-alignment, so selection never comes back empty for a supported dtype pair.
+problem class, else the one timing model (`jitgemm.timing.predict`: the kernel's own instructions, occupancy,
+rounds over the CUs, the memory hierarchy; on the target's default device). Ties break on the kernel's
+identity, so the choice is deterministic. The direct generator's fallback kernel (scalar loads) is legal for
+every shape and alignment, so selection never comes back empty for a supported dtype pair.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -71,47 +70,16 @@ class Quarantine:
         _json_store(self.path, data)
 
 
-def _rate_key(problem: GemmProblem, rates: dict) -> str:
-    """Which of the profile's peak matrix rates applies: the wider operand's dtype (a mixed or weight-only GEMM
-    runs at the rate of its wider side); an 8-bit float of either flavour (bf8, OCP e4m3/e5m2) at the fp8 rate;
-    fp6/fp4 at their own rate when the profile lists one, else at fp8's (gfx950's f8f6f4 MFMAs are never slower)."""
-    kind = max((problem.a, problem.b), key=lambda d: d.bits)
-    if kind.name in rates:
-        return kind.name
-    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+def predicted(candidate: Candidate, problem: GemmProblem, target: str):
+    """The timing model's prediction for a candidate (`jitgemm.timing.predict` on the target's default device),
+    or the reason it has none (a kernel the model cannot time: no MFMA loop, no tile in its contract)."""
+    from jitgemm.timing import TimingError, predict
+    from jitgemm.timing.pipeline import PipelineModelError
 
-
-def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
-    """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
-    quantization, against memory time for the bytes the tiles read; the slower one decides."""
-    profile = isa.target_profile(target)
-    rates = profile.peak_matrix_tflops
-    peak = float(rates.get(_rate_key(problem, rates), 100.0)) * 1e12
-    bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
-    tile = candidate.contract.data.get("tile", {})
-    tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
-    m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
-    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-    cus = profile.compute_units
-    waves = max(1, math.prod(candidate.contract.workgroup) // 64)
-    regs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
-    waves_per_simd = max(1, min(8, 512 // max(8, math.ceil(regs / 8) * 8)))
-    wgs_by_regs = max(1, 4 * waves_per_simd // waves)
-    lds = int(tile.get("lds", 0)) or int(candidate.contract.data["launch"].get("lds_bytes", 0))
-    wgs_by_lds = max(1, profile.lds_bytes_per_workgroup // lds) if lds else 16
-    resident = max(1, min(wgs_by_regs, wgs_by_lds, math.ceil(tiles / cus)))
-    simd_use = min(1.0, resident * waves / 4)
-    rounds = math.ceil(tiles / (cus * resident))
-    quantization = tiles / (rounds * cus * resident)
-    padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
-    flops = 2.0 * m * n * k * batch
-    compute = 2.0 * padded * batch / (peak * simd_use * quantization)
-    width = _load_width(candidate)
-    load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
-    moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
-             + m * n * batch * problem.d.bytes)
-    memory = moved / (bandwidth * load_efficiency)
-    return flops / max(compute, memory) / 1e12
+    try:
+        return predict(candidate, problem)
+    except (TimingError, PipelineModelError, isa.IsaError) as exc:
+        return f"model: {exc}"
 
 
 def spills(candidate: Candidate) -> bool:
@@ -220,7 +188,10 @@ class Selector:
             return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
         if row is not None:
             return Verdict(cand, True, "", row.value, "sweep", row)
-        return Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model")
+        pred = predicted(cand, problem, self.target)
+        if isinstance(pred, str):
+            return Verdict(cand, True, pred, 0.0, "model")
+        return Verdict(cand, True, "", pred.tflops, "model")
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)

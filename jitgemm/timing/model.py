@@ -274,7 +274,8 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     if body_s > compute_s:
         stalls["hbm" if hbm_s >= mall_s else "mall"] = round((body_s - compute_s) * 1e6, 3)
     stalls["launch"] = round(p.launch_us, 3)
-    bounds = {"compute" if tr.bound == "mfma" else "latency": compute_s, "hbm": hbm_s, "mall": mall_s}
+    busy = iters * w * loop.mfma_passes * cpp / wg_clk if wg_clk else 0.0
+    bounds = {"compute" if busy >= 0.6 else "latency": compute_s, "hbm": hbm_s, "mall": mall_s}
     if iter_clk == iter_l2 and iter_l2 > iter_issue:
         bounds = {**bounds, "l2": bounds.pop("compute", bounds.pop("latency", compute_s))}
     bound = max(bounds, key=lambda x: bounds[x]) if body_s >= launch_s else "launch"
