@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from .contract import Contract
-from .reference import Mismatch, check, operands, reference
+from .reference import Mismatch, check, operands, reference, stored_scales
 from .selector import Quarantine
 from .suppliers import Candidate
 
@@ -51,7 +51,9 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
                 batch=rng.choice([1, 2]) if leg.get("batch") else 1, **lds,
                 alpha=rng.choice([1.0, 0.5, -2.0]) if feat.get("alpha") else 1.0,
                 beta=rng.choice([0.5, -1.0]) if c else 0.0,
-                bias=rng.choice(feat.get("bias", ["none"])), activation=rng.choice(feat.get("activation", ["none"])))
+                bias=rng.choice(feat.get("bias", ["none"])), activation=rng.choice(feat.get("activation", ["none"])),
+                scale_mode=op.get("scale_mode", "none"), a_scale_order=op.get("a_scale_order", "row"),
+                b_scale_order=op.get("b_scale_order", "row"))
         except IRError:
             continue
         if contract.admits(problem)[0]:
@@ -75,11 +77,14 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
         failure = None
     for i, problem in enumerate(problems):
         a, b, c, bias = operands(problem, seed + i)
+        scales = stored_scales(problem, seed + i)
         call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                       activation=problem.activation)
+                       activation=problem.activation,
+                       scales=(*scales, problem.scale_mode, {"a": problem.a_scale_order, "b": problem.b_scale_order})
+                       if problem.scale_mode != "none" else None)
         try:
             d = launch(call, blob, name, candidate.contract, backend="emu", source=candidate.label, strict=strict)
-            check(problem, d, reference(problem, a, b, c, bias))
+            check(problem, d, reference(problem, a, b, c, bias, *scales))
         except (Mismatch, EmulatorError, MatmulError) as exc:
             failure = f"{problem_text(problem)}: {exc}"
             break
