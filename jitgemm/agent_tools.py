@@ -143,19 +143,38 @@ def is_snippet(source: str) -> bool:
     return ".amdhsa_kernel" not in source
 
 
-def wrap_snippet(body: str, arch: str | None = None, args=None, lds_bytes: int = 0) -> str:
-    """A whole `.s` file around a snippet (module docstring: the ABI), registers sized from what it names."""
-    from jitgemm.isa.assembler import assemble_program
+SNIPPET_HEADER_LINES = 6   # lines of wrap_snippet's text before the snippet's first line
+
+
+def _snippet_registers(body: str, arch: str) -> dict[str, int]:
+    """The highest v, a and s register a snippet names, from its assembled code (macros and .irp expanded): the
+    snippet is assembled once with the largest allocation, its kernel decoded, the operands scanned."""
+    from jitgemm.codegen.codeobj import read
+    from jitgemm.codegen.codeobj.relocatable import assemble_source
+    from jitgemm.isa.decoder import decode
     from jitgemm.isa.instruction import Reg, SrcMods
 
-    arch = arch or DEFAULT_ARCH
-    program = assemble_program(body, _spec(arch), file="<snippet>")
+    spec = _spec(arch)
+    blob, _ = assemble_source(_wrapped(body, arch, [], 0, {"v": 255, "a": -1, "s": 101}), file="<snippet>",
+                              arch=arch)
     top = {"v": -1, "a": -1, "s": 4}
-    for _line, inst, _off, _size in program.lines:
-        for op in inst.operands:
+    for d in decode(read(blob).kernels[0].code, spec):
+        for op in (d.instruction.operands if d.instruction is not None else ()):
             op = op.operand if isinstance(op, SrcMods) else op
             if isinstance(op, Reg) and op.kind in top:
                 top[op.kind] = max(top[op.kind], op.index + op.count - 1)
+    return top
+
+
+def wrap_snippet(body: str, arch: str | None = None, args=None, lds_bytes: int = 0) -> str:
+    """A whole `.s` file around a snippet (module docstring: the ABI), registers sized from what it names.
+    `lds_bytes`: static LDS; a case's `lds_bytes` is the launch's dynamic LDS, as hipModuleLaunchKernel's
+    sharedMemBytes, and starts at LDS address 0 when the kernel has no static LDS."""
+    arch = arch or DEFAULT_ARCH
+    return _wrapped(body, arch, args, lds_bytes, _snippet_registers(body, arch))
+
+
+def _wrapped(body: str, arch: str, args, lds_bytes: int, top: dict[str, int]) -> str:
     vgprs = max(1, top["v"] + 1)
     accum = -(-vgprs // 4) * 4
     total = accum + top["a"] + 1 if top["a"] >= 0 else vgprs
@@ -242,8 +261,9 @@ def assemble_text(source: str, arch: str | None = None, args=None, lds_bytes: in
         blob, obj = assemble_source(text, file=file, arch=arch)
     except (IsaError, CodeObjectError) as exc:
         diag = diagnostic(exc)
-        if snippet and diag.get("file") == "<snippet>":
-            diag["file"] = file
+        if snippet and diag.get("file") in ("<snippet>", file) and isinstance(diag.get("line"), int):
+            diag["file"] = file       # a line of the snippet, not of the wrapper around it
+            diag["line"] = diag["line"] - SNIPPET_HEADER_LINES
         if diag.get("severity") == "error":
             diag["accepted"] = _accepted_forms(str(diag.get("message", "")), diag.get("source")
                                                or getattr(exc, "source_line", None), arch)
@@ -314,8 +334,7 @@ def disassemble(code_object_base64: str | None = None, path: str | None = None) 
 def _load(source: str | None, code_object_base64: str | None, case, arch: str | None):
     """(code object, kernel name or None) from assembly text or a code object; a dict result on failure."""
     if source:
-        blob, result = assemble_text(source, arch, case.args if case is not None else None,
-                                     case.lds_bytes if case is not None and is_snippet(source) else 0)
+        blob, result = assemble_text(source, arch, case.args if case is not None else None)
         if blob is None:
             return None, result
         return blob, None

@@ -234,13 +234,38 @@ def reference_outputs(case: Case, values: Mapping[str, Any]) -> dict[str, np.nda
     if isinstance(ref, str) and len(case.outputs) != 1:
         raise CaseError(f"case.reference: {len(case.outputs)} outputs; give a map output -> expression")
     out = {}
-    scope = {"np": np, "__builtins__": {}}
+    scope = {"np": np, "mx_dequant": mx_dequant, "__builtins__": _REFERENCE_BUILTINS}
     for name, text in exprs.items():
         try:
             out[name] = np.asarray(eval(compile(str(text), f"reference[{name}]", "eval"), scope, dict(inputs)))  # noqa: S307
         except Exception as exc:   # the agent's expression: any error is a message for the agent
             raise CaseError(f"case.reference[{name}] = {text!r}: {type(exc).__name__}: {exc}") from None
     return out
+
+
+def _numpy_import(name, *args, **kwargs):
+    """The only import a reference expression may cause: numpy's own lazy imports (C methods such as ndarray.max
+    import through the calling frame's builtins)."""
+    import builtins
+
+    if name.split(".")[0] not in ("numpy", "ml_dtypes"):
+        raise ImportError(f"a reference expression may not import {name!r}")
+    return builtins.__import__(name, *args, **kwargs)
+
+
+_REFERENCE_BUILTINS = {"__import__": _numpy_import, "abs": abs, "min": min, "max": max, "range": range, "len": len,
+                       "float": float, "int": int, "sum": sum}
+
+
+def mx_dequant(codes: np.ndarray, scales: np.ndarray, fmt: str = "fp4", block: int = 32) -> np.ndarray:
+    """Reference helper: MX element codes along the last axis (fp4: two per byte, low nibble first; fp8: one per
+    byte) times one E8M0 scale per `block` values (jitgemm.mx's decoders), as float64."""
+    from jitgemm import mx
+
+    raw = np.asarray(codes).astype(np.uint8)
+    values = mx.codes_to_float(mx.unpack_fp4(raw, raw.shape[-1] * 2) if fmt == "fp4" else raw, fmt)
+    scale = np.repeat(mx.e8m0_to_float(np.asarray(scales).astype(np.uint8)), block, axis=-1)
+    return values * scale[..., :values.shape[-1]]
 
 
 def tolerance(case: Case, dtype: np.dtype, k: int = 1) -> tuple[float, float]:

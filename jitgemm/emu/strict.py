@@ -601,6 +601,8 @@ class Strict:
         if f is None or f.pc != d.pc:
             f = self.facts[d.pc]
         offs = np.asarray(offs, np.int64)
+        if not offs.size:   # no lane enabled (a random schedule may run a group whose EXEC is empty): no access
+            return
         lane_wave = np.asarray(waves_sel, np.int64)
         if nbytes % 4 == 0 and not (offs & 3).any():
             per = nbytes // 4
