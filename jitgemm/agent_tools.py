@@ -147,19 +147,16 @@ SNIPPET_HEADER_LINES = 6   # lines of wrap_snippet's text before the snippet's f
 
 
 def _snippet_registers(body: str, arch: str) -> dict[str, int]:
-    """The highest v, a and s register a snippet names, from its assembled code (macros and .irp expanded): the
-    snippet is assembled once with the largest allocation, its kernel decoded, the operands scanned."""
-    from jitgemm.codegen.codeobj import read
+    """The highest v, a and s register a snippet names, from its assembled instructions (macros and .irp
+    expanded, data such as `.long` tables left out): assembled once with the largest allocation, then scanned."""
     from jitgemm.codegen.codeobj.relocatable import assemble_source
-    from jitgemm.isa.decoder import decode
     from jitgemm.isa.instruction import Reg, SrcMods
 
-    spec = _spec(arch)
-    blob, _ = assemble_source(_wrapped(body, arch, [], 0, {"v": 255, "a": -1, "s": 101}), file="<snippet>",
-                              arch=arch)
+    _, obj = assemble_source(_wrapped(body, arch, [], 0, {"v": 255, "a": -1, "s": 101}), file="<snippet>",
+                             arch=arch)
     top = {"v": -1, "a": -1, "s": 4}
-    for d in decode(read(blob).kernels[0].code, spec):
-        for op in (d.instruction.operands if d.instruction is not None else ()):
+    for item in obj.listing:
+        for op in (item.instruction.operands if item.instruction is not None else ()):
             op = op.operand if isinstance(op, SrcMods) else op
             if isinstance(op, Reg) and op.kind in top:
                 top[op.kind] = max(top[op.kind], op.index + op.count - 1)
@@ -358,7 +355,7 @@ def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: 
         seed: int = 0, input_seed: int = 1) -> dict[str, Any]:
     """Run a kernel once on the case's inputs (drawn with `input_seed`) in the emulator (strict by default) and
     compare its outputs with the case's numpy reference: max error, findings (violations with PCs)."""
-    from jitgemm.battery import CaseError, run_case
+    from jitgemm.battery import CaseError, constant_inputs, make_inputs, run_case
 
     parsed, bad = _case(case)
     if bad:
@@ -368,6 +365,7 @@ def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: 
         return bad
     try:
         out = run_case(blob, kernel, parsed, seed=input_seed, strict=strict, schedule=schedule, schedule_seed=seed)
+        out.findings += constant_inputs(parsed, make_inputs(parsed, input_seed), "warning")
     except CaseError as exc:
         return _error(str(exc))
     result = {"ok": not any(f.severity == "error" for f in out.findings), "max_error": out.max_error,

@@ -207,8 +207,9 @@ def wide(x: np.ndarray) -> np.ndarray:
     return x.astype(np.int64) if x.dtype.kind in "iub" else x.astype(np.float64)
 
 
-def constant_inputs(case: Case, values: Mapping[str, Any]) -> list[Finding]:
-    """Inputs that are all zero or all one: a kernel right only on those proves nothing."""
+def constant_inputs(case: Case, values: Mapping[str, Any], severity: str = "error") -> list[Finding]:
+    """Inputs that are all zero or all one: a kernel right only on those proves nothing (the battery refuses such
+    a case; a single `run` warns)."""
     found = []
     for a in case.args:
         if a.output or a.shape is None:
@@ -218,7 +219,7 @@ def constant_inputs(case: Case, values: Mapping[str, Any]) -> list[Finding]:
             if v.size > 1 and (v == const).all():
                 found.append(Finding("inputs", f"input {a.name} is all {const}s: a kernel that ignores it (or only "
                                      "handles that value) would pass; use random inputs (fill randn/int)",
-                                     "warning"))
+                                     severity))
     return found
 
 
@@ -361,13 +362,40 @@ def compare_outputs(case: Case, outputs: Mapping[str, np.ndarray], ref: Mapping[
             i = int(idx[0])
             findings.append(Finding("mismatch", f"output {a.name}: {idx.size} of {got.size} elements differ from the "
                                     f"reference (rtol {rtol:g}, atol {atol:g}); first at flat index {i}: got "
-                                    f"{g[i]!r}, expected {w[i]!r}; max error {worst:.3g}{hint}",
+                                    f"{float(g[i]):.7g}, expected {float(w[i]):.7g}; max error {worst:.3g}{hint}",
                                     detail={"count": int(idx.size), "first": i, "got": float(g[i]),
                                             "expected": float(w[i]), "lane_pattern_32": bool(hint)}))
     return worst
 
 
-# --- limits --------------------------------------------------------------------------------------------------
+# --- limits ------------------------------------------------------------------------------------------------
+
+def reachable(decoded, entry: int = 0) -> list:
+    """The decoded instructions control can reach from `entry`, by the spec's branch flags (IsBranch,
+    IsConditionalBranch, IsIndirectBranch, IsProgramTerminator): data words in the code (a `.long` table after
+    an s_branch) are not instructions the kernel runs. An indirect branch makes every instruction count."""
+    by_pc = {d.pc: d for d in decoded}
+    seen: set[int] = set()
+    todo = [entry]
+    while todo:
+        pc = todo.pop()
+        d = by_pc.get(pc)
+        if d is None or pc in seen:
+            continue
+        seen.add(pc)
+        flags = d.spec_inst.flags if d.spec_inst is not None else {}
+        if d.inst is None or flags.get("IsProgramTerminator"):
+            continue
+        if flags.get("IsIndirectBranch"):
+            return [x for x in decoded if x.inst is not None]
+        if flags.get("IsBranch"):
+            imm = next((op.value for op in d.inst.operands if hasattr(op, "value")), 0)
+            todo.append(pc + d.size + 4 * (int(imm) - (1 << 16) if int(imm) & 0x8000 else int(imm)))
+            if not flags.get("IsConditionalBranch"):
+                continue
+        todo.append(pc + d.size)
+    return [by_pc[pc] for pc in sorted(seen) if by_pc[pc].inst is not None]
+
 
 def limit_findings(code_object: bytes, kernel: str | None, case: Case) -> tuple[list[Finding], dict[str, Any]]:
     """The target's limits against what the metadata and descriptor declare and what the code names."""
@@ -396,17 +424,14 @@ def limit_findings(code_object: bytes, kernel: str | None, case: Case) -> tuple[
                              f"descriptor's {lds_static}"))
     allocated = (desc.granulated_workitem_vgpr_count + 1) * int(prof.get("vgpr_granule", 8))
     prog = program_for(k, spec)
-    scan_v = prog.vgprs
-    scan_a = prog.agprs
-    accum = desc.accum_offset_registers if scan_a else allocated
-    max_s = -1
-    for d in prog.decoded:
-        if d.inst is None:
-            continue
+    top = {"v": -1, "a": -1, "s": -1}
+    for d in reachable(prog.decoded, 256 if desc.kernarg_preload_spec_length else 0):
         for op in d.inst.operands:
             op = op.operand if isinstance(op, SrcMods) else op
-            if isinstance(op, Reg) and op.kind == "s":
-                max_s = max(max_s, op.index + op.count - 1)
+            if isinstance(op, Reg) and op.kind in top:
+                top[op.kind] = max(top[op.kind], op.index + op.count - 1)
+    scan_v, scan_a, max_s = max(1, top["v"] + 1), top["a"] + 1, top["s"]
+    accum = desc.accum_offset_registers if scan_a else allocated
     used = {"vgprs": scan_v, "agprs": scan_a, "sgprs": max_s + 1, "vgprs_allocated": allocated,
             "lds_bytes": lds_total, "scratch_bytes_per_lane": desc.private_segment_fixed_size}
     if scan_v > min(accum, prof.arch_vgprs):
