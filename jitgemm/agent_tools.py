@@ -69,6 +69,9 @@ _SYNONYMS = {
 }
 
 
+_STOPWORDS = frozenset({"a", "an", "the", "to", "of", "from", "into", "in", "and", "with", "for", "on", "by"})
+
+
 def _words(text: str) -> list[str]:
     return [w for w in re.split(r"[^a-z0-9]+", text.lower()) if w]
 
@@ -82,7 +85,7 @@ def isa_search(query: str, arch: str = DEFAULT_ARCH, limit: int = 15) -> dict[st
         spec = _spec(arch)
     except isa.SpecError as exc:
         return _error(str(exc))
-    words = _words(str(query))
+    words = [w for w in _words(str(query)) if w not in _STOPWORDS]
     if not words:
         return _error("query: give a few words (e.g. 'fp8 matrix multiply', 'load to LDS')")
     scored = []
@@ -92,17 +95,17 @@ def isa_search(query: str, arch: str = DEFAULT_ARCH, limit: int = 15) -> dict[st
         prose = _words(inst.description or "")
         score, hits = 0.0, 0
         for w in words:
-            alts = _SYNONYMS.get(w, (w,))
             best = 0.0
-            for alt in alts:
+            for alt in (w, *_SYNONYMS.get(w, ())):
+                weight = 1.0 if alt == w else 0.7      # the query's own word counts more than a synonym
                 if alt in name:
-                    best = max(best, 3.0)
+                    best = max(best, 3.0 * weight)
                 elif any(part.startswith(alt) for part in name):
-                    best = max(best, 2.0)
+                    best = max(best, 2.0 * weight)
                 if alt in group:
-                    best = max(best, 2.0)
+                    best = max(best, 2.0 * weight)
                 if alt in prose:
-                    best = max(best, 1.5)
+                    best = max(best, 1.5 * weight)
             score += best
             hits += best > 0
         if hits:

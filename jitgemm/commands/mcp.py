@@ -9,12 +9,14 @@ from jitgemm.cli import CliError
 
 
 def _mcp(args: argparse.Namespace) -> int:
+    from jitgemm.mcp_server import build_server
+
     try:
-        from jitgemm.mcp_server import serve
+        server = build_server()
     except ImportError as exc:
         raise CliError(f"the MCP server needs the official MCP SDK ({exc}); install it with: "
                        "pip install 'jitgemm[mcp]'") from None
-    serve()
+    server.run("stdio")
     return 0
 
 
