@@ -45,7 +45,7 @@ def _where(path) -> str:
 
 # --- grid formulas ------------------------------------------------------------------------------------
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
-_NAMES = ("m", "n", "k", "batch")
+_NAMES = ("m", "n", "k", "batch", "split_k")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -72,7 +72,7 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
             return _ceil_div(_eval(arg.left, env), _eval(arg.right, env))
         return _FUNCS[node.func.id](*(_eval(a, env) for a in node.args))
     raise ContractError(f"unsupported element {ast.dump(node)[:60]} in grid formula; allowed: integers, m, n, k, "
-                        f"batch, + - * //, ceil(x/y), min, max")
+                        f"batch, split_k, + - * //, ceil(x/y), min, max")
 
 
 @functools.cache
@@ -156,8 +156,30 @@ class Contract:
     def lds_bytes(self) -> int:
         return int(self.data["launch"].get("lds_bytes", 0))
 
-    def grid(self, m: int, n: int, k: int, batch: int = 1) -> tuple[int, int, int]:
-        env = {"m": m, "n": n, "k": k, "batch": batch}
+    @property
+    def split_k(self) -> Mapping[str, Any] | None:
+        """`launch.split_k` (max, power_of_two, zero_output, k_multiple), or None: the kernel takes one split."""
+        return self.data["launch"].get("split_k")
+
+    def split_refusal(self, k: int, split_k: int) -> str | None:
+        """Why this kernel cannot run K = `k` in `split_k` splits (None: it can)."""
+        if split_k == 1:
+            return None
+        spec = self.split_k
+        if spec is None:
+            return f"launch.split_k: kernel {self.kernel} does not split K (split_k={split_k} asked)"
+        if not 1 <= split_k <= spec["max"]:
+            return f"launch.split_k.max: split_k={split_k} outside 1..{spec['max']}"
+        if spec.get("power_of_two") and split_k & (split_k - 1):
+            return f"launch.split_k.power_of_two: split_k={split_k} is not a power of two"
+        step = spec.get("k_multiple", 1) * split_k
+        if k % step:
+            return (f"launch.split_k.k_multiple: k={k} is not a multiple of split_k x {spec.get('k_multiple', 1)} "
+                    f"= {step}")
+        return None
+
+    def grid(self, m: int, n: int, k: int, batch: int = 1, split_k: int = 1) -> tuple[int, int, int]:
+        env = {"m": m, "n": n, "k": k, "batch": batch, "split_k": split_k}
         return tuple(evaluate_formula(f, env) for f in self.data["launch"]["grid"])  # type: ignore[return-value]
 
     def _check_consistent(self) -> None:
@@ -250,6 +272,14 @@ class Contract:
                             ("b_preshuffle", problem.b_preshuffle)):
             clause(f"operation.{key}", op.get(key, "none") == wanted,
                    f"kernel takes {op.get(key, 'none')}, problem has {wanted}")
+        # fp32 scale modes: a kernel without the field computes an unscaled product
+        clause("operation.scale_mode", op.get("scale_mode", "none") == problem.scale_mode,
+               f"kernel scale mode {op.get('scale_mode', 'none')}, problem {problem.scale_mode} (accepted modes: "
+               f"none, tensor, rowcol, block)")
+        if problem.scale_mode == "block":
+            for key in ("a_scale_order", "b_scale_order"):
+                clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),
+                       f"kernel reads {op.get(key, 'row')}-major block scales, problem has {getattr(problem, key)}")
         if problem.scaled:
             clause("operation.scale_block", op.get("scale_block") == problem.scale_block,
                    f"kernel scale block {op.get('scale_block')}, problem {problem.scale_block}")
