@@ -201,11 +201,12 @@ class Contract:
                     raise ContractError(f"{at}: overlaps argument {other}")
             seen.append((arg["offset"], end, arg["name"]))
         roles = [a["role"] for a in abi["args"]]
-        for needed in ("a", "b", "d", "m", "n", "k"):
-            if needed not in roles:
-                raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
         leg = self.data.get("legality", {})
         lo, hi = leg.get("min", {}), leg.get("max", {})
+        for needed in ("a", "b", "d", "m", "n", "k"):
+            fixed = needed in lo and lo[needed] == hi.get(needed)   # a size the legality fixes needs no argument
+            if needed not in roles and not fixed:
+                raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
         for dim in ("m", "n", "k"):
             if dim in lo and dim in hi and lo[dim] > hi[dim]:
                 raise ContractError(f"{self.source}: legality.min.{dim}={lo[dim]} > legality.max.{dim}={hi[dim]}")
@@ -285,7 +286,7 @@ class Contract:
         if problem.c is not None:
             clause("operation.c", op.get("c") == problem.c.name and feat.get("c_input", False),
                    f"kernel C input is {op.get('c')}, problem has C {problem.c.name}")
-        if feat.get("c_input", False):
+        if feat.get("c_input", False) and not feat.get("c_alias_d", False):
             clause("features.c_input", problem.c is not None and problem.beta != 0.0,
                    "kernel reads C (beta * C); the problem has no C or beta = 0")
         clause("features.alpha", problem.alpha == 1.0 or feat.get("alpha", False), "kernel has no alpha")
@@ -310,18 +311,22 @@ class Contract:
                 clause(f"legality.ld_multiple.{operand}", lead[operand] % mult == 0,
                        f"ld{operand}={lead[operand]} is not a multiple of {mult}")
         packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+        for operand, want in leg.get("ld_equal", {}).items():
+            if operand in lead:
+                clause(f"legality.ld_equal.{operand}", lead[operand] == want,
+                       f"ld{operand}={lead[operand]}, the kernel needs ld{operand}={want}")
         for operand in leg.get("packed", []):
             clause(f"legality.packed.{operand}", lead[operand] == packed[operand],
                    f"ld{operand}={lead[operand]}, the kernel needs packed {operand} (ld{operand}={packed[operand]})")
         kinds = {"a": problem.a, "b": problem.b, "c": problem.c or problem.d, "d": problem.d}
-        in_bytes = self.data["abi"]["strides_in"] == "bytes"
         for index, arg in enumerate(self.args):
             role = arg["role"]
+            in_bytes = arg.get("unit", self.data["abi"]["strides_in"]) == "bytes"
             if role in ("lda", "ldb", "ldc", "ldd"):
                 value = kinds[role[2]].storage_bytes(lead[role[2]]) if in_bytes else lead[role[2]]
                 bits = 8 * arg["size"] - (0 if arg.get("type") == "u32" else 1)
                 clause(f"abi.args[{index}]", value < 1 << bits,
-                       f"{role} = {value} ({self.data['abi']['strides_in']}) does not fit argument {arg['name']} "
+                       f"{role} = {value} ({'bytes' if in_bytes else 'elements'}) does not fit argument {arg['name']} "
                        f"({arg['size']} bytes)")
         for operand, need in leg.get("align_bytes", {}).items():
             have = (align or {}).get(operand)

@@ -34,6 +34,7 @@ import numpy as np
 
 from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 
+from . import kernarg_trace
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
 from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
@@ -338,6 +339,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                              hidden={"hidden_shared_base": SHARED_APERTURE_HI,
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
+    kernarg_trace.attach(mem, kernarg_address, len(kernargs))
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
