@@ -11,7 +11,6 @@ import re
 from pathlib import Path
 
 import pytest
-
 from jitgemm.isa.errors import SpecError
 from jitgemm.isa.xml_reader import read_xml
 
