@@ -459,16 +459,15 @@ def default_supplier_folder() -> Path:
 
 def submit(contract: str | Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
            folder: str | None = None, db: str | None = None, cases: int = 3) -> dict[str, Any]:
-    """Qualify a GEMM kernel against its contract (random legal problems in strict emulation, jitgemm.qualify) and
-    the battery's limits; when it passes, write it with its sidecar contract into the supplier folder and record it
+    """Qualify a GEMM kernel against its contract (battery.gemm_battery: limits, random legal problems in strict
+    emulation with poison, three random schedules bit-identical); when it passes, write it with its sidecar contract
+    into the supplier folder and record it
     in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to `jitgemm.matmul`."""
     import yaml
 
-    from jitgemm.battery import Case, limit_findings
+    from jitgemm.battery import gemm_battery
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.qualify import qualify_candidate
-    from jitgemm.suppliers import Candidate
 
     try:
         data = yaml.safe_load(contract) if isinstance(contract, str) else dict(contract)
@@ -489,15 +488,9 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
         parsed.check_metadata(kernel.metadata)
     except (CodeObjectError, ContractError) as exc:
         return _error(str(exc))
-    findings, resources = limit_findings(blob, parsed.kernel, Case([]))
-    findings = [f for f in findings if f.severity == "error"]
+    findings = gemm_battery(blob, parsed, cases=cases)
     if findings:
-        return {"ok": False, "findings": [f.to_json() for f in findings], "resources": resources}
-    cand = Candidate("agent", parsed.kernel, parsed, lambda: (blob, parsed.kernel))
-    verdict = qualify_candidate(cand, cases=cases)
-    if verdict.failure:
-        return {"ok": False, "findings": [{"check": "qualify", "severity": "error", "message": verdict.failure}],
-                "cases": verdict.cases}
+        return {"ok": False, "findings": [f.to_json() for f in findings]}
     out = Path(folder) if folder else default_supplier_folder()
     out.mkdir(parents=True, exist_ok=True)
     sha = hashlib.sha256(blob).hexdigest()
@@ -505,7 +498,7 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
     co_path.write_bytes(blob)
     co_path.with_name(co_path.name + ".yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     recorded = _record(parsed, data, blob, sha, db)
-    return {"ok": True, "path": str(co_path), "contract": str(co_path) + ".yaml", "cases": verdict.cases,
+    return {"ok": True, "path": str(co_path), "contract": str(co_path) + ".yaml", "cases": cases,
             "tuning_rows": recorded, "use": f"jitgemm.use_prebuilt({str(out)!r})"}
 
 
