@@ -400,10 +400,15 @@ def qualify(case: Mapping[str, Any], source: str | None = None, code_object_base
         return _error(str(exc))
 
 
-def profile(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
-            kernel: str | None = None, arch: str | None = None) -> dict[str, Any]:
-    """Modelled time of the kernel on the case (jitgemm.timing.predict once it lands; until then the interim
-    estimate of `estimate_time`, labelled as such in `model`)."""
+def profile(case: Mapping[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+            kernel: str | None = None, arch: str | None = None, contract: str | Mapping[str, Any] | None = None,
+            problem: Mapping[str, Any] | None = None, device: str | int | None = None) -> dict[str, Any]:
+    """Modelled time of a kernel. A GEMM kernel with its jitgemm `contract` and a `problem` ({m, n, k, a, b?, d?,
+    layout?, batch?}) gets `jitgemm.timing.predict` (the project's one timing model: time, TFLOP/s, roofline,
+    bound, counters) on `device` (name or CU count; default the target's); a kernel with a `case` (no contract) gets
+    `estimate_time`, a roofline over its emulated instruction count, labelled as such in `model`."""
+    if contract is not None:
+        return _profile_gemm(contract, problem, source, code_object_base64, arch, device)
     from jitgemm.battery import CaseError, run_case
 
     parsed, bad = _case(case)
@@ -421,11 +426,50 @@ def profile(case: Mapping[str, Any], source: str | None = None, code_object_base
     return {"ok": True, **estimate_time(blob, kernel, parsed, out.stats)}
 
 
+def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
+    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.contract import Contract, ContractError
+    from jitgemm.isa.safe_yaml import load_yaml
+    from jitgemm.timing import TimingError, predict
+
+    try:
+        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
+        parsed = Contract.load(data, "contract")
+    except (ValueError, TypeError, ContractError) as exc:
+        return _error(f"contract: {exc}")
+    if source:
+        blob, result = assemble_text(source, arch)
+        if blob is None:
+            return result
+    else:
+        try:
+            blob = _code_object(code_object_base64)
+        except ValueError as exc:
+            return _error(str(exc))
+    if not isinstance(problem, Mapping) or not {"m", "n", "k", "a"} <= set(problem):
+        return _error("problem: give {m, n, k, a, b?, d?, layout?, batch?} for a GEMM kernel's profile")
+    keys = ("b", "d", "layout", "batch", "a_scale", "b_scale", "scale_mode")
+    try:
+        gemm = GemmProblem.make(int(problem["m"]), int(problem["n"]), int(problem["k"]), problem["a"],
+                                **{k: problem[k] for k in keys if k in problem})
+        ok, why = parsed.admits(gemm)
+        if not ok:
+            return _error(f"the contract does not admit this problem: {why}")
+        pred = predict((data, blob), gemm, device)
+    except (IRError, TimingError, ValueError, KeyError) as exc:
+        return _error(f"{type(exc).__name__}: {exc}")
+    return {"ok": True, "model": "jitgemm.timing.predict", "us": pred.us, "tflops": pred.tflops,
+            "bound": pred.bound, "roofline_us": pred.roofline_us, "device": pred.device,
+            "counters": pred.counters, "stalls_us": pred.stalls_us}
+
+
 def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[str, Any]:
-    """INTERIM (until `jitgemm.timing.predict`, PLAN interface 7, lands): a roofline over what the emulated run
-    did -- issue time of its wave-instructions spread over the device's SIMDs (4 cycles each: a wave64 VALU op
-    issues over 4 cycles on a 16-lane SIMD; MFMA passes are not counted) against the bytes of the case's buffers
-    at the HBM bandwidth, plus a launch overhead. Labelled `interim-roofline` in results."""
+    """For kernels without a GEMM contract (jitgemm.timing.predict models GEMM kernels from their contract and
+    problem; these have a case instead): a roofline over what the emulated run did -- issue time of its
+    wave-instructions spread over the device's SIMDs (4 cycles each: a wave64 VALU op issues over 4 cycles on a
+    16-lane SIMD; MFMA passes are not counted) against the bytes of the case's buffers at the HBM bandwidth (the
+    default device's, from the target profile), plus a launch overhead."""
     import math
 
     from jitgemm.battery import numpy_dtype
@@ -442,7 +486,8 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
     memory_us = moved / ((prof.hbm_bandwidth_gbs or 1000) * 1e3)
     launch_us = 2.0
     us = launch_us + max(issue_us, memory_us)
-    return {"model": "interim-roofline (jitgemm.timing.predict has not landed; see agent_tools.estimate_time)",
+    return {"model": "emulated-count roofline (agent_tools.estimate_time; jitgemm.timing.predict needs a GEMM "
+                     "contract and problem)",
             "us": us, "counters": {"waves": stats.waves, "wave_instructions": stats.wave_instructions,
                                    "issue_us": issue_us, "memory_us": memory_us, "bytes": moved,
                                    "launch_us": launch_us}}
@@ -468,9 +513,10 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
     from jitgemm.battery import gemm_battery
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
+    from jitgemm.isa.safe_yaml import load_yaml
 
     try:
-        data = yaml.safe_load(contract) if isinstance(contract, str) else dict(contract)
+        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
         parsed = Contract.load(data, "submitted contract")
     except (yaml.YAMLError, ContractError, TypeError, ValueError) as exc:
         return _error(f"contract: {exc}")

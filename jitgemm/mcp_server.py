@@ -83,10 +83,13 @@ def build_server():
         return reply(tools.qualify, case, source, code_object_base64, kernel, arch)
 
     @server.tool()
-    def profile(case: dict[str, Any], source: str | None = None, code_object_base64: str | None = None,
-                kernel: str | None = None, arch: str | None = None) -> str:
-        """Modelled time (us) and counters of the kernel on the case; `model` names the model used."""
-        return reply(tools.profile, case, source, code_object_base64, kernel, arch)
+    def profile(case: dict[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+                kernel: str | None = None, arch: str | None = None, contract: dict[str, Any] | str | None = None,
+                problem: dict[str, Any] | None = None, device: str | None = None) -> str:
+        """Modelled time (us) and counters: a GEMM kernel with its contract and a problem {m, n, k, a, ...} through
+        jitgemm.timing.predict (bound, roofline, counters, stalls); other kernels on their case. `model` names the
+        model used."""
+        return reply(tools.profile, case, source, code_object_base64, kernel, arch, contract, problem, device)
 
     @server.tool()
     def submit(contract: dict[str, Any] | str, source: str | None = None, code_object_base64: str | None = None,

@@ -74,6 +74,10 @@ async def _correct_agent(session, submission=None) -> dict:
                  {"name": "c", "dtype": "f32", "shape": 64, "output": True}]})
     if submission is not None:
         out["submit"] = await _call(session, "submit", **submission)
+        out["gemm_profile"] = await _call(session, "profile", contract=submission["contract"],
+                                          code_object_base64=submission["code_object_base64"],
+                                          problem={"m": 4096, "n": 4096, "k": 4096, "a": "bf16", "d": "fp32",
+                                                   "layout": "NN"})
     return out
 
 
@@ -105,7 +109,7 @@ def test_correct_agent_session(mcp_sdk, tmp_path):
         assert run["ok"] and run["findings"] == [] and run["max_error"] is not None, (name, run)
         assert verdict["ok"], (name, verdict["findings"])
         assert verdict["runs"] == 5          # lockstep, three random schedules, a second input set
-        assert prof["ok"] and prof["us"] > 0 and "interim" in prof["model"], (name, prof)
+        assert prof["ok"] and prof["us"] > 0 and "roofline" in prof["model"], (name, prof)
     assert out["lookup"]["ok"] and out["lookup"]["name"] == "V_MFMA_F32_16X16X16_F16"
     assert {o["operand_type"] for e in out["lookup"]["encodings"] for o in e["operands"]} >= {"OPR_VGPR_OR_ACCVGPR"}
     assert not out["typo"]["ok"] and "V_MFMA_F32_16X16X16_F16" in out["typo"]["closest"]
@@ -123,6 +127,8 @@ def test_correct_agent_session(mcp_sdk, tmp_path):
     assert out["given"]["ok"] and out["given"]["outputs"]["c"]["head"][:3] == [0.5, 1.5, 2.5]
     assert out["given"]["findings"] == []
     assert out["submit"]["ok"], out["submit"]
+    gemm = out["gemm_profile"]
+    assert gemm["ok"] and gemm["model"] == "jitgemm.timing.predict" and gemm["us"] > 0 and gemm["bound"], gemm
     chosen = Selector([PrebuiltSupplier(tmp_path / "agent-kernels")]).select(
         jitgemm.GemmProblem.make(96, 64, 32, "bf16", d="fp32", layout="NN"))
     assert chosen.contract.kernel == kernel.name
