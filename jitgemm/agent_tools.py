@@ -345,9 +345,13 @@ def _load(source: str | None, code_object_base64: str | None, case, arch: str | 
 
 
 def _case(case: Mapping[str, Any] | None):
+    import json
+
     from jitgemm.battery import Case, CaseError
 
     try:
+        if isinstance(case, str):      # some clients send an object argument as its JSON text
+            case = json.loads(case)
         return Case.from_json(case or {}), None
     except (CaseError, TypeError, ValueError) as exc:
         return None, _error(f"case: {exc}")
@@ -469,22 +473,24 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
     problem; these have a case instead): a roofline over what the emulated run did -- issue time of its
     wave-instructions spread over the device's SIMDs (4 cycles each: a wave64 VALU op issues over 4 cycles on a
     16-lane SIMD; MFMA passes are not counted) against the bytes of the case's buffers at the HBM bandwidth (the
-    default device's, from the target profile), plus a launch overhead."""
+    default device's, from the target profile), plus the launch overhead and efficiencies jitgemm.timing fitted."""
     import math
 
     from jitgemm.battery import numpy_dtype
     from jitgemm.emu.engine import _default_spec, _load_code_object
     from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.timing import params
 
     co = _load_code_object(code_object)
     spec = _default_spec(co)
     prof = target_profile(target_of_spec(spec) or DEFAULT_ARCH)
-    simds = 4 * prof.compute_units
+    p = params(prof)              # the timing model's fitted launch overhead, efficiencies, SIMDs per CU
+    simds = p.simds_per_cu * prof.compute_units
     issue_cycles = 4.0 * stats.wave_instructions / max(1, min(stats.waves, simds))
-    issue_us = issue_cycles / (prof.get("clock_mhz") or 2100)
+    issue_us = issue_cycles / ((prof.get("clock_mhz") or 2100) * p.clock_efficiency)
     moved = sum(math.prod(a.shape) * numpy_dtype(a.dtype).itemsize for a in case.args if a.shape is not None)
-    memory_us = moved / ((prof.hbm_bandwidth_gbs or 1000) * 1e3)
-    launch_us = 2.0
+    memory_us = moved / ((prof.hbm_bandwidth_gbs or 1000) * 1e3 * p.hbm_efficiency)
+    launch_us = p.launch_us
     us = launch_us + max(issue_us, memory_us)
     return {"model": "emulated-count roofline (agent_tools.estimate_time; jitgemm.timing.predict needs a GEMM "
                      "contract and problem)",
