@@ -69,7 +69,7 @@ def problem_args(p: argparse.ArgumentParser) -> None:
 def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of an input file named on the command line, refused by size or type before reading (a device,
     a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
-    from jitgemm.isa.files import read_bounded
+    from jitgemm.util.files import read_bounded
 
     try:
         return read_bounded(path, limit)

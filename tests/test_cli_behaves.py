@@ -77,7 +77,7 @@ def test_spec_option_is_used(tmp_path, command, capsys):
 
 @pytest.fixture(autouse=True)
 def _forget_spec_choice():
-    from jitgemm.isa import spec_sources
+    from jitgemm.isa.spec import sources as spec_sources
 
     yield
     spec_sources._chosen.clear()
@@ -176,7 +176,7 @@ def test_hip_errors_are_text_not_bytes():
 def test_progress_only_on_a_terminal_or_when_asked(tmp_path):
     import shutil
 
-    from jitgemm.isa import spec_sources
+    from jitgemm.isa.spec import sources as spec_sources
 
     env = {"JITGEMM_CACHE_DIR": str(tmp_path / "cache")}
     # a spec file without the pre-parsed form the bundled one ships with: its first use parses the XML
