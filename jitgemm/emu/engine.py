@@ -34,6 +34,7 @@ import numpy as np
 
 from jitgemm.codegen.codeobj.launch import LaunchDescription, LaunchError, pack_kernargs
 
+from . import kernarg_trace
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
 from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
@@ -260,7 +261,7 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = WAVE,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS,
-            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0, poison: bool = False) -> RunStats:
     """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
     unless `spec` says otherwise.
 
@@ -271,17 +272,24 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
     `strict=True` checks waits, barriers and wait states as hardware needs them and raises `StrictViolation`
     on the first break (`strict="all"` also refuses uninitialized reads, otherwise warnings);
     `schedule="random"` with a `seed` delays load results and interleaves waves at random (see emu/strict.py).
+    `poison=True` fills LDS and every register the launch ABI does not initialize with POISON instead of zeros, so
+    a kernel that reads what it never wrote gives a visibly wrong answer (the anti-cheat battery, jitgemm/battery.py).
     """
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
     spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
-    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed)
+    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed,
+                       poison=poison)
+
+
+POISON = 0x7FBADBAD  # a quiet-NaN f32 (and two odd f16/bf16 halves): uninitialized state used by poison=True
 
 
 def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,
-                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0,
+                poison: bool = False) -> RunStats:
     from .strict import strict_level
 
     level = strict_level(strict, schedule)
@@ -331,6 +339,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                              hidden={"hidden_shared_base": SHARED_APERTURE_HI,
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
+    kernarg_trace.attach(mem, kernarg_address, len(kernargs))
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
@@ -408,6 +417,10 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
+    if poison:  # everything the ABI leaves undefined: VGPRs/AGPRs past v0, SGPRs past the initialized ones, LDS
+        st.v[:, 1:, :] = POISON
+        st.s[:, s:target_profile(target).sgprs if target else 102] = POISON
+        lds.words[:] = POISON
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
     ctx.scratch_address, ctx.private_size = scratch_address, private
     ctx.code_address = prog.code_address

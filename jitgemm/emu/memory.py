@@ -78,6 +78,7 @@ class GlobalMemory(ByteStore):
         self._next = BASE
         self._pending: list[tuple[Segment, np.ndarray]] = []
         self._by_id: dict[int, int] = {}
+        self.read_hook = None   # jitgemm.emu.kernarg_trace: called with (pc, text, addresses, width) by scalar loads
         self._image: list[tuple[Segment, np.ndarray]] = []
         self._image_lo = self._image_hi = 0  # the image's extent, relative to CODE_BASE
         self._image_delta = 0  # store offset of an image address = address + _image_delta (0: no image)
