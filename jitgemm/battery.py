@@ -288,10 +288,10 @@ def run_case(code_object: bytes, kernel: str | None, case: Case, *, seed: int, s
              schedule: str = "lockstep", schedule_seed: int = 0, poison: bool = True, compare: bool = True) -> Outcome:
     """Emulate the kernel on the case's inputs drawn with `seed`; findings for strict violations, faults, launch
     errors, outputs never written and mismatches against the reference."""
+    from jitgemm.codegen.codeobj.launch import LaunchError
     from jitgemm.emu import EmulatorError, MemoryFault, StrictViolation, StrictWarning, emulate
     from jitgemm.emu.errors import StepLimitExceeded, UnsupportedInstruction
     from jitgemm.isa.errors import IsaError
-    from jitgemm.launch import LaunchError
 
     values = make_inputs(case, seed)
     argv = [values[a.name] for a in case.args]

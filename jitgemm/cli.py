@@ -107,7 +107,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from jitgemm.isa.errors import IsaError
-    from jitgemm.memory_budget import OutOfMemory
+    from jitgemm.util.memory_budget import OutOfMemory
 
     errors: list[type[BaseException]] = [CliError, IsaError, OutOfMemory]
     for module, name in (("jitgemm.api", "MatmulError"), ("jitgemm.codegen.gemm_ir", "IRError"),
@@ -136,9 +136,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"jitgemm {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except MemoryError:
-        print(f"jitgemm {args.command}: error: out of memory (the problem or its buffers are too large for this "
-              f"machine)", file=sys.stderr)
+    except MemoryError as exc:   # memory_budget.OutOfMemory says how much was needed before allocating it
+        print(f"jitgemm {args.command}: error: {exc}" if str(exc) else f"jitgemm {args.command}: error: out of "
+              f"memory (the problem or its buffers are too large for this machine)", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

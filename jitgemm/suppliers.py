@@ -20,8 +20,12 @@ from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.generator import generator, target_id
 from jitgemm.codegen.kernel_abi import LoweredKernel
+from jitgemm.util.files import read_bounded
 
 from .contract import Contract, ContractError
+
+MAX_CODE_OBJECT_BYTES = 512 << 20  # a prebuilt folder's code objects and assembly files (as the CLI's inputs)
+MAX_CONTRACT_BYTES = 1 << 20  # a sidecar contract is a few KiB
 
 
 @dataclass
@@ -198,13 +202,13 @@ class PrebuiltSupplier(Supplier):
         """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
         the target it names (a GFA kernel without `.amdgcn_target`: the one its manifest or test YAML names)."""
         if path.suffix != ".s":
-            return path.read_bytes()
+            return read_bounded(path, MAX_CODE_OBJECT_BYTES)
         if path not in self._assembled:
             from jitgemm.codegen.codeobj.relocatable import assemble_source
 
             from .gfa import assembly_target
 
-            text = path.read_text()
+            text = read_bounded(path, MAX_CODE_OBJECT_BYTES).decode()  # UnicodeDecodeError: reported by _scan
             self._assembled[path] = assemble_source(text, file=str(path),
                                                     arch=assembly_target(path, text, self.custom_yaml))[0]
         return self._assembled[path]
@@ -240,8 +244,14 @@ class PrebuiltSupplier(Supplier):
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.is_file():
-                        data, source = sidecar.read_text(), str(sidecar)
+                    if data is None and sidecar.exists():
+                        try:  # a regular file of bounded size (a FIFO here would block the scan forever)
+                            data, source = read_bounded(sidecar, MAX_CONTRACT_BYTES), str(sidecar)
+                        except OSError as exc:
+                            data, source = None, str(sidecar)
+                            self.errors.append(f"{sidecar}: cannot read the sidecar contract: "
+                                               f"{exc.strerror or str(exc).split(': ', 1)[-1]}")
+                            break
                 if data is None:
                     try:
                         found = self._gfa_contract(path, kernel.name)

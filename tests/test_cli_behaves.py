@@ -108,7 +108,7 @@ def test_run_that_cannot_fit_in_memory_says_what_it_needs():
 
 
 def test_emulate_buffers_that_cannot_fit_are_refused_before_allocating(tmp_path):
-    from jitgemm.memory_budget import available_bytes
+    from jitgemm.util.memory_budget import available_bytes
 
     have = available_bytes()
     assert have is not None
@@ -122,8 +122,7 @@ def test_emulate_buffers_that_cannot_fit_are_refused_before_allocating(tmp_path)
 
 def test_memory_estimate_counts_operands_copies_and_reference():
     from jitgemm.codegen.gemm_ir import GemmProblem
-
-    from jitgemm.memory_budget import WAVE_STATE_BYTES, OutOfMemory, check_fits, gemm_run_bytes
+    from jitgemm.util.memory_budget import WAVE_STATE_BYTES, OutOfMemory, check_fits, gemm_run_bytes
 
     p = GemmProblem.make(1000, 300, 70, "bf16")
     need = gemm_run_bytes(p, 128, 128, 4)

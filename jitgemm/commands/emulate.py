@@ -228,8 +228,8 @@ def _run(args: argparse.Namespace) -> int:
             for op in ops:
                 print(f"  0x{op.pc:04x}  {op.text:<48}  {op.problem}")
         return 1 if bad else 0
-    from jitgemm.memory_budget import check_fits, emulation_bytes
     from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
 
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     from jitgemm.emu.state import WAVE

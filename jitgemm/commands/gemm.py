@@ -130,9 +130,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
-    from jitgemm.memory_budget import check_fits, gemm_run_bytes
     from jitgemm.reference import operands, reference
     from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, gemm_run_bytes
 
     p, config, _ = _problem_and_config(args)
     if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating

@@ -46,6 +46,8 @@ from .state import AT_BARRIER, RUNNING, WAVE, Waves
 DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
 DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
+USER_SGPR_LIMIT = 32  # user SGPRs a descriptor can ask for (compute_pgm_rsrc2.USER_SGPR is 5 bits, AMDGPUUsage)
+MAX_CODE_OBJECT_BYTES = 512 << 20  # a code object read from a path (as the CLI bounds its inputs)
 
 
 @dataclass
@@ -197,11 +199,14 @@ def _load_code_object(code_object) -> Any:
     if isinstance(code_object, CodeObject):
         return code_object
     if isinstance(code_object, (str, os.PathLike)):
+        from jitgemm.util.files import read_bounded
+
         path = Path(code_object)
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, MAX_CODE_OBJECT_BYTES)
         except OSError as exc:
-            raise EmulatorError(f"cannot read code object {path}: {exc.strerror}") from None
+            raise EmulatorError(f"cannot read code object {path}: "
+                                f"{exc.strerror or str(exc).split(': ', 1)[-1]}") from None
         return read(data)
     if isinstance(code_object, (bytes, bytearray, memoryview)):
         return read(bytes(code_object))
@@ -320,6 +325,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
                           f"{target_of_spec(prog.spec)} workgroup")
 
+    # --- memory: checked against what the machine has before anything is allocated ----------------------
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
+
+    waves_total = launch.workgroup_count * -(-wg_size // WAVE)
+    buffer_bytes = sum(a.nbytes for a in launch.args if isinstance(a, np.ndarray))
+    check_fits(emulation_bytes(buffer_bytes, waves_total) + waves_total * WAVE * private
+               + launch.workgroup_count * lds_size, f"emulating {k.name!r} with {waves_total} waves")
+
     # --- memory: buffers, kernarg segment, dispatch packet -------------------------------------------
     mem = GlobalMemory()
     names = {}
@@ -395,6 +408,11 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         words = np.frombuffer(bytes(kernargs) + bytes(4 * 64), np.uint32)
         first = desc.kernarg_preload_spec_offset
         count = desc.kernarg_preload_spec_length
+        if s + count > USER_SGPR_LIMIT or first + count > len(words):
+            raise LaunchError(f"kernel {k.name!r}: the descriptor preloads {count} kernarg dwords from dword {first} "
+                              f"into user SGPRs s{s}..s{s + count - 1}; the kernarg segment has {len(kernargs)} "
+                              f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
+                              f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
         s += count
         entry = PRELOAD_ENTRY
