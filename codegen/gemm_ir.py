@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from jitgemm.isa.mfma import WAVE64
+from jitgemm.isa.spec.mfma import WAVE64
 
 from .dtypes import MX_ELEMENTS, DType, dtype
 

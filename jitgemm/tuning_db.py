@@ -31,8 +31,8 @@ from pathlib import Path
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
-from jitgemm.isa.spec_cache import cache_root
-from jitgemm.isa.targets import base_target
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.isa.spec.targets import base_target
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",

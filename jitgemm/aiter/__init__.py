@@ -44,7 +44,7 @@ def device_of(cu_num: int | None) -> tuple[str, str] | None:
     if cu_num is None:
         return None
     try:
-        from jitgemm.isa import targets
+        from jitgemm.isa.spec import targets
 
         for arch in ("gfx942", "gfx950"):
             profile = targets.target_profile(arch)

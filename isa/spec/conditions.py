@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
-from .errors import IsaError
+from jitgemm.isa.errors import IsaError
 
 
 class ExprError(IsaError):

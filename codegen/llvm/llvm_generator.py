@@ -1,7 +1,7 @@
 """The LLVM generator: the tiled GEMM IR built as LLVM IR with llvmlite, run through the O3 pipeline and the
 AMDGPU backend to a relocatable object, the kernel contract put into its metadata and the object linked with
 the project's own linker. Stages: ir -> llir -> co, and amdgcn (LLVM's assembly text) on demand. The
-counterpart of codegen/gemm_compile.py; both follow the same plan (codegen/gemm_plan.py) and ABI
+counterpart of codegen/direct_generator.py; both follow the same plan (codegen/gemm_plan.py) and ABI
 (codegen/kernel_abi.py)."""
 
 from __future__ import annotations
@@ -9,17 +9,17 @@ from __future__ import annotations
 import hashlib
 import time
 
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.codegen import codeobj
+from jitgemm.codegen.codeobj.annotate import set_kernel_metadata
+from jitgemm.codegen.gemm_contract import gemm_contract
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_plan import GemmPlan
+from jitgemm.codegen.gemm_text import format_ir
+from jitgemm.codegen.generator import Build, CompiledKernel, Generator, Stage
+from jitgemm.codegen.kernel_abi import LoweredKernel, kernargs
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
-from .. import codeobj
-from ..codeobj.annotate import set_kernel_metadata
-from ..gemm_contract import gemm_contract
-from ..gemm_ir import GemmConfig, GemmProblem, IRError
-from ..gemm_plan import GemmPlan
-from ..gemm_text import format_ir
-from ..generator import Build, CompiledKernel, Generator, Stage
-from ..kernel_abi import LoweredKernel, kernargs
 from .backend import data_layout as target_data_layout
 from .backend import run_backend
 from .mx_plan import accept_mx
@@ -89,7 +89,7 @@ def _amdgcn(build: Build) -> str:
 
 def _co(build: Build) -> bytes:
     """LLVM's object; the contract (with the registers LLVM allocated) into its metadata; linked."""
-    from ..generator import generator
+    from jitgemm.codegen.generator import generator
 
     gen, name = generator("llvm"), build.name
     result = run_backend(build.texts["llir"], cpu=_cpu(build), features=llvm_features(build.xnack, build.sramecc),
@@ -173,7 +173,7 @@ def compile_gemm_llvm(problem: GemmProblem, config: GemmConfig | None = None, *,
                       isolate: bool = True) -> CompiledKernel:
     """Compile the kernel class of `problem` through LLVM. Without a config: the generator's choose_config.
     LLVM errors are LLVMCompileError (an IRError) naming the line of the generated IR."""
-    from ..generator import generator
+    from jitgemm.codegen.generator import generator
 
     return generator("llvm").compile(problem, config, spec=spec, target=target, xnack=xnack, sramecc=sramecc,
                                      name=name, isolate=isolate)

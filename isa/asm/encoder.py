@@ -13,14 +13,21 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from . import operand_syntax as syn
-from .asm_errors import EncodeError
-from .field_codec import Mismatch, signed_to_field
-from .forms import Form, Slot, SpecForms, forms_of
-from .instruction import OFF, Align, AsmInstruction, Counters, Data, Imm, Label, LabelDef, Off, Reg, SrcMods
-from .model import Spec
-from .modifiers import MODIFIER_ENCODERS
-from .operand_values import ACC_BIT, TypeTable, const_text, constant_encoding, int16_inline_pattern, literal_bits
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.asm_errors import EncodeError
+from jitgemm.isa.instruction import OFF, Align, AsmInstruction, Counters, Data, Imm, Label, LabelDef, Off, Reg, SrcMods
+from jitgemm.isa.modifiers import MODIFIER_ENCODERS
+from jitgemm.isa.operand_values import (
+    ACC_BIT,
+    TypeTable,
+    const_text,
+    constant_encoding,
+    int16_inline_pattern,
+    literal_bits,
+)
+from jitgemm.isa.spec.field_codec import Mismatch, signed_to_field
+from jitgemm.isa.spec.forms import Form, Slot, SpecForms, forms_of
+from jitgemm.isa.spec.model import Spec
 
 # --- one instruction in one form ----------------------------------------------------------------------
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from . import expr as _expr
+from . import conditions as _expr
 from .model import BitField
 
 

@@ -10,9 +10,9 @@ from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_ir, parse
 from jitgemm.codegen.generator import Generator, by_name, generator
+from jitgemm.contract import Contract
 
 from . import kernel_cache
-from .contract import Contract
 
 
 @dataclass(frozen=True)
@@ -44,7 +44,7 @@ class Kernel:
     def asm(self) -> str:
         """The kernel's instructions, annotated from the spec (see `jitgemm inspect`)."""
         if not self._asm:
-            from .inspect import annotated_listing
+            from jitgemm.listing import annotated_listing
 
             self._asm.append(annotated_listing(self.code_object, isa.load_spec(self.target)))
         return self._asm[0]
@@ -192,7 +192,7 @@ def _problem_key(problem: GemmProblem, arch: str, gen: Generator, spec_sha: str)
 
 def _known_problem(problem: GemmProblem, arch: str, gen: Generator) -> Kernel | None:
     """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
-    from jitgemm.isa.spec_sources import spec_sha256
+    from jitgemm.isa.spec.sources import spec_sha256
 
     try:
         spec_sha = spec_sha256(isa.locate_spec(arch).path)

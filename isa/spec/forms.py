@@ -15,14 +15,15 @@ from __future__ import annotations
 import re
 import weakref
 
-from . import expr as _expr
-from . import operand_syntax as syn
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.instruction import Imm, Label, Reg
+from jitgemm.isa.modifiers import cache_control, modifier_kinds
+from jitgemm.isa.operand_values import TypeTable
+
+from . import conditions as _expr
 from .field_codec import FieldCodec, Mismatch, compile_condition, condition_equalities, field_mask
-from .instruction import Imm, Label, Reg
 from .model import Encoding, InstructionEncoding, Spec
 from .model import Instruction as SpecInstruction
-from .modifiers import cache_control, modifier_kinds
-from .operand_values import TypeTable
 
 __all__ = ["Form", "Slot", "SpecForms", "TypeTable", "fixed_operand", "forms_of"]
 
@@ -695,7 +696,7 @@ class SpecForms:
         }
 
     def _build_decode_index(self) -> None:
-        from . import decode_index
+        from jitgemm.isa.disasm import decode_index
 
         sha = self.spec.sha256
         data = decode_index.load(sha) if sha else None

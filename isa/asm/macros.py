@@ -13,7 +13,7 @@ import re
 from dataclasses import dataclass
 from typing import NamedTuple
 
-from .asm_errors import AsmError
+from jitgemm.isa.asm_errors import AsmError
 
 
 class Loc(NamedTuple):

@@ -14,8 +14,9 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import NamedTuple
 
-from . import expr as _expr
-from .errors import IsaError
+from jitgemm.isa.errors import IsaError
+
+from . import conditions as _expr
 
 _EMPTY: Mapping = MappingProxyType({})
 

@@ -17,10 +17,10 @@ from importlib import resources
 from pathlib import Path
 
 import yaml
+from jitgemm.isa.errors import SpecError
+from jitgemm.util.files import FileRefused, atomic_write, read_bounded
 
-from .errors import SpecError
-from .files import FileRefused, atomic_write, read_bounded
-from .spec_sources import official_dir
+from .sources import official_dir
 
 _MEMBER = re.compile(r"^amdgpu_isa_[A-Za-z0-9_]+\.xml$")
 

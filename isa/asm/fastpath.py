@@ -12,8 +12,8 @@ from __future__ import annotations
 
 import re
 
-from . import operand_syntax as syn
-from .instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods, identifier_operand
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods, identifier_operand
 
 _LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)", re.ASCII)
 _INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$", re.ASCII)

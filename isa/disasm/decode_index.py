@@ -18,7 +18,7 @@ import functools
 import hashlib
 from pathlib import Path
 
-from .files import read_sealed, write_sealed
+from jitgemm.util.files import read_sealed, write_sealed
 
 FORMAT = 1
 
@@ -35,7 +35,7 @@ def source_fingerprint() -> str:
 
 
 def index_path(spec_sha256: str) -> Path:
-    from .spec_cache import cache_root
+    from jitgemm.isa.spec.cache import cache_root
 
     return cache_root() / "decode-index" / f"{spec_sha256}-{source_fingerprint()[:16]}.msgpack"
 
@@ -63,7 +63,7 @@ def _valid(data: object, spec_sha256: str) -> bool:
 
 def load(spec_sha256: str) -> dict | None:
     """The cached index of a spec (plain data, as `store` wrote it), or None when absent, corrupt or stale."""
-    from .spec_cache import unpack
+    from jitgemm.isa.spec.cache import unpack
 
     raw = read_sealed(index_path(spec_sha256))
     if raw is None:
@@ -77,7 +77,7 @@ def load(spec_sha256: str) -> dict | None:
 
 def store(spec_sha256: str, data: dict) -> None:
     """Write the index atomically; a read-only or full cache only costs the next process the full build."""
-    from .spec_cache import pack
+    from jitgemm.isa.spec.cache import pack
 
     full = {**data, "format": FORMAT, "spec": spec_sha256, "source": source_fingerprint()}
     try:

@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from types import MappingProxyType
 
-from . import expr as _expr
-from .errors import SpecError
+from jitgemm.isa.errors import SpecError
+
+from . import conditions as _expr
 from .instruction_table import Head, InstructionTable
 from .model import (
     Architecture,

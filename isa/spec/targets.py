@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from importlib import resources
 from typing import Any
 
-from .errors import SpecError
+from jitgemm.isa.errors import SpecError
+from jitgemm.isa.hazards import HazardRule, hazard_rule
 
 # The profile's schema: key -> (accepted types, default when the key is absent). Keys without a default are
 # required. `None` in the accepted types means the YAML may say `null` (a number this target does not have,
@@ -60,16 +61,6 @@ class CodeObjectFacts:
     max_user_sgprs: int
 
 
-# One row of the `hazards` table: key -> (accepted types, default; ... = required). `regs` names the register
-# file the rule is about, `access` whether the reader reads (RAW) or overwrites (WAW/WAR) the register, `fields`
-# narrows the reader to some operand fields, `passes_plus` makes the requirement MFMA passes + N per MFMA kind
-# (xdl / smfma / dgemm; for dgemm a {passes: wait states} map), `emitter: false` rows are for the checker only.
-_HAZARD_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
-    "writer": ((str,), ...), "reader": ((str,), ...), "wait_states": ((int,), ...), "regs": ((str,), "any"),
-    "access": ((str,), "read"), "fields": ((list,), []), "passes_plus": ((dict, type(None)), None),
-    "emitter": ((bool,), True), "source": ((str,), ""),
-}
-_HAZARD_CHOICES = {"regs": ("any", "vgpr", "sgpr", "hwreg"), "access": ("read", "write")}
 _MFMA_KEYS = {"passes": dict, "smfma_input_formats": list, "fp8_operand_passes": dict}
 
 # One row of the `devices` table: key -> accepted types (all required but `assumed`). The profile's
@@ -131,62 +122,6 @@ def _device(row: Any, where: str) -> Device:
         raise SpecError(f"{where}: cu_num {row['cu_num']} is not a positive multiple of xcds {row['xcds']}")
     return Device(**{**row, "assumed": tuple(row.get("assumed", ())),
                      "peak_matrix_tflops": {k: float(v) for k, v in row["peak_matrix_tflops"].items()}})
-
-
-@dataclass(frozen=True)
-class HazardRule:
-    """One row of the profile's hazard table: `wait_states` (each instruction is one, `s_nop N` is N + 1)
-    required between an instruction of class `writer` writing a register and a later one of class `reader`
-    touching it. The direct generator's emitter inserts s_nop from the rows with `emitter` set; strict
-    emulation (jitgemm/emu/strict.py) checks every row, with the MFMA pass-count terms."""
-
-    writer: str
-    reader: str
-    wait_states: int
-    regs: str = "any"
-    access: str = "read"
-    fields: tuple[str, ...] = ()
-    passes_plus: dict | None = None
-    emitter: bool = True
-    source: str = ""
-
-    def required(self, passes: int, kind: str) -> int:
-        """Wait states after an MFMA of `passes` passes and kind xdl/smfma/dgemm (the row's worst case when
-        the row has no term for the kind or the passes are unknown)."""
-        if self.passes_plus and passes and kind in self.passes_plus:
-            plus = self.passes_plus[kind]
-            if isinstance(plus, dict):   # DGEMM: wait states by pass count, not a sum
-                return int(plus.get(passes, self.wait_states))
-            return passes + int(plus)
-        return self.wait_states
-
-
-def hazard_rule(row: dict, where: str = "hazards") -> HazardRule:
-    """A hazard-table row checked for its keys, their types and values (SpecError naming `where` and the key,
-    and what is accepted)."""
-    if isinstance(row, HazardRule):
-        return row
-    if not isinstance(row, dict):
-        raise SpecError(f"{where} is {row!r}; accepted: a mapping with keys {', '.join(_HAZARD_KEYS)}")
-    unknown = sorted(set(row) - set(_HAZARD_KEYS))
-    if unknown:
-        raise SpecError(f"{where} has unknown keys {', '.join(unknown)}; accepted: {', '.join(_HAZARD_KEYS)}")
-    values = {}
-    for key, (types, default) in _HAZARD_KEYS.items():
-        if key not in row:
-            if default is ...:
-                raise SpecError(f"{where} lacks {key!r}")
-            values[key] = copy.deepcopy(default)
-            continue
-        value = row[key]
-        if not isinstance(value, types) or (isinstance(value, bool) and bool not in types):
-            accepted = " or ".join("null" if t is type(None) else t.__name__ for t in types)
-            raise SpecError(f"{where}.{key} is {value!r}; accepted: {accepted}")
-        if key in _HAZARD_CHOICES and value not in _HAZARD_CHOICES[key]:
-            raise SpecError(f"{where}.{key} is {value!r}; accepted: {', '.join(_HAZARD_CHOICES[key])}")
-        values[key] = value
-    values["fields"] = tuple(values["fields"])
-    return HazardRule(**values)
 
 
 @dataclass(frozen=True)
@@ -356,8 +291,9 @@ def _yaml_document(text: str, where: str) -> Any:
     text's sha256, sealed like every cache entry: a damaged one is parsed again); validation always runs."""
     import hashlib
 
-    from .files import read_sealed, write_sealed
-    from .spec_cache import cache_root, pack, unpack
+    from jitgemm.util.files import read_sealed, write_sealed
+
+    from .cache import cache_root, pack, unpack
 
     path = cache_root() / "target-profiles" / f"{hashlib.sha256(text.encode()).hexdigest()}.msgpack"
     raw = read_sealed(path)
@@ -369,7 +305,7 @@ def _yaml_document(text: str, where: str) -> Any:
     import yaml
 
     try:   # libyaml's parser when PyYAML has it (30x faster)
-        from .safe_yaml import load_yaml
+        from jitgemm.util.safe_yaml import load_yaml
 
         data = load_yaml(text)
     except yaml.YAMLError as exc:

@@ -6,9 +6,9 @@ from __future__ import annotations
 import re
 
 from jitgemm.codegen import codeobj
-from jitgemm.isa.decoder import decode
-from jitgemm.isa.model import Spec
-from jitgemm.isa.printer import format_instruction
+from jitgemm.isa.disasm.decoder import decode
+from jitgemm.isa.disasm.printer import format_instruction
+from jitgemm.isa.spec.model import Spec
 
 
 def _first_sentence(text: str, limit: int = 70) -> str:

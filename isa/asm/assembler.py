@@ -12,12 +12,13 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .asm_errors import AsmError
-from .asm_parser import Statement, locate, parse
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.instruction import Align, AsmInstruction, Data, LabelDef
+from jitgemm.isa.spec.forms import SpecForms, forms_of
+from jitgemm.isa.spec.model import Spec
+
 from .encoder import Assembled, StatementError, encode_items
-from .forms import SpecForms, forms_of
-from .instruction import Align, AsmInstruction, Data, LabelDef
-from .model import Spec
+from .parser import Statement, locate, parse
 
 _DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4,
                ".quad": 8, ".8byte": 8}

@@ -20,8 +20,8 @@ from collections.abc import Sequence
 from pathlib import Path
 
 import msgpack
+from jitgemm.util.files import atomic_write, read_sealed, seal
 
-from .files import atomic_write, read_sealed, seal
 from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
@@ -149,7 +149,7 @@ def load_entry_at(path: Path, sha256: str) -> dict | None:
 
 def pack_entry(data: dict) -> bytes:
     """The sealed file content for plain spec data (the user cache and the wheel's pre-parsed spec alike)."""
-    from .spec_data import instruction_heads
+    from .data import instruction_heads
 
     records = data["instructions"]
     stored = {**data,

@@ -1,4 +1,4 @@
-"""Read an AMD MR-ISA XML file into the plain-data form that `isa.spec_data` turns into a Spec.
+"""Read an AMD MR-ISA XML file into the plain-data form that `isa.spec.data` turns into a Spec.
 
 The plain form (dicts, lists, ints, strings) is also what the parsed-spec cache stores, so there is
 one path from XML to objects whatever the source. Element names follow AMD's files exactly,
@@ -12,8 +12,8 @@ import hashlib
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from .errors import SpecError
-from .files import MAX_SPEC_BYTES, read_bounded
+from jitgemm.isa.errors import SpecError
+from jitgemm.util.files import MAX_SPEC_BYTES, read_bounded
 
 if TYPE_CHECKING:
     import xml.etree.ElementTree as ET

@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
-
 from jitgemm.isa.errors import IsaError
 
 

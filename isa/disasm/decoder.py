@@ -12,14 +12,14 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from . import operand_syntax as syn
-from .asm_errors import DecodeWarning
-from .field_codec import Mismatch
-from .forms import Form, Slot, SpecForms, fixed_operand, forms_of
-from .instruction import OFF, AsmInstruction, Counters, Data, Imm, Reg, SrcMods
-from .model import Spec
-from .modifiers import decode_modifiers
-from .operand_values import ACC_BIT
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.asm_errors import DecodeWarning
+from jitgemm.isa.instruction import OFF, AsmInstruction, Counters, Data, Imm, Reg, SrcMods
+from jitgemm.isa.modifiers import decode_modifiers
+from jitgemm.isa.operand_values import ACC_BIT
+from jitgemm.isa.spec.field_codec import Mismatch
+from jitgemm.isa.spec.forms import Form, Slot, SpecForms, fixed_operand, forms_of
+from jitgemm.isa.spec.model import Spec
 
 
 class Decoded(NamedTuple):

@@ -14,12 +14,13 @@ from dataclasses import dataclass
 from importlib import resources
 from pathlib import Path
 
-from . import progress
-from .errors import SpecError
-from .files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
+from jitgemm.isa.errors import SpecError
+from jitgemm.util import progress
+from jitgemm.util.files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
+
+from .cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
+from .data import CorruptSpecData, build_spec
 from .model import Spec
-from .spec_cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
-from .spec_data import CorruptSpecData, build_spec
 from .targets import TargetProfile, base_target, known_targets, target_profile
 from .xml_reader import read_xml
 
@@ -159,7 +160,7 @@ def profile_gaps(data: dict) -> list[str]:
     target = target_for_architecture(str((data.get("architecture") or {}).get("name") or ""))
     if target is None:
         return []
-    from .spec_data import instruction_heads
+    from .data import instruction_heads
 
     names = set()
     for name, aliases, _opcodes in instruction_heads(data):   # heads only: no instruction record is unpacked

@@ -20,10 +20,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
-from . import asm_expr as X
-from .asm_errors import AsmError
-from .asm_fastpath import parse_line
-from .asm_macros import (
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.instruction import Align, AsmInstruction, Data, Label, LabelDef, identifier_operand
+from jitgemm.isa.spec.forms import SpecForms, forms_of
+from jitgemm.isa.spec.model import Spec
+
+from . import expressions as X
+from .encoder import StatementError, encode_items
+from .fastpath import parse_line
+from .macros import (
     AsmFileError,
     Loc,
     Macro,
@@ -34,11 +39,7 @@ from .asm_macros import (
     strip_comment,
     substitute,
 )
-from .asm_parser import Statement, locate, parse
-from .encoder import StatementError, encode_items
-from .forms import SpecForms, forms_of
-from .instruction import Align, AsmInstruction, Data, Label, LabelDef, identifier_operand
-from .model import Spec
+from .parser import Statement, locate, parse
 
 # Flags and types LLVM gives the sections it knows by name (ELFAsmParser / MCContext::getELFSection).
 _DEFAULT_SECTIONS = {".text": ("ax", "progbits"), ".data": ("aw", "progbits"), ".rodata": ("a", "progbits"),
@@ -1143,7 +1144,7 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     """Assemble a whole `.s` file into an AsmObject; AsmFileError (file:line:col plus the macro chain) on
     anything llvm-mc would reject. `read` reads `.include`d files (default: from disk, relative to `file`)."""
     forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
-    from .files import MAX_SOURCE_BYTES, read_bounded
+    from jitgemm.util.files import MAX_SOURCE_BYTES, read_bounded
 
     asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import hashlib
 
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .gemm_contract import gemm_contract
 from .gemm_ir import GemmConfig, GemmProblem
@@ -27,7 +27,7 @@ def _ir(build: Build) -> str:
 
 def _asm(build: Build) -> str:
     """Lower the plan to instructions; the stage text is their listing (LLVM's syntax, one per line)."""
-    from jitgemm.isa.printer import format_item
+    from jitgemm.isa.disasm.printer import format_item
 
     from .gemm_asm import lower_gemm
     from .gemm_asm_mx import lower_mx_gemm
@@ -39,7 +39,7 @@ def _asm(build: Build) -> str:
 
 def _co(build: Build) -> bytes:
     """Encode, then write the code object: descriptor from the lowering's registers, metadata, contract."""
-    from jitgemm.isa.encoder import encode
+    from jitgemm.isa.asm.encoder import encode
 
     from . import codeobj
 

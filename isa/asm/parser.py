@@ -1,6 +1,6 @@
 """Assembly text -> statements (instructions, labels, directives) with their source positions.
 
-The grammar (asm_grammar.lark) is LALR and built once per process; the transformer runs inside the
+The grammar (grammar.lark) is LALR and built once per process; the transformer runs inside the
 parser, so no parse tree is kept. Positions (line, column of the mnemonic, of each operand and of each
 modifier) travel beside the instruction objects, so an encoding error can point at the operand.
 """
@@ -11,13 +11,23 @@ import functools
 from dataclasses import dataclass
 from importlib import resources
 
+from jitgemm.isa import operand_syntax as syn
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.instruction import (
+    AsmInstruction,
+    Counters,
+    Imm,
+    Label,
+    Off,
+    Reg,
+    SrcMods,
+    identifier_operand,
+    range_operand,
+)
 from lark import Lark, Token, Transformer
 from lark.exceptions import UnexpectedCharacters, UnexpectedEOF, UnexpectedInput, UnexpectedToken, VisitError
 
-from . import operand_syntax as syn
-from .asm_errors import AsmError
-from .asm_fastpath import parse_line
-from .instruction import AsmInstruction, Counters, Imm, Label, Off, Reg, SrcMods, identifier_operand, range_operand
+from .fastpath import parse_line
 
 
 @dataclass(slots=True)
@@ -296,7 +306,7 @@ def _modifier_value(value):
 
 @functools.lru_cache(maxsize=1)
 def _parser() -> Lark:
-    grammar = resources.files(__package__).joinpath("asm_grammar.lark").read_text()
+    grammar = resources.files(__package__).joinpath("grammar.lark").read_text()
     return Lark(grammar, parser="lalr", lexer="contextual", transformer=_Builder(), maybe_placeholders=True,
                 propagate_positions=False, cache=False)
 

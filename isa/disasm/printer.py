@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from bisect import bisect_right
 
-from .instruction import AsmInstruction, Data, Label
+from jitgemm.isa.instruction import AsmInstruction, Data, Label
 
 
 def format_instruction(inst: AsmInstruction, unprinted: frozenset[str] = frozenset()) -> str:
