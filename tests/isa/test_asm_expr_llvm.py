@@ -12,7 +12,7 @@ import re
 import subprocess
 
 import pytest
-from jitgemm.isa import asm_expr as X
+from jitgemm.isa.asm import expressions as X
 
 from tests.isa.expr_fuzz import expression
 from tests.oracles import require_tool
