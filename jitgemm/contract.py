@@ -271,6 +271,14 @@ class Contract:
                             ("b_preshuffle", problem.b_preshuffle)):
             clause(f"operation.{key}", op.get(key, "none") == wanted,
                    f"kernel takes {op.get(key, 'none')}, problem has {wanted}")
+        # fp32 scale modes: a kernel without the field computes an unscaled product
+        clause("operation.scale_mode", op.get("scale_mode", "none") == problem.scale_mode,
+               f"kernel scale mode {op.get('scale_mode', 'none')}, problem {problem.scale_mode} (accepted modes: "
+               f"none, tensor, rowcol, block)")
+        if problem.scale_mode == "block":
+            for key in ("a_scale_order", "b_scale_order"):
+                clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),
+                       f"kernel reads {op.get(key, 'row')}-major block scales, problem has {getattr(problem, key)}")
         if problem.scaled:
             clause("operation.scale_block", op.get("scale_block") == problem.scale_block,
                    f"kernel scale block {op.get('scale_block')}, problem {problem.scale_block}")
