@@ -246,7 +246,6 @@ def _torch(name: str) -> str:
 def _problem(op: Mapping[str, Any], row: Mapping[str, str], m: int, n: int, k: int) -> tuple[Any, str, str]:
     """(GemmProblem or None, its text, why None)."""
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
-    from jitgemm.codegen.gemm_text import format_problem
 
     from .families import _substitute
 
@@ -265,7 +264,9 @@ def _problem(op: Mapping[str, Any], row: Mapping[str, str], m: int, n: int, k: i
         return None, text, f"the IR has no field for this operation yet ({exc})"
     except (IRError, ValueError) as exc:
         return None, text, str(exc)
-    return p, format_problem(p), ""
+    from ..tuning_db import problem_key
+
+    return p, problem_key(p), ""
 
 
 def _read_tables(src: AiterSource, kernels: list[AiterKernel]) -> tuple[list[TunedRow], dict[str, str]]:

@@ -56,6 +56,8 @@ def sample_cases(kernel, count: int, rng: random.Random) -> list[tuple[int, int,
     tm, tn = kernel.tile or (64, 64)
     tm = tm or 64
     tn = _round_up(tn or 64, div.get("n", 1))
+    # a partial last N tile when the contract allows one (N a multiple of less than the tile)
+    tn_partial = tn + div.get("n", 1) if div.get("n", 1) < tn else tn
     kstep = max(div.get("k", 1), c.data.get("tile", {}).get("k", 1))
     spec = c.split_k
     splits = [1]
@@ -69,7 +71,7 @@ def sample_cases(kernel, count: int, rng: random.Random) -> list[tuple[int, int,
         m = max(_round_up(m, div.get("m", 1)), leg.get("min", {}).get("m", 1))
         k_unit = (spec or {}).get("k_multiple", kstep) if split > 1 else kstep
         k = _round_up(k_unit * split * rng.choice([1, 2]), kstep)
-        out.append((m, tn, k, split))
+        out.append((m, tn if i % 2 == 0 else tn_partial, k, split))
     return out
 
 
@@ -101,6 +103,8 @@ def _operands(c: Contract, m: int, n: int, k: int, seed: int, split: int = 1):
         fa, fb = a.dequantize(), b.dequantize()
         return prepare(a, b, out_dtype=d), fa @ fb, _partials(fa, fb, k, split, step)
     da, db = dtype(op["a"]), dtype(op["b"])
+    if op.get("scale_mode", "none") != "none":
+        return _scaled_operands(c, m, n, k, rng, split, step)
 
     def rand(shape, dt):
         if dt.kind == "int":
@@ -114,6 +118,39 @@ def _operands(c: Contract, m: int, n: int, k: int, seed: int, split: int = 1):
         a = np.ascontiguousarray(a.T).T
     fa, fb = a.astype(np.float64), b.astype(np.float64)
     return prepare(a, b, out_dtype=d), fa @ fb, _partials(fa, fb, k, split, step)
+
+
+def _scaled_operands(c: Contract, m: int, n: int, k: int, rng, split: int, step: int):
+    """A scale-mode problem (aiter's a8w8 / I8gemm: int8 A [M, K] and B [N, K] (16x16 pre-shuffled when the
+    contract says so), fp32 per-token / per-channel scales, fp32 bias): the call is built here, as
+    `jitgemm.scaled_matmul` would, since `prepare` takes no scales."""
+    from jitgemm.codegen.dtypes import dtype
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    from ..api import GemmCall
+    from ..mx import shuffle_weight
+    from ..reference import reference, scale_operands
+
+    op, feat = c.data["operation"], c.data.get("features", {})
+    bias_kind = next((b for b in feat.get("bias", ["none"]) if b != "none"), "none")
+    p = GemmProblem.make(m, n, k, op["a"], op["b"], op["d"], layout="NT", scale_mode=op["scale_mode"],
+                         b_preshuffle=op.get("b_preshuffle", "none"), bias=bias_kind,
+                         a_scale_order=op.get("a_scale_order", "row"), b_scale_order=op.get("b_scale_order", "row"))
+    da, db = dtype(op["a"]), dtype(op["b"])
+    a = rng.integers(-9, 10, size=(m, k)).astype(da.numpy)
+    bt = rng.integers(-9, 10, size=(n, k)).astype(db.numpy)
+    sa, sb = scale_operands(p, int(rng.integers(1 << 30)))
+    bias = rng.standard_normal(n).astype(np.float32) if bias_kind == "n" else None
+    stored_b = shuffle_weight(bt.view(np.uint8)).view(db.numpy) if p.b_preshuffle == "16x16" else bt
+    d = np.full((m, n), np.nan, dtype(op["d"]).numpy)
+    values = {"a": a.reshape(-1), "b": np.ascontiguousarray(stored_b).reshape(-1), "d": d.reshape(-1),
+              "a_scale": np.ascontiguousarray(sa, np.float32).reshape(-1),
+              "b_scale": np.ascontiguousarray(sb, np.float32).reshape(-1), "bias": bias, "c": None,
+              "m": m, "n": n, "k": k, "batch": 1, "lda": k, "ldb": k, "ldc": n, "ldd": n, "alpha": 1.0,
+              "beta": 0.0, "stride_a": 0, "stride_b": 0, "stride_c": 0, "stride_d": m * n}
+    ref = reference(p, a, bt.T, None, bias, sa, sb)
+    fa, fb = a.astype(np.float64), bt.T.astype(np.float64)
+    return GemmCall(p, values, d, {}), ref, _partials(fa, fb, k, split, step)
 
 
 def run_case(kernel, m: int, n: int, k: int, split: int, seed: int, strict: bool | str = True) -> None:
