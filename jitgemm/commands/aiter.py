@@ -161,7 +161,7 @@ def register(sub) -> None:
     q.add_argument("--family", help="only this family")
     q.add_argument("--kernel", help="only kernels whose label contains this")
     q.add_argument("--cases", type=positive_int, default=2, help="problems per kernel (default 2)")
-    q.add_argument("--seed", type=int, default=0)
+    q.add_argument("--seed", type=int, default=0, help="seed of the sampled problems (default 0)")
     q.add_argument("--json", action="store_true", help="one JSON document on stdout")
     q.set_defaults(func=_cmd_qualify)
     inv = sub.add_parser("inventory", help="what the selector holds per target: suppliers, aiter families and "
