@@ -1161,7 +1161,9 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     """Assemble a whole `.s` file into an AsmObject; AsmFileError (file:line:col plus the macro chain) on
     anything llvm-mc would reject. `read` reads `.include`d files (default: from disk, relative to `file`)."""
     forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
-    asm = _FileAssembler(forms, file, read or (lambda p: p.read_text()))
+    from .files import MAX_SOURCE_BYTES, read_bounded
+
+    asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)
     asm.run()
     return asm.finish()

@@ -300,12 +300,14 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align)
 
 
-def use_prebuilt(folder: str) -> list[str]:
-    """Offer the code objects in `folder` (with embedded or sidecar contracts) to `matmul`; returns the
-    reasons any kernel there was refused."""
+def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
+    """Offer the code objects in `folder` (or the one kernel file `folder` names) to `matmul`: kernels with
+    embedded or sidecar contracts, and hipBLASLt GFA kernels (`.s` or `.co` with a custom.config), completed by
+    `custom_yaml` (a Tensile test YAML with their CustomKernel/ProblemType) when given; returns the reasons any
+    kernel there was refused."""
     from .suppliers import PrebuiltSupplier
 
-    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
+    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}", custom_yaml=custom_yaml)
     supplier._scan()
     register_supplier(supplier)
     return list(supplier.errors)

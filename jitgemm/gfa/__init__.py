@@ -5,6 +5,6 @@
 
 from __future__ import annotations
 
-from .source import GfaError, GfaKernel, read_kernel, target_of
+from .source import GfaError, GfaKernel, assembly_target, read_kernel, target_of
 
-__all__ = ["GfaError", "GfaKernel", "read_kernel", "target_of"]
+__all__ = ["GfaError", "GfaKernel", "assembly_target", "read_kernel", "target_of"]

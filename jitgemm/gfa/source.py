@@ -245,6 +245,28 @@ def read_kernel(path: str | Path, *, custom_yaml: str | Path | None = None, arch
     return kernel
 
 
+def has_custom_config(path: Path) -> bool:
+    """Whether a kernel file carries hipBLASLt's custom.config (cheap: no assembly, no full parse)."""
+    try:
+        raw = path.read_bytes()
+    except OSError:
+        return False
+    return b"custom.config" in raw
+
+
+def assembly_target(path: Path, text: str, custom_yaml: str | Path | None = None) -> str | None:
+    """The target to assemble a `.s` for: None when it names one in `.amdgcn_target` (the assembler reads it),
+    else the GFA target (manifest Target.ISA, the test YAML's ArchitectureName), else None."""
+    if _target_of_text(text) is not None or "custom.config" not in text and custom_yaml is None:
+        return None
+    manifest = _manifest(path)
+    target = (manifest.get("Target") or {}).get("ISA")
+    if target is None and custom_yaml is not None:
+        records = test_records(Path(custom_yaml))
+        target = next((r["arch"] for r in records if r["arch"]), None)
+    return str(target).split(":")[0] if target else None
+
+
 def target_of(path: str | Path, custom_yaml: str | Path | None = None) -> str:
     """The target a GFA kernel file is for (see read_kernel)."""
     return read_kernel(path, custom_yaml=custom_yaml).target
