@@ -49,6 +49,6 @@ class LazyInventory:
         self.path = path
 
     def admitted(self, arch: str | None = None):
-        from . import inventory
+        from .reader import inventory
 
         return inventory(self.path).admitted(arch)

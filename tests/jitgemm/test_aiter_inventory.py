@@ -9,8 +9,9 @@ from collections import Counter
 
 import pytest
 
-from jitgemm.aiter import _no_pads, device_of, inventory
+from jitgemm.aiter import device_of, inventory
 from jitgemm.aiter.families import contract_data, families, load_family
+from jitgemm.aiter.reader import _no_pads
 from jitgemm.contract import Contract, ContractError
 from tests.aiter_corpus import aiter_root, aiter_wheel
 
