@@ -5,7 +5,9 @@ jitgemm's selector picks
   - with the tables imported (`jitgemm.aiter.tuned.import_rows` into a fresh tuning database): it should be the
     measured winner, and `explain` cites the row;
   - without them (the model alone ranks the same candidates): how often its first choice is the measured winner,
-    and where the winner lands in its order.
+    and where the winner lands in its order -- for the selector's current model (`selector.predicted_tflops`) and
+    for jitgemm.timing.predict on the row's device (each kernel at its best allowed split-K), with the mean
+    |log2(predicted / measured)| of the winner's time.
 
 The competitor is aiter's own tuner (its tables are hardware timings on MI308X / MI300X / MI355X); a shape timed
 on two devices of one target counts once, with the faster row as its winner. Candidates are the wheel's admitted
@@ -17,6 +19,7 @@ same kernels. Nothing is timed here: the numbers are agreement counts.
 
 from __future__ import annotations
 
+import math
 import sys
 import tempfile
 import time
@@ -24,6 +27,32 @@ from collections import defaultdict
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+SPLITS = (1, 2, 3, 4, 8, 16)
+
+
+def _predicted_us(kernel, row) -> float:
+    """jitgemm.timing's prediction for the kernel on the row's device at the row's split-K (when allowed)."""
+    from jitgemm.timing import predict
+
+    split = row.split_k if kernel.contract.split_refusal(row.k, row.split_k) is None else 1
+    return predict(kernel, row.problem, device=row.device, split_k=split).us
+
+
+def _timing_order(inv, arch: str, row) -> list[str]:
+    """The legal aiter kernels of the target, fastest first by jitgemm.timing.predict on the row's device, each
+    at its best allowed split-K count."""
+    from jitgemm.timing import predict
+
+    scored = []
+    for k in inv.admitted(arch):
+        if not k.contract.admits(row.problem)[0]:
+            continue
+        best = min(predict(k, row.problem, device=row.device, split_k=s).us for s in SPLITS
+                   if k.contract.split_refusal(row.k, s) is None)
+        scored.append((best, k.label))
+    return [label for _, label in sorted(scored)]
 
 
 def main(argv: list[str]) -> int:
@@ -73,6 +102,14 @@ def main(argv: list[str]) -> int:
             s["cites the row"] += first.row is not None and first.row.origin.endswith(f"{row.table}:{row.line}")
             if example is None and first.row is not None:
                 example = tables.explain(row.problem)
+            timed = _timing_order(inv, arch, row)
+            if timed:
+                s["timing = winner"] += timed[0] == row.kernel_label
+                s["timing top3"] += row.kernel_label in timed[:3]
+                if row.kernel_label in timed:
+                    err = _predicted_us(inv.kernel(row.kernel_label), row) / row.us
+                    s["log2 err sum"] += abs(math.log2(err))
+                    s["timed"] += 1
             order = [v.candidate.label for v in model.evaluate(row.problem) if v.legal]
             s["model = winner"] += bool(order) and order[0] == row.kernel_label
             if row.kernel_label in order:
@@ -81,8 +118,9 @@ def main(argv: list[str]) -> int:
                 s["legal candidates"] += len(order)
     print(f"aiter {inv.version}: {len(winners)} tuned shapes with an asm winner in the wheel "
           f"({added} measured rows imported), {time.perf_counter() - start:.1f} s")
-    head = ("target", "family", "shapes", "aiter tuner", "jitgemm+tables", "cites row", "model only", "model top3",
-            "winner's mean rank", "legal kernels/shape", "winner outside its contract")
+    head = ("target", "family", "shapes", "aiter tuner", "jitgemm+tables", "cites row", "selector model only",
+            "selector top3", "winner's mean rank", "timing.predict first", "timing top3",
+            "|log2(pred/measured)| of winner", "legal kernels/shape", "winner outside its contract")
     print(" | ".join(head))
     total = defaultdict(int)
     for (arch, fam), s in sorted(stats.items()):
@@ -93,12 +131,17 @@ def main(argv: list[str]) -> int:
               f"{s['tables = winner']} ({s['tables = winner'] / n:.0%}) | "
               f"{s['cites the row']} | {s['model = winner']} ({s['model = winner'] / n:.0%}) | "
               f"{s['model top3']} ({s['model top3'] / n:.0%}) | {s['model rank sum'] / n:.1f} | "
-              f"{s['legal candidates'] / n:.1f} | {s['winner illegal']}")
+              f"{s['timing = winner']} ({s['timing = winner'] / n:.0%}) | "
+              f"{s['timing top3']} ({s['timing top3'] / n:.0%}) | "
+              f"{s['log2 err sum'] / max(1, s['timed']):.2f} | {s['legal candidates'] / n:.1f} | {s['winner illegal']}")
     n = total["shapes"] or 1
     print(f"all | | {total['shapes']} | {total['shapes']} | "
           f"{total['tables = winner']} ({total['tables = winner'] / n:.0%}) | "
           f"{total['cites the row']} | {total['model = winner']} ({total['model = winner'] / n:.0%}) | "
-          f"{total['model top3']} ({total['model top3'] / n:.0%}) | | | {total['winner illegal']}")
+          f"{total['model top3']} ({total['model top3'] / n:.0%}) | | "
+          f"{total['timing = winner']} ({total['timing = winner'] / n:.0%}) | "
+          f"{total['timing top3']} ({total['timing top3'] / n:.0%}) | "
+          f"{total['log2 err sum'] / max(1, total['timed']):.2f} | | {total['winner illegal']}")
     if example:
         print("\nexplain, with the tables imported (first lines):")
         print("\n".join(example.splitlines()[:4]))

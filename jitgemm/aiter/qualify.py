@@ -29,6 +29,7 @@ class Verdict:
     failure: str | None = None
     strict: bool = True
     seconds: float = 0.0
+    abi: list[str] = field(default_factory=list)    # the ABI proof's findings (jitgemm.abi_proof), errors first
 
     @property
     def ok(self) -> bool:
@@ -196,16 +197,29 @@ def qualify(kernel, cases: int = 2, seed: int = 0, strict: bool | str = True) ->
     if not kernel.admitted:
         v.failure = f"not admitted: {kernel.refusal}"
         return v
+    from ..abi_proof import compare
+    from ..emu.kernarg_trace import kernarg_reads
+
     start = time.perf_counter()
     rng = random.Random(f"{seed}:{kernel.label}")
-    for i, (m, n, k, split) in enumerate(sample_cases(kernel, cases, rng)):
-        case = f"m={m} n={n} k={k} split_k={split}"
-        try:
-            run_case(kernel, m, n, k, split, seed + i, strict)
-        except (Mismatch, EmulatorError, MatmulError) as exc:
-            v.failure = f"{case}: {type(exc).__name__}: {str(exc).splitlines()[0][:400]}"
-            break
-        v.cases.append(case)
+    with kernarg_reads() as reads:      # the ABI proof traces the same runs (jitgemm.abi_proof, issue 23)
+        for i, (m, n, k, split) in enumerate(sample_cases(kernel, cases, rng)):
+            case = f"m={m} n={n} k={k} split_k={split}"
+            try:
+                run_case(kernel, m, n, k, split, seed + i, strict)
+            except (Mismatch, EmulatorError, MatmulError) as exc:
+                v.failure = f"{case}: {type(exc).__name__}: {str(exc).splitlines()[0][:400]}"
+                break
+            v.cases.append(case)
+    if v.failure is None:
+        from jitgemm.codegen import codeobj
+
+        meta = codeobj.read(kernel.code).kernel(kernel.name).metadata
+        findings = sorted(compare(kernel.contract, reads, meta), key=lambda f: f.severity != "error")
+        v.abi = [str(f) for f in findings]
+        errors = [f for f in findings if f.severity == "error"]
+        if errors:
+            v.failure = f"ABI proof: {errors[0]}" + (f" (and {len(errors) - 1} more)" if len(errors) > 1 else "")
     v.seconds = time.perf_counter() - start
     return v
 

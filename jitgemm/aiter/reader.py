@@ -85,6 +85,11 @@ class AiterKernel:
         return f"{self.arch}/{Path(self.file).stem}"
 
     @property
+    def code_object(self) -> bytes:
+        """The object's bytes (the name jitgemm.timing.predict and the runtimes read)."""
+        return self.code
+
+    @property
     def code_sha256(self) -> str:
         return hashlib.sha256(self.code).hexdigest() if self.code else ""
 
