@@ -102,3 +102,39 @@ def test_import_then_the_selector_picks_the_measured_winner_and_cites_the_row(in
     assert "bf16_tuned_gemm.csv:5" in with_tables.explain(row.problem)
     model_only = Selector([AiterSupplier(inv)], target="gfx942", tuning=TuningDB(tmp_path / "empty.db"))
     assert model_only.evaluate(row.problem)[0].basis == "model"
+
+
+def test_the_abi_proof_runs_on_the_qualification_and_finds_an_undeclared_read(inv):
+    """Qualification traces the kernarg reads of its own runs (jitgemm.abi_proof): the family's contract covers
+    every read; the same contract without ptr_C (the kernels read it though aiter passes null) is refused, naming
+    the load and its PC."""
+    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128")
+    good = qualify(k, cases=1)
+    assert good.ok and not any(x.startswith("error") for x in good.abi)
+    data = copy.deepcopy(dict(k.contract.data))
+    data["abi"]["args"] = [a for a in data["abi"]["args"] if a["name"] != "ptr_C"]
+    bad = copy.copy(k)
+    bad.contract = Contract.load(data)
+    v = qualify(bad, cases=1)
+    assert not v.ok and "ABI proof" in v.failure and "undeclared" in v.failure and "PC 0x" in v.failure
+
+
+def test_use_aiter_offers_the_kernels_to_matmul_selection(inv, tmp_path, monkeypatch):
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
+    from jitgemm.selector import _selectors, default_suppliers
+
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
+    before = list(default_suppliers())
+    try:
+        got = jitgemm.use_aiter(aiter_wheel())
+        assert len(got.admitted("gfx950")) == 39
+        p = GemmProblem.make(64, 256, 512, "fp4", "fp4", "bf16", layout="NT", a_scale="shuffled", b_scale="shuffled",
+                             b_preshuffle="16x16")
+        text = jitgemm.explain(p, arch="gfx950")
+        assert "f4gemm_bf16_per1x32Fp4_BpreShuffle_32x256" in text
+    finally:
+        default_suppliers()[:] = before
+        for sel in list(_selectors.values()):
+            sel.forget()
