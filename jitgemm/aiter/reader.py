@@ -313,7 +313,8 @@ def _read_tables(src: AiterSource, kernels: list[AiterKernel]) -> tuple[list[Tun
             owner = by_name.get((arch or "", name))
             asm = name.startswith(prefix) or owner is not None
             library = "asm" if asm else str(table.get("library", "")).format(**raw) or "unknown"
-            problem, ptext, why = _problem(table["operation"], raw, m, n, k)
+            op = {**table["operation"], **(table.get("asm_operation", {}) if asm else {})}
+            problem, ptext, why = _problem(op, raw, m, n, k)
             batch = int(raw["B"]) if raw.get("B", "").isdigit() else 1
             rows.append(TunedRow(rel, line, arch, cu, dev[0] if dev else None, m, n, k, batch, max(split, 1), us,
                                  owner.name if owner else name, library, asm,
