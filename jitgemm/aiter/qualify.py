@@ -138,15 +138,23 @@ def _scaled_operands(c: Contract, m: int, n: int, k: int, rng, split: int, step:
                          b_preshuffle=op.get("b_preshuffle", "none"), bias=bias_kind,
                          a_scale_order=op.get("a_scale_order", "row"), b_scale_order=op.get("b_scale_order", "row"))
     da, db = dtype(op["a"]), dtype(op["b"])
-    a = rng.integers(-9, 10, size=(m, k)).astype(da.numpy)
-    bt = rng.integers(-9, 10, size=(n, k)).astype(db.numpy)
+
+    def rand(shape, dt):
+        if dt.kind == "int":
+            return rng.integers(-9, 10, size=shape).astype(dt.numpy)
+        return rng.standard_normal(shape).astype(np.float32).astype(dt.numpy)
+
+    a, bt = rand((m, k), da), rand((n, k), db)
     sa, sb = scale_operands(p, int(rng.integers(1 << 30)))
+    # block scales stored column-major ("col": aiter's [K/128, M] and [K/128, N/128]) are passed transposed
+    store_a = np.asarray(sa, np.float32).T if p.a_scale_order == "col" else np.asarray(sa, np.float32)
+    store_b = np.asarray(sb, np.float32).T if p.b_scale_order == "col" else np.asarray(sb, np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if bias_kind == "n" else None
     stored_b = shuffle_weight(bt.view(np.uint8)).view(db.numpy) if p.b_preshuffle == "16x16" else bt
     d = np.full((m, n), np.nan, dtype(op["d"]).numpy)
     values = {"a": a.reshape(-1), "b": np.ascontiguousarray(stored_b).reshape(-1), "d": d.reshape(-1),
-              "a_scale": np.ascontiguousarray(sa, np.float32).reshape(-1),
-              "b_scale": np.ascontiguousarray(sb, np.float32).reshape(-1), "bias": bias, "c": None,
+              "a_scale": np.ascontiguousarray(store_a).reshape(-1),
+              "b_scale": np.ascontiguousarray(store_b).reshape(-1), "bias": bias, "c": None,
               "m": m, "n": n, "k": k, "batch": 1, "lda": k, "ldb": k, "ldc": n, "ldd": n, "alpha": 1.0,
               "beta": 0.0, "stride_a": 0, "stride_b": 0, "stride_c": 0, "stride_d": m * n}
     ref = reference(p, a, bt.T, None, bias, sa, sb)
