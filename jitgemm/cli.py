@@ -23,6 +23,7 @@ COMMANDS = {
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
+    "jitgemm.commands.aiter": ("aiter", "inventory"),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
