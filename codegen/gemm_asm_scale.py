@@ -2,9 +2,9 @@
 (codegen/gemm_asm.py); every method is a no-op for an unscaled problem.
 
 - tensor / rowcol: the epilogue multiplies each accumulator (converted to fp32 first when it is int32) by
-  sa[m] and then by sb[n] (the order of the float64 reference: ((A@B) * sa) * sb). Per-tensor scales are read
-  once; per-row scales once per accumulator row, per-column scales once per MFMA block column, with bounds-checked
-  buffer loads like the bias (`ld_a_scale` = 0 broadcasts one value).
+  sa[m] and then by sb[n] (the order of the float64 reference: ((A@B) * sa) * sb). The scales are loaded once,
+  before the stores: per-tensor two values, per-row one per row the lane stores, per-column one per MFMA block
+  column, with bounds-checked buffer loads (`ld_a_scale` = 0 broadcasts one value).
 - block: the K loop's tile is the scale block (depth_k = 128, gemm_plan checks it), so after each tile's MFMAs the
   accumulators hold that K block's partial product P. Each is read, converted to fp32 (int8), scaled and added to
   a running fp32 sum in VGPRs, sum = fma(P * sb[n // 128, kb], sa[m, kb], sum), and zeroed for the next block;
@@ -173,17 +173,37 @@ class ScalePhase:
         return Reg("v", self.sums.index + (i * self.blocks_n + j) * n + r)
 
     # --- epilogue ---------------------------------------------------------------------------------------------
-    def _scale_epilogue_setup(self) -> None:
-        """tensor: both scales loaded once; rowcol: their registers."""
+    def _scale_epilogue_setup(self, rbase: Reg, cbase: Reg, off: Reg) -> None:
+        """tensor: both scales, loaded once; rowcol: the scale of every row this lane stores (one per accumulator row
+        of a block row) and of every block column, loaded once before the stores (0 past M or N)."""
         mode = self.p.scale_mode
         if mode not in ("tensor", "rowcol"):
             return
-        self.va, self.vb = self.vtmp(), self.vtmp()
+        emit, m = self.emit, self.mfma
         if mode == "tensor":
-            zero = self.vtmp()
-            self.emit("v_mov_b32", zero, 0)
-            self.emit("buffer_load_dword", self.va, zero, self.rsrc["a_scale"], 0, offen=True)
-            self.emit("buffer_load_dword", self.vb, zero, self.rsrc["b_scale"], 0, offen=True)
+            self.va, self.vb = self.vtmp(), self.vtmp()
+            emit("v_mov_b32", off, 0)
+            emit("buffer_load_dword", self.va, off, self.rsrc["a_scale"], 0, offen=True)
+            emit("buffer_load_dword", self.vb, off, self.rsrc["b_scale"], 0, offen=True)
+            return
+        self.sa_rows = self.vtmp(self.blocks_m * m.acc_regs)
+        self.sb_cols = self.vtmp(self.blocks_n)
+        for i in range(self.blocks_m):
+            for r in range(m.acc_regs):
+                emit("v_add_u32", off, self._acc_row(i, r), rbase)
+                emit("v_cmp_gt_u32", VCC, self.args["m"], off)
+                emit("v_mul_lo_u32", off, off, self.args["ld_a_scale"])
+                emit("v_lshlrev_b32", off, 2, off)
+                emit("v_cndmask_b32", off, self.oob, off, VCC)
+                emit("buffer_load_dword", Reg("v", self.sa_rows.index + i * m.acc_regs + r), off,
+                     self.rsrc["a_scale"], 0, offen=True)
+        for j in range(self.blocks_n):
+            emit("v_add_u32", off, j * m.n, cbase)
+            emit("v_cmp_gt_u32", VCC, self.args["n"], off)
+            emit("v_mul_lo_u32", off, off, self.args["ld_b_scale"])
+            emit("v_lshlrev_b32", off, 2, off)
+            emit("v_cndmask_b32", off, self.oob, off, VCC)
+            emit("buffer_load_dword", Reg("v", self.sb_cols.index + j), off, self.rsrc["b_scale"], 0, offen=True)
 
     def _accumulator_value(self, x: Reg, i: int, j: int, r: int) -> None:
         """x = accumulator r of block (i, j): the running sum in block mode, else the AGPR."""
@@ -192,18 +212,8 @@ class ScalePhase:
         else:
             self.emit("v_accvgpr_read_b32", x, Reg("a", self._acc(i, j).index + r))
 
-    def _scale_column(self, col: Reg, cmask: Reg, off: Reg) -> None:
-        """rowcol: vb = sb[col] for this block column (0 for a column past N)."""
-        if self.p.scale_mode != "rowcol":
-            return
-        emit = self.emit
-        emit("v_mul_lo_u32", off, col, self.args["ld_b_scale"])
-        emit("v_lshlrev_b32", off, 2, off)
-        emit("v_cndmask_b32_e64", off, self.oob, off, cmask)
-        emit("buffer_load_dword", self.vb, off, self.rsrc["b_scale"], 0, offen=True)
-
-    def _scale_value(self, x: Reg, row: Reg, off: Reg) -> None:
-        """tensor / rowcol: x = fp32(x) * sa[row] * sb (VCC: the element is inside D)."""
+    def _scale_value(self, x: Reg, i: int, j: int, r: int) -> None:
+        """tensor / rowcol: x = fp32(x) * sa[row] * sb[col] (block mode's sums are already scaled)."""
         mode = self.p.scale_mode
         if mode not in ("tensor", "rowcol"):
             return
@@ -211,9 +221,9 @@ class ScalePhase:
         if self.mfma.acc.kind == "int":
             emit("v_cvt_f32_i32", x, x)
         if mode == "rowcol":
-            emit("v_mul_lo_u32", off, row, self.args["ld_a_scale"])
-            emit("v_lshlrev_b32", off, 2, off)
-            emit("v_cndmask_b32", off, self.oob, off, VCC)
-            emit("buffer_load_dword", self.va, off, self.rsrc["a_scale"], 0, offen=True)
-        emit("v_mul_f32", x, x, self.va)
-        emit("v_mul_f32", x, x, self.vb)
+            sa = Reg("v", self.sa_rows.index + i * self.mfma.acc_regs + r)
+            sb = Reg("v", self.sb_cols.index + j)
+        else:
+            sa, sb = self.va, self.vb
+        emit("v_mul_f32", x, x, sa)
+        emit("v_mul_f32", x, x, sb)

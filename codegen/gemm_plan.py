@@ -191,10 +191,12 @@ def _stage_vgprs(st: Staging) -> int:
 def scale_vgprs(problem: GemmProblem, mfma: Mfma, blocks_m: int, blocks_n: int) -> int:
     """VGPRs the scale modes add (codegen/gemm_asm_scale.py): block mode keeps a running fp32 sum per accumulator,
     one tile's scales (one per accumulator row, one per block column), the lane's first row and column and two
-    temporaries; tensor and rowcol add two scale registers (and the tensor mode's zero) to the epilogue."""
+    temporaries; rowcol the epilogue's scales (one per accumulator row and per block column), tensor two."""
     if problem.scale_mode == "block":
         return blocks_m * blocks_n * mfma.acc_regs + blocks_m * mfma.acc_regs + blocks_n + 4
-    return 3 if problem.scale_mode != "none" else 0
+    if problem.scale_mode == "rowcol":
+        return blocks_m * mfma.acc_regs + blocks_n
+    return 2 if problem.scale_mode == "tensor" else 0
 
 
 def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources:
