@@ -192,8 +192,8 @@ def scale_vgprs(problem: GemmProblem, mfma: Mfma, blocks_m: int, blocks_n: int) 
     """VGPRs the scale modes add (codegen/gemm_asm_scale.py): block mode keeps a running fp32 sum per accumulator,
     one tile's scales (one per accumulator row, one per block column), the lane's first row and column and two
     temporaries; rowcol the epilogue's scales (one per accumulator row and per block column), tensor two."""
-    if problem.scale_mode == "block":
-        return blocks_m * blocks_n * mfma.acc_regs + blocks_m * mfma.acc_regs + blocks_n + 4
+    if problem.scale_mode == "block":       # two scale sets with ping-pong accumulators (prefetch=2)
+        return blocks_m * blocks_n * mfma.acc_regs + 2 * (blocks_m * mfma.acc_regs + blocks_n) + 4
     if problem.scale_mode == "rowcol":
         return blocks_m * mfma.acc_regs + blocks_n
     return 2 if problem.scale_mode == "tensor" else 0
@@ -219,7 +219,8 @@ def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources
         vgprs = FIXED_VGPRS + max(loop + SETUP_TEMPS, EPILOGUE_VGPRS) + scale_vgprs(problem, mfma, bm, bn)
     except IRError:
         pass    # validate_config reports the shape error; the lowering repeats it with details
-    return Resources(lds, blocks * mfma.acc_regs, vgprs, threads, mfma)
+    sets = 2 if problem.scale_mode == "block" else 1     # block scales: ping-pong accumulators (gemm_asm_scale)
+    return Resources(lds, sets * blocks * mfma.acc_regs, vgprs, threads, mfma)
 
 
 def _check(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> Resources:
