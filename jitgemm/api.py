@@ -359,9 +359,11 @@ def check_target(problem: GemmProblem, arch: str) -> None:
 
 
 def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
-           source: str = "", strict: bool | str = False, split_k: int = 1) -> np.ndarray:
+           source: str = "", strict: bool | str = False, split_k: int = 1,
+           emu_options: dict | None = None) -> np.ndarray:
     """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed).
-    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py).
+    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py);
+    `emu_options` passes further `jitgemm.emu.emulate` options (schedule, seed, poison: the anti-cheat battery).
     `split_k` > 1 splits K over workgroups for a kernel whose contract says it can (`launch.split_k`); D is
     zeroed first when the contract says the splits add into it."""
     start = time.perf_counter()
@@ -385,7 +387,8 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     else:
         from .emu import emulate
 
-        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes, strict=strict)
+        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes, strict=strict,
+                **(emu_options or {}))
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
