@@ -338,6 +338,9 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
     """Check and plan, without the memo (`validate_config` is the memoized entry point)."""
     if problem.scaled:
         return _make_mx_plan(problem, config, spec, target)
+    if problem.b_preshuffle != "none":     # (a scaled 8-bit B in aiter's pre-shuffled layout: aiter's kernels)
+        raise IRError(f"b_preshuffle={problem.b_preshuffle}: this generator reads 8-bit B as stored (layouts NN/NT/"
+                      "TN/TT); accepted: b_preshuffle=none")
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)
