@@ -101,7 +101,7 @@ def _scale_of(op: dict) -> str:
 def _cmd_inventory(args: argparse.Namespace) -> int:
     from jitgemm.aiter.qualify import load_verdicts
     from jitgemm.aiter.registry import registered
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.spec.targets import base_target
     from jitgemm.selector import default_suppliers
 
     archs = [base_target(args.arch)] if args.arch else ["gfx942", "gfx950"]
