@@ -14,6 +14,9 @@ in ROCm/rocm-libraries). The findings here are that proof's failures, each namin
   its middle);
 - `short_segment`: a load reads past the end of the kernarg segment the contract and metadata declare.
 
+Kernarg bytes the kernel descriptor preloads into SGPRs (gfx950's kernarg preload) count as read, at the
+pseudo-PC -1 ("the kernarg preload").
+
 Reads depend on the path taken (beta != 0 reads C), so `prove` runs every problem it is given (by default two
 drawn from the contract's legal region, one with alpha/beta/C when the contract takes them).
 """
@@ -37,7 +40,7 @@ class Finding:
     message: str
 
     def __str__(self) -> str:
-        where = f" at PC 0x{self.pc:x}" if self.pc is not None else ""
+        where = "" if self.pc is None else " at the kernarg preload" if self.pc < 0 else f" at PC 0x{self.pc:x}"
         return f"{self.severity}: {self.kind}: {self.argument}{where}: {self.message}"
 
 

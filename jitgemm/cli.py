@@ -22,6 +22,7 @@ COMMANDS = {
     "jitgemm.commands.asm": ("asm",), "jitgemm.commands.disasm": ("disasm",),
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
+    "jitgemm.commands.gfa": ("gfa",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 

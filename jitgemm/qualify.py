@@ -4,6 +4,7 @@ never selected."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -39,6 +40,10 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
             lo = leg.get("min", {}).get(dim, 1)
             hi = min(leg.get("max", {}).get(dim, max_size), max(max_size, lo))
             div = leg.get("divisible", {}).get(dim, 1)
+            if dim == "k" and any(op.get(key, "none") != "none" for key in ("a_scale", "b_scale", "b_preshuffle")):
+                # block-scaled rows: whole 32-element scale blocks, 16x16 pre-shuffled rows of 32 bytes
+                div = math.lcm(div, 64)
+                hi = max(hi, 256)
             dims[dim] = _round_up(rng.randint(lo, hi), div)
         ldm = leg.get("ld_multiple", {})
         transposed = {"a": op["layout"][0] == "T", "b": op["layout"][1] == "T"}

@@ -192,7 +192,10 @@ class PrebuiltSupplier(Supplier):
     def _files(self) -> list[Path]:
         if self.folder.is_file():
             return [self.folder]
-        return sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        found = sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        if not found:    # a GFA CustomKernels tree: its kernels sit in one folder per origin
+            found = sorted(self.folder.glob("*/*.s")) + sorted(self.folder.glob("*/*.co"))
+        return found
 
     def _bytes(self, path: Path) -> bytes:
         """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
@@ -233,14 +236,16 @@ class PrebuiltSupplier(Supplier):
                 obj = codeobj.read(self._bytes(path))
             except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
                 # an assembly error already names file:line:col (its first line; the rest shows the source)
-                self.errors.append(str(exc).split("\n")[0] if getattr(exc, "line", None) else f"{path}: {exc}")
+                text = str(exc)
+                self.errors.append(text.split("\n")[0] if getattr(exc, "line", None) or text.startswith(str(path))
+                                   else f"{path}: {text}")
                 continue
             for kernel in obj.kernels:
                 data = kernel.contract
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.is_file():
+                    if data is None and _is_file(sidecar):
                         data, source = sidecar.read_text(), str(sidecar)
                 if data is None:
                     try:
@@ -275,6 +280,15 @@ class PrebuiltSupplier(Supplier):
 
             out.append(Candidate(self.name, f"{path.name}:{kernel}", contract, load))
         return out
+
+
+def _is_file(path: Path) -> bool:
+    """Path.is_file, False for a name the file system refuses (a sidecar name of a kernel with a 200-character
+    symbol, as Triton's GFA demo kernel has, is too long for it)."""
+    try:
+        return path.is_file()
+    except OSError:
+        return False
 
 
 class TritonSupplier(Supplier):

@@ -389,6 +389,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         first = desc.kernarg_preload_spec_offset
         count = desc.kernarg_preload_spec_length
         st.s[:, s:s + count] = words[first:first + count]
+        kernarg_trace.preloaded(mem, 4 * first, 4 * count)
         s += count
         entry = PRELOAD_ENTRY
     s = max(s, desc.user_sgpr_count)
