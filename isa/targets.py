@@ -369,7 +369,9 @@ def _yaml_document(text: str, where: str) -> Any:
     import yaml
 
     try:   # libyaml's parser when PyYAML has it (30x faster)
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        from .safe_yaml import load_yaml
+
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,

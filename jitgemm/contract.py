@@ -55,10 +55,17 @@ def _ceil_div(a: int, b: int) -> int:
 _FUNCS = {"ceil": None, "min": min, "max": max}
 
 
+MAX_FORMULA = 256  # characters of one grid formula (the schema's maxLength)
+MAX_CONSTANT = 0xFFFFFFFF
+MAX_GRID = 0xFFFFFFFF  # a grid dimension (workgroups) the dispatch packet can carry
+
+
 def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        if not 0 <= node.value <= MAX_CONSTANT:
+            raise ContractError(f"constant {node.value} in grid formula; constants are 0 to {MAX_CONSTANT}")
         return node.value
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return int(env[node.id])
@@ -66,10 +73,12 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
         return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
         if node.func.id == "ceil":
-            (arg,) = node.args
+            arg = node.args[0] if len(node.args) == 1 else None
             if not (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Div)):
-                raise ContractError("ceil() takes a division, e.g. ceil(n/128)")
+                raise ContractError("ceil() takes one division, e.g. ceil(n/128)")
             return _ceil_div(_eval(arg.left, env), _eval(arg.right, env))
+        if len(node.args) < 2:
+            raise ContractError(f"{node.func.id}() takes two or more arguments, e.g. {node.func.id}(m, 64)")
         return _FUNCS[node.func.id](*(_eval(a, env) for a in node.args))
     raise ContractError(f"unsupported element {ast.dump(node)[:60]} in grid formula; allowed: integers, m, n, k, "
                         f"batch, split_k, + - * //, ceil(x/y), min, max")
@@ -77,16 +86,40 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
 
 @functools.cache
 def _compile_formula(text: str) -> ast.Expression:
+    if not isinstance(text, str) or len(text) > MAX_FORMULA:
+        raise ContractError(f"grid formula of {len(text)} characters; at most {MAX_FORMULA}")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ContractError(f"grid formula {text!r} does not parse: {exc.msg}") from None
-    _eval(tree, dict.fromkeys(_NAMES, 1))  # reject unsupported syntax at load time
+    except (RecursionError, MemoryError, ValueError):
+        raise ContractError(f"grid formula {text[:40]!r}... nests too deeply") from None
+    _checked_eval(tree, dict.fromkeys(_NAMES, 1), text)  # reject unsupported syntax at load time
     return tree
 
 
+def _checked_eval(tree: ast.Expression, env: Mapping[str, int], text: str) -> int:
+    """The formula's value, with every way evaluation can fail said as a ContractError naming the formula."""
+    try:
+        value = _eval(tree, env)
+    except ZeroDivisionError:
+        values = ", ".join(f"{k}={env[k]}" for k in _NAMES if k in env)
+        raise ContractError(f"grid formula {text!r} divides by zero at {values}") from None
+    except RecursionError:
+        raise ContractError(f"grid formula {text[:40]!r}... nests too deeply") from None
+    except ContractError as exc:
+        raise ContractError(f"grid formula {text!r}: {exc}") from None
+    return value
+
+
 def evaluate_formula(text: str, env: Mapping[str, int]) -> int:
-    return _eval(_compile_formula(text), env)
+    """A grid formula's value for the sizes in `env`: 0 to MAX_GRID, else ContractError (negative, or more
+    workgroups than a dispatch can carry)."""
+    value = _checked_eval(_compile_formula(text), env, text)
+    if not 0 <= value <= MAX_GRID:
+        values = ", ".join(f"{k}={env[k]}" for k in _NAMES if k in env)
+        raise ContractError(f"grid formula {text!r} gives {value} at {values}; a grid dimension is 0 to {MAX_GRID}")
+    return value
 
 
 # --- the contract -------------------------------------------------------------------------------------
@@ -113,7 +146,9 @@ class Contract:
         """Validate a mapping or YAML text; ContractError names the key and what is allowed."""
         if isinstance(obj, (str, bytes)):
             try:
-                obj = yaml.safe_load(obj)
+                from jitgemm.isa.safe_yaml import load_yaml
+
+                obj = load_yaml(obj)
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""

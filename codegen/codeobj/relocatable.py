@@ -181,7 +181,9 @@ def yaml_metadata(obj: AsmObject, contracts: Mapping[str, Any] | None = None) ->
 
     loc = obj.metadata_loc
     try:
-        value = _llvm_scalars(yaml.load(obj.metadata, Loader=_loader()))
+        from jitgemm.isa.safe_yaml import load_yaml
+
+        value = _llvm_scalars(load_yaml(obj.metadata, loader=_loader()))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (loc.line if loc else 0) + (mark.line + 1 if mark else 1)

@@ -51,13 +51,14 @@ def _selector(args: argparse.Namespace):
 def _cmd_select(args: argparse.Namespace) -> int:
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.codegen.gemm_text import parse_dtype_list
+    from jitgemm.commands.gemm import scale_fields
     from jitgemm.selector import SelectionError
 
     try:
         da, db = parse_dtype_list(args.dtype)
         mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
         problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
-                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx)
+                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx, **scale_fields(args))
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.spec:
