@@ -22,11 +22,8 @@ COMMANDS = {
     "jitgemm.commands.asm": ("asm",), "jitgemm.commands.disasm": ("disasm",),
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
-<<<<<<< HEAD
-    "jitgemm.commands.gfa": ("gfa",),
-=======
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
->>>>>>> main
+    "jitgemm.commands.gfa": ("gfa",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
