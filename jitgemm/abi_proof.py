@@ -141,7 +141,7 @@ def trace(contract: Contract, code_object: bytes, kernel: str, problems: Sequenc
     import random
 
     from .api import launch
-    from .qualify import draw_problems, problem_text
+    from .qualify import draw_problems, problem_call, problem_text
 
     if problems is None:
         problems = draw_problems(contract, 2, random.Random(seed), max_size=96)
@@ -154,37 +154,6 @@ def trace(contract: Contract, code_object: bytes, kernel: str, problems: Sequenc
             launch(call, code_object, kernel, contract, backend="emu", strict=strict)
             texts.append(problem_text(problem))
     return list(reads), texts
-
-
-def problem_call(problem, seed: int = 0):
-    """(prepared call, numpy float64 reference) for random operands of `problem`; a block-scaled problem's
-    operands are MXTensors quantized by jitgemm.mx in the scale and weight layouts the problem names."""
-    import numpy as np
-
-    from .api import prepare
-    from .reference import operands, reference, stored_scales
-
-    if not problem.scaled:
-        a, b, c, bias = operands(problem, seed)
-        scales = stored_scales(problem, seed)      # fp32 scale modes (None, None without one)
-        mode = problem.scale_mode
-        call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                       activation=problem.activation,
-                       scales=None if mode == "none" else
-                       (*scales, mode, {"a": problem.a_scale_order, "b": problem.b_scale_order}))
-        return call, reference(problem, a, b, c, bias, *scales)
-    from . import mx
-
-    rng = np.random.default_rng(seed)
-    qa = mx.quantize_mx(rng.standard_normal((problem.m, problem.k)), problem.a.name, axis=1)
-    qb = mx.weights(rng.standard_normal((problem.n, problem.k)), problem.b.name)
-    if problem.a_scale == "shuffled":
-        qa = qa.shuffle(scales=True)
-    if problem.b_scale == "shuffled" or problem.b_preshuffle != "none":
-        qb = qb.shuffle(scales=problem.b_scale == "shuffled", weight=problem.b_preshuffle != "none")
-    want = qa.dequantize() @ qb.dequantize()
-    call = prepare(qa, qb, out_dtype=problem.d.numpy)
-    return call, want
 
 
 def prove(contract: Contract, code_object: bytes, kernel: str | None = None, problems: Sequence | None = None, *,

@@ -218,14 +218,14 @@ class PrebuiltSupplier(Supplier):
 
     def _gfa_contract(self, path: Path, kernel: str) -> tuple[Any, str] | None:
         """(contract, source) of a GFA kernel, None when the file carries no custom.config; GfaError refuses."""
-        from .gfa import read_kernel
+        from .gfa import read_kernel, to_contract
         from .gfa.source import has_custom_config
 
         if self.custom_yaml is None and not has_custom_config(path):
             return None
         gk = read_kernel(path, custom_yaml=self.custom_yaml, name=kernel)
         gk._code = self._bytes(path)
-        return gk.contract(), f"{path} (GFA custom.config of {kernel})"
+        return to_contract(gk), f"{path} (GFA custom.config of {kernel})"
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj

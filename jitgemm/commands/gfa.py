@@ -44,11 +44,11 @@ def register(subparsers) -> None:
 def _show(args: argparse.Namespace) -> int:
     import yaml
 
-    from jitgemm.gfa import read_kernel
+    from jitgemm.gfa import read_kernel, to_contract
     from jitgemm.gfa.validate import validate
 
     kernel = read_kernel(args.file, custom_yaml=args.custom_yaml, arch=args.arch)
-    contract = kernel.contract()
+    contract = to_contract(kernel)
     print(yaml.safe_dump(dict(contract.data), sort_keys=False), end="")
     problems = validate(kernel.config)
     print(f"# hipBLASLt metadata rules: {'pass' if not problems else '; '.join(problems)}")

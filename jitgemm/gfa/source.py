@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from jitgemm.isa.errors import IsaError
+from jitgemm.isa.safe_yaml import load_yaml
 
 
 class GfaError(IsaError):
@@ -31,7 +32,7 @@ class GfaError(IsaError):
 @functools.cache
 def gfa_data() -> dict:
     """specs/gfa.yaml: what every GFA name means in jitgemm's contract."""
-    return yaml.safe_load(resources.files("jitgemm.specs").joinpath("gfa.yaml").read_text(encoding="utf-8"))
+    return load_yaml(resources.files("jitgemm.specs").joinpath("gfa.yaml").read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -70,12 +71,6 @@ class GfaKernel:
 
         return codeobj.read(self.code).kernel(self.name).metadata
 
-    def contract(self):
-        """jitgemm's contract of this kernel (jitgemm.gfa.reader.to_contract)."""
-        from .reader import to_contract
-
-        return to_contract(self)
-
 
 # -- the .amdgpu_metadata YAML of a .s file -----------------------------------------------------------------
 _BLOCK = re.compile(r"^[ \t]*\.amdgpu_metadata\b.*?$(.*?)^[ \t]*\.end_amdgpu_metadata\b", re.M | re.S)
@@ -87,7 +82,7 @@ def _metadata_of_text(text: str, where: str) -> dict:
         raise GfaError(f"{where}: no .amdgpu_metadata block (a GFA kernel carries custom.config there)")
     body = m.group(1)
     try:
-        data = yaml.safe_load(body)
+        data = load_yaml(body)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = text[:m.start(1)].count("\n") + (mark.line + 1 if mark else 1)
@@ -108,7 +103,7 @@ def _manifest(path: Path) -> dict:
     if not file.is_file():
         return {}
     try:
-        data = yaml.safe_load(file.read_text())
+        data = load_yaml(file.read_text())
     except yaml.YAMLError as exc:
         raise GfaError(f"{file}: not valid YAML: {exc}") from None
     return data if isinstance(data, dict) else {}
@@ -153,7 +148,7 @@ def test_records(path: Path) -> list[dict]:
 @functools.lru_cache(maxsize=64)
 def _test_records(path: Path, _mtime: int, _size: int) -> list[dict]:
     try:
-        data = yaml.load(path.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        data = load_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise GfaError(f"{path}: cannot read the CustomKernel YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("BenchmarkProblems"), list):

@@ -31,7 +31,9 @@ def kernel(rel: str, test_yaml: str | None):
 
 
 def test_aiter_bf16_record_maps_to_a_contract():
-    c = kernel("aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "custom_aiter_bf16.yaml").contract().data
+    from jitgemm.gfa import to_contract
+
+    c = to_contract(kernel("aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "custom_aiter_bf16.yaml")).data
     assert c["identity"]["target"] == "gfx950"   # no .amdgcn_target: from the manifest's Target.ISA
     assert c["operation"] == {"kind": "gemm", "a": "bf16", "b": "bf16", "d": "bf16", "acc": "fp32", "layout": "NT",
                               "c": "bf16"}
@@ -70,11 +72,11 @@ def _with_args(tmp_path, edit):
     (lambda ck, pt: pt.update(Fancy=True), r"ProblemType\.Fancy: unknown ProblemType key"),
 ])
 def test_unknown_or_unsupported_fails_closed_naming_the_key(tmp_path, edit, message):
-    from jitgemm.gfa import GfaError, read_kernel
+    from jitgemm.gfa import GfaError, read_kernel, to_contract
 
     path = require_shared(KERNELS / "aiter" / "_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "aiter bf16 kernel")
     with pytest.raises(GfaError, match=message):
-        read_kernel(path, custom_yaml=_with_args(tmp_path, edit)).contract()
+        to_contract(read_kernel(path, custom_yaml=_with_args(tmp_path, edit)))
 
 
 # (kernel, test YAML, scaled-down problem (m, n, k) in jitgemm's terms, a problem its predicates forbid + clause)
@@ -96,12 +98,13 @@ DEMOS = [
 def test_demo_kernel_strict_emulation_equals_numpy(rel, test_yaml, size, forbidden):
     from jitgemm.codegen.gemm_ir import GemmProblem
 
-    from jitgemm.abi_proof import problem_call
     from jitgemm.api import launch
+    from jitgemm.gfa import to_contract
+    from jitgemm.qualify import problem_call
     from jitgemm.reference import check
 
     k = kernel(rel, test_yaml)
-    contract = k.contract()
+    contract = to_contract(k)
     op = contract.data["operation"]
     mx = {key: op[key] for key in ("a_scale", "b_scale", "b_preshuffle") if key in op}
 
@@ -120,9 +123,10 @@ def test_abi_proof_finds_what_the_aiter_record_claims_and_the_binary_does_not_do
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     from jitgemm.abi_proof import prove
+    from jitgemm.gfa import to_contract
 
     k = kernel("aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "custom_aiter_bf16.yaml")
-    contract = k.contract()
+    contract = to_contract(k)
     proof = prove(contract, k.code, k.name, [GemmProblem.make(256, 256, 64, "bf16", layout="NT")])
     errors = {(f.kind, f.argument) for f in proof.findings if f.severity == "error"}
     # the kernel reads StrideC0Bytes but never D's leading dimension: a D with ldd != ldc would be written wrong
@@ -161,7 +165,7 @@ def test_export_passes_hipblaslt_rules_assembles_to_the_kernel_and_round_trips(e
     from jitgemm.codegen.codeobj.relocatable import assemble_source
 
     from jitgemm.contract import Contract
-    from jitgemm.gfa import read_kernel
+    from jitgemm.gfa import read_kernel, to_contract
     from jitgemm.gfa.reader import comparable
     from jitgemm.gfa.validate import validate
     from tests.hand_kernel import llvm_link
@@ -178,7 +182,7 @@ def test_export_passes_hipblaslt_rules_assembles_to_the_kernel_and_round_trips(e
         assert got.code == original.code
         assert got.descriptor_bytes[:16] + got.descriptor_bytes[24:] == \
             original.descriptor_bytes[:16] + original.descriptor_bytes[24:]
-    again = read_kernel(folder / f"{e.name}.s").contract()      # the target from the exported manifest
+    again = to_contract(read_kernel(folder / f"{e.name}.s"))      # the target from the exported manifest
     assert comparable(again) == comparable(Contract.load(copy.deepcopy(k.contract)))
 
 
