@@ -123,11 +123,15 @@ def compare(contract: Contract, reads: Iterable[KernargRead], metadata: Mapping[
                                     f"{r.text} reads byte(s) {span} that no declared argument covers"
                                     + (" (a wide load across arguments: " + ", ".join(a["name"] for a in real) + ")"
                                        if real else "")))
-    batched = bool(contract.data.get("legality", {}).get("batch"))
+    leg = contract.data.get("legality", {})
+    batched = bool(leg.get("batch"))
+    one_row = leg.get("max", {}).get("m") == 1     # D (and C) one row: their leading dimension changes nothing
     for a in args:
         if not read_by[a["name"]]:
-            # a batch stride of a kernel that takes one batch, a constant or padding: the value changes nothing
-            value_role = a["role"] not in ("const", "unused") and (batched or not a["role"].startswith("stride_"))
+            # a batch stride of a kernel that takes one batch, the leading dimension of a one-row C/D, a constant or
+            # padding: the value changes nothing
+            value_role = a["role"] not in ("const", "unused") and (batched or not a["role"].startswith("stride_")) \
+                and not (one_row and a["role"] in ("ldc", "ldd"))
             findings.append(Finding("never_read", "error" if value_role else "warning", a["name"], None,
                                     f"declared (role {a['role']}, bytes {a['offset']}..{a['offset'] + a['size'] - 1})"
                                     f" but no load reads it" + (": the kernel ignores the value the problem gives"
@@ -172,6 +176,7 @@ def prove(contract: Contract, code_object: bytes, kernel: str | None = None, pro
         except EmulatorError as exc:     # e.g. a load past the kernarg segment faults: the reads so far still count
             failure, texts = str(exc).split("\n")[0], []
     findings = compare(contract, reads, meta)
-    if failure:
+    if failure:    # the loads after the fault never ran: "never read" says nothing then
+        findings = [f for f in findings if f.kind != "never_read"]
         findings.append(Finding("run_failed", "error", "(none)", None, failure))
     return Proof(name, list(reads), findings, texts)
