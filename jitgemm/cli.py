@@ -24,6 +24,7 @@ COMMANDS = {
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
     "jitgemm.commands.aiter": ("aiter", "inventory"),
+    "jitgemm.commands.gfa": ("gfa",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 

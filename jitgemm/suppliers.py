@@ -196,7 +196,10 @@ class PrebuiltSupplier(Supplier):
     def _files(self) -> list[Path]:
         if self.folder.is_file():
             return [self.folder]
-        return sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        found = sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        if not found:    # a GFA CustomKernels tree: its kernels sit in one folder per origin
+            found = sorted(self.folder.glob("*/*.s")) + sorted(self.folder.glob("*/*.co"))
+        return found
 
     def _bytes(self, path: Path) -> bytes:
         """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
@@ -215,14 +218,14 @@ class PrebuiltSupplier(Supplier):
 
     def _gfa_contract(self, path: Path, kernel: str) -> tuple[Any, str] | None:
         """(contract, source) of a GFA kernel, None when the file carries no custom.config; GfaError refuses."""
-        from .gfa import read_kernel
+        from .gfa import read_kernel, to_contract
         from .gfa.source import has_custom_config
 
         if self.custom_yaml is None and not has_custom_config(path):
             return None
         gk = read_kernel(path, custom_yaml=self.custom_yaml, name=kernel)
         gk._code = self._bytes(path)
-        return gk.contract(), f"{path} (GFA custom.config of {kernel})"
+        return to_contract(gk), f"{path} (GFA custom.config of {kernel})"
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj
@@ -237,14 +240,16 @@ class PrebuiltSupplier(Supplier):
                 obj = codeobj.read(self._bytes(path))
             except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
                 # an assembly error already names file:line:col (its first line; the rest shows the source)
-                self.errors.append(str(exc).split("\n")[0] if getattr(exc, "line", None) else f"{path}: {exc}")
+                text = str(exc)
+                self.errors.append(text.split("\n")[0] if getattr(exc, "line", None) or text.startswith(str(path))
+                                   else f"{path}: {text}")
                 continue
             for kernel in obj.kernels:
                 data = kernel.contract
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.exists():
+                    if data is None and _exists(sidecar):
                         try:  # a regular file of bounded size (a FIFO here would block the scan forever)
                             data, source = read_bounded(sidecar, MAX_CONTRACT_BYTES), str(sidecar)
                         except OSError as exc:
@@ -285,6 +290,15 @@ class PrebuiltSupplier(Supplier):
 
             out.append(Candidate(self.name, f"{path.name}:{kernel}", contract, load))
         return out
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists, False for a name the file system refuses (a sidecar name of a kernel with a 200-character
+    symbol, as Triton's GFA demo kernel has, is too long for it)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 class TritonSupplier(Supplier):
