@@ -434,8 +434,8 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
     """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.util.safe_yaml import load_yaml
     from jitgemm.timing import TimingError, predict
+    from jitgemm.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
