@@ -38,6 +38,7 @@ class Verdict:
     score: float | None = None      # predicted or measured TFLOP/s; higher is better
     basis: str = ""                 # "tuning" (measured), "sweep" (the database's static model) or "model"
     row: Row | None = None          # the tuning-database row that decided the score
+    predicted_us: float | None = None   # the timing model's time of one launch (basis "model")
 
 
 def _json_load(path: Path) -> dict:
@@ -71,13 +72,14 @@ class Quarantine:
 
 
 def predicted(candidate: Candidate, problem: GemmProblem, target: str):
-    """The timing model's prediction for a candidate (`jitgemm.timing.predict` on the target's default device),
-    or the reason it has none (a kernel the model cannot time: no MFMA loop, no tile in its contract)."""
-    from jitgemm.timing import TimingError, predict
+    """The timing model's prediction for a candidate on the target's default device, at the split-K count the
+    model finds fastest for a kernel that splits K (`jitgemm.timing.best_split`), or the reason it has none (a
+    kernel the model cannot time: no MFMA loop, no tile in its contract)."""
+    from jitgemm.timing import TimingError, best_split
     from jitgemm.timing.pipeline import PipelineModelError
 
     try:
-        return predict(candidate, problem)
+        return best_split(candidate, problem)
     except (TimingError, PipelineModelError, isa.IsaError) as exc:
         return f"model: {exc}"
 
@@ -191,7 +193,8 @@ class Selector:
         pred = predicted(cand, problem, self.target)
         if isinstance(pred, str):
             return Verdict(cand, True, pred, 0.0, "model")
-        return Verdict(cand, True, "", pred.tflops, "model")
+        return Verdict(cand, True, f"split_k={pred.split_k}" if pred.split_k > 1 else "", pred.tflops, "model",
+                       predicted_us=pred.us)
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)
@@ -210,7 +213,8 @@ class Selector:
                 rank += 1
             rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
                          "kept" if v.legal else "rejected",
-                         f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
+                         (f"{v.score:.1f} TF/s" + (f" {v.predicted_us:.1f} us" if v.predicted_us else "")
+                          + f" ({v.basis})") if v.score is not None else "",
                          v.reason or ("selected" if v.legal and rank == 1 else "")
                          + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]

@@ -25,8 +25,9 @@ other kernels' traffic, TLB misses, the emulator's per-lane addresses (the trace
 
 from __future__ import annotations
 
-from .model import KernelFacts, Prediction, TimingError, kernel_facts, occupancy, params, predict
+from .model import KernelFacts, Prediction, TimingError, best_split, kernel_facts, occupancy, params, predict
 from .trace import KernelTrace, Region, trace
 
-__all__ = ["KernelFacts", "KernelTrace", "Prediction", "Region", "TimingError", "kernel_facts", "occupancy",
+__all__ = ["KernelFacts", "KernelTrace", "Prediction", "Region", "TimingError", "best_split", "kernel_facts",
+           "occupancy",
            "params", "predict", "trace"]

@@ -217,6 +217,20 @@ def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: i
     return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)))
 
 
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+
+
+def best_split(kernel: Any, problem: GemmProblem, device: Any = None, splits: tuple[int, ...] = SPLITS) -> Prediction:
+    """The split-K decision: the prediction at the split count (of `splits` the kernel's contract allows for this
+    K, `Contract.split_refusal`) the model finds fastest; split 1 for a kernel that does not split K."""
+    contract = getattr(kernel, "contract", None)
+    if contract is None and isinstance(kernel, tuple):
+        contract = kernel[0]
+    refusal = getattr(contract, "split_refusal", None)
+    allowed = [s for s in splits if s == 1 or (refusal is not None and refusal(problem.k, s) is None)]
+    return min((predict(kernel, problem, device, split_k=s) for s in allowed), key=lambda p: (p.us, p.split_k))
+
+
 def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profile: TargetProfile, p: Params,
           split_k: int) -> Prediction:
     m, n, k, batch = prob.m, prob.n, prob.k, prob.batch
