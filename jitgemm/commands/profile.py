@@ -37,6 +37,9 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--arch", default="gfx942", help="target id for --kernel (default gfx942; K.co: its own)")
     p.add_argument("--device", help="device of the target: a name (MI300X, MI308X, MI355X, ...) or a CU count "
                                     "(default: the target's first device)")
+    p.add_argument("--emulate", action="store_true",
+                   help="measure LDS bank conflicts and global transactions from the lanes' addresses: one macro "
+                        "tile of the kernel in the emulator (ours; seconds)")
     p.add_argument("--json", action="store_true", help="one JSON document: an object per problem")
     p.add_argument("--plot", metavar="FILE.png", help="draw where the time goes, per problem")
     p.set_defaults(func=_cmd_profile)
@@ -125,6 +128,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
 
     shapes = _shapes(args)
     kernel, op, name = _kernel(args, shapes[0])
+    measured = _measured(kernel, op, name, shapes[0], args) if args.emulate else None
     device: Any = args.device
     if device is not None and device.isdigit():
         device = int(device)
@@ -132,7 +136,7 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     for m, n, k, split in shapes:
         problem = _problem(m, n, k, args.batch, op, args)
         try:
-            preds.append(predict(kernel, problem, device, split_k=split))
+            preds.append(predict(kernel, problem, device, split_k=split, measured=measured))
         except (TimingError, PipelineModelError) as exc:
             raise CliError(f"{name}: {exc}") from None
     if args.json:
@@ -144,6 +148,25 @@ def _cmd_profile(args: argparse.Namespace) -> int:
     if args.plot:
         _plot(preds, Path(args.plot))
     return 0
+
+
+def _measured(kernel, op: dict, name: str, first, args: argparse.Namespace):
+    """The emulator's counters for the kernel (jitgemm.timing.emu_counters), or CliError saying why not."""
+    from types import SimpleNamespace
+
+    from jitgemm.timing.emu_counters import emu_counters
+
+    if isinstance(kernel, tuple):
+        contract, blob = kernel
+    else:
+        contract, blob = kernel.contract, kernel.load()[0]
+    problem = _problem(first[0], first[1], first[2], 1, op, args)
+    if problem.a.microscaling or problem.b.microscaling or getattr(problem, "scale_mode", "none") != "none":
+        raise CliError(f"--emulate: {name} is a scaled or MX GEMM; the emulator counters take plain operands")
+    from jitgemm.codegen import codeobj
+
+    kname = next((k.name for k in codeobj.read(blob).kernels if k.contract is not None), contract.kernel)
+    return emu_counters(SimpleNamespace(problem=problem, contract=contract, code_object=blob, name=kname))
 
 
 def _report(p) -> str:
@@ -160,8 +183,9 @@ def _report(p) -> str:
              "  instructions: " + "  ".join(f"{k} {v:,}" for k, v in c["instructions"].items()),
              "  bytes: " + "  ".join(f"{k} {v:,}" for k, v in c["bytes"].items())
              + f"   L2->CU 64B transactions {c['transactions']['l2_to_cu_64B']:,}",
-             "  LDS bank conflicts: " + ("not modelled" if c["lds_bank_conflicts"] is None
-                                         else f"{c['lds_bank_conflicts']:,}"),
+             "  LDS bank conflicts: " + ("not modelled (static trace; --emulate measures them)"
+                                         if c["lds_bank_conflicts"] is None
+                                         else f"{c['lds_bank_conflicts']:,} cycles (emulated addresses)"),
              "  time by cause (us): " + "  ".join(f"{k} {v:.2f}" for k, v in p.stalls_us.items())]
     return "\n".join(lines)
 
