@@ -20,7 +20,7 @@ from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.generator import generator, target_id
 from jitgemm.codegen.kernel_abi import LoweredKernel
-from jitgemm.isa.files import read_bounded
+from jitgemm.util.files import read_bounded
 
 from .contract import Contract, ContractError
 
@@ -126,7 +126,7 @@ class GeneratorSupplier(Supplier):
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         if not self.available():
             return []
-        from .compiler import compile as jit_compile
+        from jitgemm.kernel import compile as jit_compile
 
         if problem.scaled:
             why = block_scaled_refusal(self.option, problem, target)
@@ -364,7 +364,7 @@ class TritonSupplier(Supplier):
             src = ASTSource(fn, sig, constexprs=constexprs, attrs=attrs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # Triton warns about its own deprecations
-                compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                compiled = triton_compile(src, target=GPUTarget("hip", isa.spec.targets.base_target(target), 64),
                                           options={"num_warps": self.num_warps})
             blob = compiled.asm["hsaco"]
             meta = compiled.metadata
@@ -524,7 +524,7 @@ class TritonSupplier(Supplier):
         return {
             "contract_version": 1,
             "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
-                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.targets.base_target(target),
+                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.spec.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
                           "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},

@@ -64,7 +64,7 @@ def _cmd_select(args: argparse.Namespace) -> int:
     if args.spec:
         from jitgemm import isa
 
-        isa.spec_sources.use_spec_file(args.arch, args.spec)
+        isa.spec.sources.use_spec_file(args.arch, args.spec)
     selector, prebuilt = _selector(args)
     align = {"a": args.align, "b": args.align}
     for sup in prebuilt:
@@ -83,10 +83,10 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_qualify(args: argparse.Namespace) -> int:
-    from jitgemm.isa import progress
     from jitgemm.qualify import qualify_candidate
     from jitgemm.selector import Quarantine
     from jitgemm.suppliers import PrebuiltSupplier
+    from jitgemm.util import progress
 
     sup = PrebuiltSupplier(_folder(args.dir, "qualify"), custom_yaml=_custom_yaml(args))
     entries = sup._scan()

@@ -22,7 +22,7 @@ from typing import Any
 import yaml
 
 from jitgemm.isa.errors import IsaError
-from jitgemm.isa.safe_yaml import load_yaml
+from jitgemm.util.safe_yaml import load_yaml
 
 
 class GfaError(IsaError):

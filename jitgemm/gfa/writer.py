@@ -300,8 +300,8 @@ def _yaml(value: Any) -> str:
 def _text(code: bytes, target: str, kernel: str) -> tuple[list[str], int]:
     """The kernel's instructions as assembly lines (branch targets as labels), and how many became .long."""
     from jitgemm import isa
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.encoder import encode_instruction
+    from jitgemm.isa.asm.encoder import encode_instruction
+    from jitgemm.isa.disasm.decoder import decode
     from jitgemm.isa.instruction import Label
 
     spec = isa.load_spec(target)
