@@ -222,3 +222,19 @@ def test_select_explain_lists_ours_beside_every_gfa_kernel_and_matmul_runs_the_w
     assert jitgemm.last_launch() is not None
     require_tool("llvm-mc")
     assert np.isfinite(d.astype(np.float64)).all()
+
+
+def test_a_code_object_reads_as_its_assembly_does(tmp_path):
+    """custom.config from a linked code object's metadata note (LLVM's typing: `True` stays a string) gives the
+    contract its `.s` gives; the target comes from the ELF's e_flags there."""
+    from jitgemm.codegen.codeobj.relocatable import assemble_source
+    from jitgemm.gfa import read_kernel, to_contract
+    from jitgemm.gfa.reader import comparable
+
+    src = require_shared(KERNELS / "rocblas" / "wvSpltK_hf_m4.s", "rocBLAS wvSpltK_hf_m4")
+    test_yaml = require_shared(TESTS / "custom_rocblas_gemv_m4.yaml", "custom_rocblas_gemv_m4.yaml")
+    co = tmp_path / "wvSpltK_hf_m4.co"
+    co.write_bytes(assemble_source(src.read_text(), file=str(src))[0])
+    from_co, from_s = read_kernel(co, custom_yaml=test_yaml), read_kernel(src, custom_yaml=test_yaml)
+    assert from_co.target == "gfx942"
+    assert comparable(to_contract(from_co)) == comparable(to_contract(from_s))
