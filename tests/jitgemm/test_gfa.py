@@ -228,6 +228,7 @@ def test_a_code_object_reads_as_its_assembly_does(tmp_path):
     """custom.config from a linked code object's metadata note (LLVM's typing: `True` stays a string) gives the
     contract its `.s` gives; the target comes from the ELF's e_flags there."""
     from jitgemm.codegen.codeobj.relocatable import assemble_source
+
     from jitgemm.gfa import read_kernel, to_contract
     from jitgemm.gfa.reader import comparable
 
