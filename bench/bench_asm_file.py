@@ -35,7 +35,7 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
     out = [(str(REPO / "tests/data/handwritten_kernel.s"), (REPO / "tests/data/handwritten_kernel.s").read_text(),
             REPO / "tests/data")]
     try:
-        from tests.test_emu_clang import SOURCE
+        from tests.emu.test_emu_clang import SOURCE
 
         (folder / "k.cl").write_text(SOURCE)
         subprocess.run([_tool("clang"), "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",

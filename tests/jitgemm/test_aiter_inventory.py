@@ -12,7 +12,7 @@ import pytest
 from jitgemm.aiter import _no_pads, device_of, inventory
 from jitgemm.aiter.families import contract_data, families, load_family
 from jitgemm.contract import Contract, ContractError
-from tests.aiter_corpus import aiter_root, aiter_wheel
+from tests.fixtures.aiter_corpus import aiter_root, aiter_wheel
 
 
 @pytest.fixture(scope="module")
