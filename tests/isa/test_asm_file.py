@@ -94,7 +94,7 @@ def test_triton_assembly_files_equal_llvm_mc_and_lld(triton_objs, tmp_path):
 def reassembled_triton(monkeypatch, tmp_path):
     """Every kernel the Triton emulator tests compile is replaced by our assembly of its .amdgcn text, after
     checking that text gives llvm-mc + ld.lld's code object."""
-    from tests import test_emu_triton, test_emu_triton_kernels
+    from tests.emu import test_emu_triton, test_emu_triton_kernels
 
     original = test_emu_triton.compile_kernel
     seen = []
@@ -113,8 +113,8 @@ def reassembled_triton(monkeypatch, tmp_path):
 
 
 def test_triton_emulator_kernels_from_our_assembly(reassembled_triton):
-    from tests import test_emu_triton
-    from tests import test_emu_triton_kernels as tk
+    from tests.emu import test_emu_triton
+    from tests.emu import test_emu_triton_kernels as tk
 
     tk.test_elementwise_float_and_conversions()
     tk.test_integer_ops()
@@ -141,7 +141,7 @@ def clang_assembly(tmp_path_factory):
 def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):
     import inspect
 
-    from tests import test_emu_clang
+    from tests.emu import test_emu_clang
 
     ours, _ = assemble_source(clang_assembly, file="k.s")
     ours_rel, _ = assemble_source(clang_assembly, file="k.s", relocatable=True)
