@@ -14,102 +14,8 @@ import numpy as np
 import pytest
 
 from jitgemm.emu import check, emulate
+from tests.fixtures.clang_kernels import SOURCE
 from tests.fixtures.oracles import require_tool
-
-SOURCE = r"""
-#define WG 256
-typedef unsigned int uint;
-static inline uint lid_x(void) { return __builtin_amdgcn_workitem_id_x(); }
-static inline uint gid_x(void) {
-    return __builtin_amdgcn_workgroup_id_x() * __builtin_amdgcn_workgroup_size_x() + lid_x();
-}
-
-__kernel void reduce_sum(__global const float *x, __global float *out, int n) {
-    __local float buf[WG];
-    uint lid = lid_x();
-    uint gid = __builtin_amdgcn_workgroup_id_x() * WG + lid;
-    buf[lid] = gid < (uint)n ? x[gid] : 0.0f;
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");   /* without the fences the LDS store may still */
-    __builtin_amdgcn_s_barrier();                            /* be in flight at the barrier (strict mode) */
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
-    for (uint s = WG / 2; s > 0; s >>= 1) {
-        if (lid < s) buf[lid] += buf[lid + s];
-        __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
-        __builtin_amdgcn_s_barrier();
-        __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
-    }
-    if (lid == 0) __hip_atomic_fetch_add(out, buf[0], __ATOMIC_RELAXED, 3);
-}
-
-__kernel void saxpy(__global float *y, __global const float *x, float a, int n) {
-    uint i = gid_x();
-    if (i < (uint)n) y[i] = a * x[i] + y[i];
-}
-
-__kernel void transpose(__global const float *in, __global float *out, int rows, int cols) {
-    __local float tile[16][17];
-    uint tx = __builtin_amdgcn_workitem_id_x(), ty = __builtin_amdgcn_workitem_id_y();
-    uint bx = __builtin_amdgcn_workgroup_id_x() * 16, by = __builtin_amdgcn_workgroup_id_y() * 16;
-    if (by + ty < (uint)rows && bx + tx < (uint)cols) tile[ty][tx] = in[(by + ty) * cols + bx + tx];
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
-    __builtin_amdgcn_s_barrier();
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
-    if (bx + ty < (uint)cols && by + tx < (uint)rows) out[(bx + ty) * rows + by + tx] = tile[tx][ty];
-}
-
-__kernel void collatz(__global const uint *x, __global uint *steps, int n) {
-    uint i = gid_x();
-    if (i >= (uint)n) return;
-    uint v = x[i], s = 0;
-    while (v != 1u && s < 1000u) { v = (v & 1u) ? 3u * v + 1u : v >> 1; s++; }
-    steps[i] = s;
-}
-
-__kernel void histogram(__global const uint *x, __global uint *hist, int n) {
-    __local uint h[64];
-    uint lid = lid_x();
-    if (lid < 64) h[lid] = 0;
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
-    __builtin_amdgcn_s_barrier();
-    __builtin_amdgcn_fence(__ATOMIC_ACQUIRE, "workgroup");
-    uint i = gid_x();
-    if (i < (uint)n) __hip_atomic_fetch_add(&h[x[i] & 63u], 1u, __ATOMIC_RELAXED, 2);
-    __builtin_amdgcn_fence(__ATOMIC_RELEASE, "workgroup");
-    __builtin_amdgcn_s_barrier();
-    if (lid < 64) __hip_atomic_fetch_add(&hist[lid], h[lid], __ATOMIC_RELAXED, 3);
-}
-
-__kernel void mixed(__global const int *a, __global const float *f, __global float *out, __global int *iout,
-                    int n, int d) {
-    uint i = gid_x();
-    if (i >= (uint)n) return;
-    int v = a[i];
-    float x = f[i];
-    iout[i] = v / d + v % 7 + (v < 100 ? v : 100) * (v > -100 ? v : -100) + (int)(x * 10.0f) + (v >> 2)
-              + (int)((uint)v >> 3);
-    out[i] = x / (1.5f + x * x) + (float)v * 0.25f + __builtin_fmaxf(x, 0.0f) + (v & 1 ? x : -x)
-             + __builtin_sqrtf(__builtin_fabsf(x)) + __builtin_floorf(x) + __builtin_rintf(x * 3.0f);
-}
-
-/* buffer load straight to LDS: LLVM puts the LDS base in M0 and applies the immediate offset (16 here) to both
-   the global and the LDS address; lane i lands at M0 + 16 + 4 * i */
-__kernel void lds_direct(__global float *x, __global float *out, int n) {
-    __local float tile[128];
-    uint lane = __builtin_amdgcn_workitem_id_x();
-    __amdgpu_buffer_rsrc_t r = __builtin_amdgcn_make_buffer_rsrc(x, (short)0, n * 4, 0x27000);
-    __builtin_amdgcn_raw_ptr_buffer_load_lds(r, (__local void *)(tile + 32), 4, lane * 4, 0, 16, 0);
-    __builtin_amdgcn_s_waitcnt(0);
-    __builtin_amdgcn_s_barrier();
-    out[lane] = tile[32 + 4 + (63 - lane)];
-}
-
-__kernel void lanes(__global uint *out) {
-    uint i = gid_x();
-    uint lane = __builtin_amdgcn_mbcnt_hi(~0u, __builtin_amdgcn_mbcnt_lo(~0u, 0u));
-    uint b = __builtin_amdgcn_readfirstlane(i * 3u);
-    out[i] = lane * 1000u + (b & 0xffu) + (__builtin_amdgcn_ds_bpermute(((lane + 1u) & 63u) * 4u, (int)i) << 16);
-}
-"""
 
 
 @pytest.fixture(scope="module")
@@ -263,3 +169,41 @@ def test_dpp_wave_scan_of_atomic_optimizer(dpp_code_object):
     for base, total in sorted(bases):  # the waves' single atomics happened one after another
         assert base == running
         running += total
+
+
+# -- the same kernels from our assembler: clang -S of SOURCE assembled by jitgemm (checked equal to llvm-mc +
+# ld.lld's code object and its relocatable object), then run by every test above
+
+@pytest.fixture(scope="module")
+def clang_assembly(tmp_path_factory):
+    import subprocess
+
+    from tests.fixtures.oracles import require_tool
+
+    clang = require_tool("clang")
+    folder = tmp_path_factory.mktemp("clang_s")
+    (folder / "k.cl").write_text(SOURCE)
+    subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib",
+                    "-O2", "-Wno-everything", "-S", str(folder / "k.cl"), "-o", str(folder / "k.s")], check=True)
+    return (folder / "k.s").read_text()
+
+
+def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):
+    import inspect
+
+    from jitgemm.codegen.codeobj.relocatable import assemble_source
+
+    from tests.fixtures.asm_support import assert_same_code_object, relocatable_summary
+    from tests.fixtures.hand_kernel import llvm_link
+
+    ours, _ = assemble_source(clang_assembly, file="k.s")
+    ours_rel, _ = assemble_source(clang_assembly, file="k.s", relocatable=True)
+    their_rel, theirs = llvm_link(tmp_path, clang_assembly)
+    assert assert_same_code_object(ours, theirs, "clang -S") >= 8
+    assert relocatable_summary(ours_rel) == relocatable_summary(their_rel)
+    ran = 0
+    for name, fn in list(globals().items()):  # every emulator test of those kernels, on our code object
+        if name.startswith("test_") and list(inspect.signature(fn).parameters) == ["code_object"]:
+            fn(ours)
+            ran += 1
+    assert ran >= 8

@@ -17,20 +17,17 @@ Tolerances, |C - C_ref| <= tol * (|A| @ |B|) elementwise (+ output rounding):
 
 from __future__ import annotations
 
-import functools
-import warnings
-
 import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.fixtures.asm_support import objdump_instruction_lines
 from tests.fixtures.oracles import require_module
-from tests.jitgemm.test_disasm_whole_text import objdump_instruction_lines
 
 triton = require_module("triton")
 tl = require_module("triton.language")
 
-from tests.emu.test_emu_triton import assert_close, launch, matmul_kernel  # noqa: E402
+from tests.fixtures.triton_kernels import assert_close, compile_triton, gemm_kernel, launch  # noqa: E402
 
 
 @triton.jit
@@ -79,17 +76,6 @@ def mx_bf16_kernel(a_ptr, as_ptr, b_ptr, c_ptr, M, N, K, BM: tl.constexpr, BN: t
     tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc, mask=(rm[:, None] < M) & (rn[None, :] < N))
 
 
-@functools.cache
-def compile950(fn, signature: tuple, constexprs: tuple, options: tuple = ()):
-    from triton.backends.compiler import GPUTarget
-
-    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        k = triton.compile(src, target=GPUTarget("hip", "gfx950", 64), options=dict(options))
-    return k.asm["hsaco"], int(k.metadata.shared), int(k.metadata.num_warps), k.asm["amdgcn"]
-
-
 DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8e4nv": ml_dtypes.float8_e4m3fn,
           "fp8e5": ml_dtypes.float8_e5m2}
 
@@ -100,7 +86,8 @@ def _gemm(a_t, c_t, block, shape, nonkdim, seed=0):
            ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")),
            *((n, "constexpr") for n in ("BM", "BN", "BK", "IEEE", "INT")))
     consts = (("BM", block[0]), ("BN", block[1]), ("BK", block[2]), ("IEEE", False), ("INT", False))
-    compiled = compile950(matmul_kernel, sig, consts, (("matrix_instr_nonkdim", nonkdim),) if nonkdim else ())
+    compiled = compile_triton(gemm_kernel, sig, consts, arch="gfx950",
+                              options=(("matrix_instr_nonkdim", nonkdim),) if nonkdim else ())
     rng = np.random.default_rng(seed)
     a = rng.standard_normal((M, K)).astype(DTYPES[a_t])
     b = rng.standard_normal((K, N)).astype(DTYPES[a_t])
@@ -139,7 +126,7 @@ def run_mx(af, bf, shape, scales="random", nonkdim=0, seed=0, block=(64, 64, 128
     consts = (("BM", block[0]), ("BN", block[1]), ("BK", block[2]), ("AF", af), ("BF", bf), ("APK", apk),
               ("BPK", bpk))
     options = ((("matrix_instr_nonkdim", nonkdim),) if nonkdim else ()) + ((("num_warps", warps),) if warps else ())
-    compiled = compile950(mx_kernel, sig, consts, options)
+    compiled = compile_triton(mx_kernel, sig, consts, arch="gfx950", options=options)
     rng = np.random.default_rng(seed)
     ac = rng.standard_normal((M, K)).astype(adt).view(np.uint8) & (0xF if apk == 2 else 0xFF)
     bc = rng.standard_normal((K, N)).astype(bdt).view(np.uint8) & (0xF if bpk == 2 else 0xFF)
@@ -217,7 +204,7 @@ def test_triton_gfx950_mxfp4_times_bf16_upcasts_with_v_cvt_scalef32():
     M, N, K = 70, 90, 256
     sig = (("a_ptr", "*u8"), ("as_ptr", "*u8"), ("b_ptr", "*bf16"), ("c_ptr", "*fp32"), ("M", "i32"), ("N", "i32"),
            ("K", "i32"), ("BM", "constexpr"), ("BN", "constexpr"), ("BK", "constexpr"))
-    compiled = compile950(mx_bf16_kernel, sig, (("BM", 64), ("BN", 64), ("BK", 128)))
+    compiled = compile_triton(mx_bf16_kernel, sig, (("BM", 64), ("BN", 64), ("BK", 128)), arch="gfx950")
     assert "v_cvt_scalef32_pk_bf16_fp4" in compiled[3]
     rng = np.random.default_rng(3)
     ac = rng.standard_normal((M, K)).astype(ml_dtypes.float4_e2m1fn).view(np.uint8) & 0xF
@@ -235,18 +222,13 @@ def test_triton_gfx950_gemm_with_launch_specializations_loads_to_lds():
     """With the specializations Triton's launcher applies (unit strides as constants, 16-divisible pointers and
     sizes), Triton's gfx950 pipeline copies tiles straight to LDS with global_load_lds_dwordx4 (16 bytes per
     lane at M0 + offset + 16 * lane); the product must still equal numpy."""
-    from triton.backends.compiler import GPUTarget
 
     sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*fp32", "M": "i32", "N": "i32", "K": "i32", "sam": "i32",
            "sak": "constexpr", "sbk": "i32", "sbn": "constexpr", "scm": "i32", "scn": "constexpr",
            **{n: "constexpr" for n in ("BM", "BN", "BK", "IEEE", "INT")}}
     consts = {"BM": 64, "BN": 64, "BK": 64, "IEEE": False, "INT": False, "sak": 1, "sbn": 1, "scn": 1}
     attrs = {(i,): [["tt.divisibility", 16]] for i in (0, 1, 2, 3, 4, 5, 6, 7, 9)}
-    src = triton.compiler.ASTSource(fn=matmul_kernel, signature=sig, constexprs=consts, attrs=attrs)
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        k = triton.compile(src, target=GPUTarget("hip", "gfx950", 64), options={"num_stages": 2})
-    compiled = (k.asm["hsaco"], int(k.metadata.shared), int(k.metadata.num_warps), k.asm["amdgcn"])
+    compiled = compile_triton(gemm_kernel, sig, consts, arch="gfx950", options={"num_stages": 2}, attrs=attrs)
     assert "global_load_lds_dwordx4" in compiled[3]
     M, N, K = 96, 80, 128
     rng = np.random.default_rng(5)

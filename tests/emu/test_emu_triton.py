@@ -15,121 +15,13 @@ Tolerances, each bounding |C - C_ref| elementwise by tol * (|A| @ |B|) (+ the ou
 
 from __future__ import annotations
 
-import functools
-import warnings
-
-import ml_dtypes
 import numpy as np
 import pytest
 
 from tests.fixtures.oracles import require_module
+from tests.fixtures.triton_kernels import assert_close, run_gemm
 
-triton = require_module("triton")
-tl = require_module("triton.language")
-
-from jitgemm.emu import emulate  # noqa: E402
-
-
-def _target():
-    from triton.backends.compiler import GPUTarget
-
-    return GPUTarget("hip", "gfx942", 64)
-
-
-@triton.jit
-def matmul_kernel(a_ptr, b_ptr, c_ptr, M, N, K, sam, sak, sbk, sbn, scm, scn,
-                  BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, IEEE: tl.constexpr, INT: tl.constexpr):
-    pid = tl.program_id(0)
-    npn = tl.cdiv(N, BN)
-    pm = pid // npn
-    pn = pid % npn
-    rm = pm * BM + tl.arange(0, BM)
-    rn = pn * BN + tl.arange(0, BN)
-    rk = tl.arange(0, BK)
-    a = a_ptr + rm[:, None] * sam + rk[None, :] * sak
-    b = b_ptr + rk[:, None] * sbk + rn[None, :] * sbn
-    if INT:
-        acc = tl.zeros((BM, BN), dtype=tl.int32)
-    else:
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-    for k in range(0, tl.cdiv(K, BK)):
-        am = (rm[:, None] < M) & (rk[None, :] + k * BK < K)
-        bm = (rk[:, None] + k * BK < K) & (rn[None, :] < N)
-        if INT:
-            x = tl.load(a, mask=am, other=0)
-            y = tl.load(b, mask=bm, other=0)
-        else:
-            x = tl.load(a, mask=am, other=0.0)
-            y = tl.load(b, mask=bm, other=0.0)
-        if IEEE:
-            acc += tl.dot(x, y, input_precision="ieee")
-        else:
-            acc += tl.dot(x, y)
-        a += BK * sak
-        b += BK * sbk
-    c = c_ptr + rm[:, None] * scm + rn[None, :] * scn
-    tl.store(c, acc.to(c_ptr.dtype.element_ty), mask=(rm[:, None] < M) & (rn[None, :] < N))
-
-
-@functools.cache
-def compile_kernel(fn, signature: tuple, constexprs: tuple, options: tuple = ()):
-    """(code object bytes, LDS bytes, warps) of a Triton kernel compiled for gfx942 on the CPU."""
-    src = triton.compiler.ASTSource(fn=fn, signature=dict(signature), constexprs=dict(constexprs))
-    with warnings.catch_warnings():
-        warnings.simplefilter("ignore")
-        k = triton.compile(src, target=_target(), options=dict(options))
-    return k.asm["hsaco"], int(k.metadata.shared), int(k.metadata.num_warps), k.asm["amdgcn"]
-
-
-def launch(compiled, grid, args, **kwargs):
-    """Run a Triton kernel in the emulator the way Triton's HIP launcher does: `block` = 64 * num_warps,
-    the compile metadata's shared bytes as dynamic LDS, and null pointers for the scratch buffers Triton
-    appends to every kernel's arguments."""
-    from jitgemm.codegen.codeobj.reader import read
-
-    hsaco, shared, warps, _ = compiled
-    kernel = read(hsaco).kernels[0]
-    explicit = [a for a in kernel.args if not str(a.get(".value_kind")).startswith("hidden_")]
-    extra = len(explicit) - len(args)
-    kwargs.setdefault("strict", True)   # every Triton kernel must also pass strict mode (emu/strict.py)
-    return emulate(hsaco, kernel.name, grid=grid, block=64 * warps, args=list(args) + [None] * extra,
-                   lds_bytes=shared, **kwargs)
-
-
-DTYPES = {"fp32": np.float32, "fp16": np.float16, "bf16": ml_dtypes.bfloat16, "fp8e4b8": ml_dtypes.float8_e4m3fnuz,
-          "fp8e5b16": ml_dtypes.float8_e5m2fnuz, "i8": np.int8, "i32": np.int32}
-
-
-def run_gemm(a_t: str, c_t: str, block: tuple[int, int, int], shape: tuple[int, int, int], *, ieee: bool = False,
-             nonkdim: int = 0, seed: int = 0):
-    M, N, K = shape
-    bm, bn, bk = block
-    integer = a_t == "i8"
-    sig = (("a_ptr", f"*{a_t}"), ("b_ptr", f"*{a_t}"), ("c_ptr", f"*{c_t}"), *((n, "i32") for n in
-           ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")),
-           *((n, "constexpr") for n in ("BM", "BN", "BK", "IEEE", "INT")))
-    consts = (("BM", bm), ("BN", bn), ("BK", bk), ("IEEE", ieee), ("INT", integer))
-    options = (("matrix_instr_nonkdim", nonkdim),) if nonkdim else ()
-    compiled = compile_kernel(matmul_kernel, sig, consts, options)
-    rng = np.random.default_rng(seed)
-    if integer:
-        a = rng.integers(-128, 128, (M, K)).astype(np.int8)
-        b = rng.integers(-128, 128, (K, N)).astype(np.int8)
-    else:
-        a = rng.standard_normal((M, K)).astype(DTYPES[a_t])
-        b = rng.standard_normal((K, N)).astype(DTYPES[a_t])
-    c = np.full((M, N), 7, DTYPES[c_t])  # every element must be written
-    grid = -(-M // bm) * -(-N // bn)
-    launch(compiled, grid, [a, b, c, M, N, K, K, 1, N, 1, N, 1])
-    a64, b64 = a.astype(np.float64), b.astype(np.float64)
-    return c.astype(np.float64), a64 @ b64, np.abs(a64) @ np.abs(b64), compiled
-
-
-def assert_close(c, ref, scale, tol, out_rounding=0.0):
-    bound = tol * scale + out_rounding * np.abs(ref) + 1e-30
-    worst = np.unravel_index(np.argmax(np.abs(c - ref) - bound), c.shape)
-    assert np.all(np.abs(c - ref) <= bound), (f"C{list(worst)} = {c[worst]}, reference {ref[worst]} "
-                                              f"(allowed error {bound[worst]})")
+require_module("triton")   # without Triton the module skips (fails under JITGEMM_REQUIRE_ORACLES=1)
 
 
 @pytest.mark.parametrize("a_t,c_t,block,shape,out_rounding", [

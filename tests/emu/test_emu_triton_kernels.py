@@ -21,7 +21,7 @@ from tests.fixtures.oracles import require_module
 triton = require_module("triton")
 tl = require_module("triton.language")
 
-from tests.emu.test_emu_triton import compile_kernel, launch  # noqa: E402
+from tests.fixtures.triton_kernels import compile_triton, launch  # noqa: E402
 
 
 @triton.jit
@@ -117,7 +117,7 @@ def close(got, ref, rtol=1e-5, atol=1e-6):
 
 def test_elementwise_float_and_conversions():
     n = 3000
-    k = compile_kernel(elementwise_kernel, _sig(x_ptr="*fp32", y_ptr="*fp32", o_ptr="*fp32", h_ptr="*fp16",
+    k = compile_triton(elementwise_kernel, _sig(x_ptr="*fp32", y_ptr="*fp32", o_ptr="*fp32", h_ptr="*fp16",
                                                 b_ptr="*bf16", n="i32", BLOCK="constexpr"), (("BLOCK", 1024),))
     rng = np.random.default_rng(1)
     x = rng.standard_normal(n).astype(np.float32)
@@ -136,7 +136,7 @@ def test_elementwise_float_and_conversions():
 
 def test_integer_ops():
     n = 1500
-    k = compile_kernel(integer_kernel, _sig(x_ptr="*i32", o_ptr="*i32", n="i32", d="i32", BLOCK="constexpr"),
+    k = compile_triton(integer_kernel, _sig(x_ptr="*i32", o_ptr="*i32", n="i32", d="i32", BLOCK="constexpr"),
                        (("BLOCK", 512),))
     x = np.random.default_rng(2).integers(-5000, 5000, n).astype(np.int32)
     o = np.zeros(n, np.int32)
@@ -151,7 +151,7 @@ def test_integer_ops():
 
 @pytest.mark.parametrize("ncols,block", [(200, 256), (1000, 1024)])
 def test_softmax(ncols, block):
-    k = compile_kernel(softmax_kernel, _sig(x_ptr="*fp32", o_ptr="*fp32", ncols="i32", stride="i32",
+    k = compile_triton(softmax_kernel, _sig(x_ptr="*fp32", o_ptr="*fp32", ncols="i32", stride="i32",
                                             BLOCK="constexpr"), (("BLOCK", block),))
     rows = 13
     x = (np.random.default_rng(3).standard_normal((rows, block)) * 4).astype(np.float32)
@@ -164,7 +164,7 @@ def test_softmax(ncols, block):
 
 
 def test_layernorm():
-    k = compile_kernel(layernorm_kernel, _sig(x_ptr="*fp32", w_ptr="*fp32", o_ptr="*fp32", ncols="i32",
+    k = compile_triton(layernorm_kernel, _sig(x_ptr="*fp32", w_ptr="*fp32", o_ptr="*fp32", ncols="i32",
                                               stride="i32", eps="fp32", BLOCK="constexpr"), (("BLOCK", 512),))
     rows, ncols = 9, 300
     rng = np.random.default_rng(4)
@@ -179,7 +179,7 @@ def test_layernorm():
 
 
 def test_column_sums():
-    k = compile_kernel(colsum_kernel, _sig(x_ptr="*fp32", o_ptr="*fp32", nrows="i32", ncols="i32",
+    k = compile_triton(colsum_kernel, _sig(x_ptr="*fp32", o_ptr="*fp32", nrows="i32", ncols="i32",
                                            BR="constexpr", BC="constexpr"), (("BR", 32), ("BC", 64)))
     nrows, ncols = 150, 200
     x = np.random.default_rng(5).standard_normal((nrows, ncols)).astype(np.float32)
@@ -191,7 +191,7 @@ def test_column_sums():
 @pytest.mark.parametrize("fp8", ["fp8e4b8", "fp8e5b16"])
 def test_fp32_to_fp8_fnuz(fp8):
     dtype = {"fp8e4b8": ml_dtypes.float8_e4m3fnuz, "fp8e5b16": ml_dtypes.float8_e5m2fnuz}[fp8]
-    k = compile_kernel(to_fp8_kernel, _sig(x_ptr="*fp32", o_ptr=f"*{fp8}", n="i32", BLOCK="constexpr"),
+    k = compile_triton(to_fp8_kernel, _sig(x_ptr="*fp32", o_ptr=f"*{fp8}", n="i32", BLOCK="constexpr"),
                        (("BLOCK", 256),))
     n = 700
     limit = float(ml_dtypes.finfo(dtype).max)
@@ -204,7 +204,7 @@ def test_fp32_to_fp8_fnuz(fp8):
 
 def test_splitk_atomic_add():
     M, N, K, split = 40, 50, 96, 3
-    k = compile_kernel(splitk_kernel, _sig(a_ptr="*fp16", b_ptr="*fp16", c_ptr="*fp32", M="i32", N="i32", K="i32",
+    k = compile_triton(splitk_kernel, _sig(a_ptr="*fp16", b_ptr="*fp16", c_ptr="*fp32", M="i32", N="i32", K="i32",
                                            BM="constexpr", BN="constexpr", BK="constexpr", SPLIT="constexpr"),
                        (("BM", 32), ("BN", 32), ("BK", 16), ("SPLIT", split)))
     assert "global_atomic_add_f32" in k[3]
@@ -216,3 +216,45 @@ def test_splitk_atomic_add():
     a64, b64 = a.astype(np.float64), b.astype(np.float64)
     bound = 1e-5 * (np.abs(a64) @ np.abs(b64))
     assert np.all(np.abs(c - a64 @ b64) <= bound)
+
+
+# -- the same kernels from our assembler: Triton's amdgcn text assembled by jitgemm (checked equal to llvm-mc +
+# ld.lld's code object first), then run by the tests above
+
+@pytest.fixture
+def reassembled_triton(monkeypatch, tmp_path):
+    """Every kernel compile_triton makes is replaced by our assembly of its amdgcn text, after checking that text
+    gives llvm-mc + ld.lld's code object."""
+    from jitgemm.codegen import codeobj
+    from jitgemm.codegen.codeobj.relocatable import assemble_source
+
+    from tests.fixtures import triton_kernels
+    from tests.fixtures.asm_support import assert_same_code_object
+    from tests.fixtures.hand_kernel import llvm_link
+
+    seen = []
+
+    def reassemble(compiled):
+        hsaco, shared, warps, amdgcn = compiled
+        ours, _ = assemble_source(amdgcn, file="triton.amdgcn")
+        _rel, theirs = llvm_link(tmp_path, amdgcn)
+        assert_same_code_object(ours, theirs, "triton kernel")
+        seen.append(codeobj.read(ours).kernels[0].name)
+        return ours, shared, warps, amdgcn
+
+    monkeypatch.setattr(triton_kernels, "after_compile", reassemble)
+    return seen
+
+
+def test_triton_kernels_from_our_assembly(reassembled_triton):
+    from tests.fixtures.triton_kernels import assert_close, run_gemm
+
+    test_elementwise_float_and_conversions()
+    test_integer_ops()
+    test_layernorm()
+    test_softmax(100, 128)
+    c, ref, scale, compiled = run_gemm("fp16", "fp32", (32, 32, 32), (40, 36, 72), nonkdim=16)
+    assert "v_mfma_f32_16x16" in compiled[3]
+    assert_close(c, ref, scale, 1e-5)
+    assert len(reassembled_triton) == 5
+

@@ -18,6 +18,7 @@ import pytest
 
 from jitgemm.emu import EmulatorError, emulate
 from jitgemm.emu.strict import StrictViolation
+from tests.fixtures.clang_kernels import clang_object, mutants
 from tests.fixtures.hand_kernel import BUF, assemble
 from tests.fixtures.oracles import require_tool
 
@@ -187,60 +188,8 @@ __kernel void bf16(__global const short4v *A, __global const short4v *B, __globa
 """
 
 
-def _clang(tmp_path, source: str, mcpu: str = "gfx942") -> bytes:
-    clang = require_tool("clang")
-    (tmp_path / "k.cl").write_text(source)
-    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", f"-mcpu={mcpu}",
-                           "-nogpulib", "-O2", "-Wno-everything", str(tmp_path / "k.cl"), "-o", str(tmp_path / "k.co")],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return (tmp_path / "k.co").read_bytes()
 
 
-def _mutants(co: bytes, kernel: str, target: str = "gfx942"):
-    """(description, code object) for every s_waitcnt / s_barrier / s_nop N>0 of `kernel` replaced in place by
-    s_nop 0 (the same size, one wait state: branch offsets stay valid), every s_nop 0 no branch crosses deleted,
-    and every waitcnt counter weakened by one."""
-    from jitgemm.codegen.codeobj.reader import read
-
-    from jitgemm import isa
-    from jitgemm.emu.program import decode_kernel
-
-    spec = isa.load_spec(target)
-    k = read(co).kernel(kernel)
-    start = co.find(k.code)
-    nop0 = (0xBF800000).to_bytes(4, "little")
-    code = decode_kernel(k.code, spec)
-    branches = []   # (low, high) PC ranges a relative branch spans (SOPP SIMM16 dword offsets)
-    for d in code:
-        if d.spec_inst is not None and d.spec_inst.is_branch and d.encoding == "ENC_SOPP":
-            simm = d.word & 0xFFFF
-            target = d.pc + 4 + 4 * (simm - 0x10000 if simm & 0x8000 else simm)
-            branches.append((min(d.pc, target), max(d.pc, target) + 4))
-    for d in code:
-        if d.name not in ("S_WAITCNT", "S_BARRIER", "S_NOP"):
-            continue
-        at = start + d.pc
-        if d.name == "S_NOP" and d.word & 0xF == 0:
-            # s_nop 0 is the filler itself: delete it for real, shifting the rest of the kernel down by one
-            # word (an s_nop 0 at the kernel's end keeps its size), when no branch crosses it
-            if not any(lo <= d.pc < hi for lo, hi in branches):
-                end = start + len(k.code)
-                yield f"remove 0x{d.pc:x} {d.text}", co[:at] + co[at + 4:end] + nop0 + co[end:]
-            continue
-        yield f"remove 0x{d.pc:x} {d.text}", co[:at] + nop0 + co[at + 4:]
-        if d.name == "S_WAITCNT":
-            # gfx9 SIMM16: vmcnt [3:0] + [15:14], expcnt [6:4], lgkmcnt [11:8] (OPR_WAITCNT in the spec)
-            w = d.word & 0xFFFF
-            vm = (w & 0xF) | ((w >> 14) & 3) << 4
-            lgkm = (w >> 8) & 0xF
-            for counter, value in (("vmcnt", vm), ("lgkmcnt", lgkm)):
-                if value >= (63 if counter == "vmcnt" else 15):
-                    continue
-                v = value + 1
-                nw = ((w & ~0xC00F) | (v & 0xF) | ((v >> 4) << 14)) if counter == "vmcnt" else ((w & ~0xF00) | v << 8)
-                word = (d.word & 0xFFFF0000) | nw
-                yield f"weaken 0x{d.pc:x} {d.text} {counter} to {v}", co[:at] + word.to_bytes(4, "little") + co[at + 4:]
 
 
 def _llvm_args(kernel: str):
@@ -270,14 +219,14 @@ def _llvm_args(kernel: str):
 def test_llvm_nops_are_exactly_the_table(tmp_path, kernel, rule):
     """Kernels clang compiled pass strict mode with the s_nop LLVM's GCNHazardRecognizer put in, and removing
     any of those s_nop is flagged by the rule the profile's table cites for it."""
-    co = _clang(tmp_path, MFMA_SOURCE)
+    co = clang_object(tmp_path, MFMA_SOURCE)
     args, expect = _llvm_args(kernel)
     emulate(co, kernel, grid=1, block=64, args=args, strict=True)
     out = args[-1]
     assert np.isfinite(out).all() and not (out == -7).all()
     if expect is not None:
         np.testing.assert_allclose(out, expect, rtol=1e-5)
-    removed = [m for what, m in _mutants(co, kernel) if what.startswith("remove") and "s_nop" in what]
+    removed = [m for what, m in mutants(co, kernel) if what.startswith("remove") and "s_nop" in what]
     assert removed, f"LLVM inserted no s_nop in {kernel}"
     for m in removed:
         with pytest.raises(StrictViolation, match=rule):
@@ -310,7 +259,7 @@ def _mutation_run(co: bytes, kernel: str, make_args, run_kwargs: dict, seeds=(1,
                 return True
         return False
 
-    for what, m in _mutants(co, kernel):
+    for what, m in mutants(co, kernel):
         counts["mutants"] += 1
         try:
             emulate(m, kernel, args=make_args(), strict=True, **run_kwargs)
@@ -326,9 +275,9 @@ def _mutation_run(co: bytes, kernel: str, make_args, run_kwargs: dict, seeds=(1,
 
 
 def test_mutants_of_a_clang_lds_barrier_kernel(tmp_path):
-    from tests.emu.test_emu_clang import SOURCE
+    from tests.fixtures.clang_kernels import SOURCE
 
-    co = _clang(tmp_path, SOURCE)
+    co = clang_object(tmp_path, SOURCE)
     n = 300
     x = np.random.default_rng(3).standard_normal(n).astype(np.float32)
 
@@ -342,13 +291,13 @@ def test_mutants_of_a_clang_lds_barrier_kernel(tmp_path):
 
 
 def test_mutants_of_a_triton_bf16_gemm():
-    from tests.emu.test_emu_triton import compile_kernel, matmul_kernel
+    from tests.fixtures.triton_kernels import compile_triton, gemm_kernel
 
     sig = (("a_ptr", "*bf16"), ("b_ptr", "*bf16"), ("c_ptr", "*fp32"), *((n, "i32") for n in
            ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")),
            *((n, "constexpr") for n in ("BM", "BN", "BK", "IEEE", "INT")))
     consts = (("BM", 32), ("BN", 32), ("BK", 16), ("IEEE", False), ("INT", False))
-    hsaco, shared, warps, _ = compile_kernel(matmul_kernel, sig, consts)
+    hsaco, shared, warps, _ = compile_triton(gemm_kernel, sig, consts)
     import ml_dtypes
     from jitgemm.codegen.codeobj.reader import read
 
@@ -424,7 +373,7 @@ def test_qualify_is_strict_by_default(tmp_path, monkeypatch, capsys):
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
     k = compile_gemm(GemmProblem.make(64, 64, 64, "fp16", layout="NN"), name="nop_less", embed_contract=False)
-    nop = next(m for what, m in _mutants(k.code_object, "nop_less") if "s_nop" in what)
+    nop = next(m for what, m in mutants(k.code_object, "nop_less") if "s_nop" in what)
     folder = tmp_path / "prebuilt"
     folder.mkdir()
     (folder / "k.co").write_bytes(nop)

@@ -18,7 +18,7 @@ import pytest
 
 from jitgemm.emu import emulate
 from jitgemm.emu.strict import StrictViolation
-from tests.emu.test_strict import _clang, _mutants
+from tests.fixtures.clang_kernels import clang_object, mutants
 
 SOURCE = r"""
 typedef float float4v __attribute__((ext_vector_type(4)));
@@ -155,7 +155,7 @@ def _args(kernel: str):
     ("swap", "valu -> permlane read needs 2"),
 ])
 def test_llvm_gfx950_nops_are_exactly_the_table(tmp_path, kernel, rule):
-    co = _clang(tmp_path, SOURCE, mcpu="gfx950")
+    co = clang_object(tmp_path, SOURCE, mcpu="gfx950")
     args, expect = _args(kernel)
     stats = emulate(co, kernel, grid=1, block=64, args=args, strict=True)
     assert "passed" in stats.strict and "NOT checked" not in stats.strict
@@ -170,7 +170,7 @@ def test_llvm_gfx950_nops_are_exactly_the_table(tmp_path, kernel, rule):
         if expect is not None:
             rtol = 1e-15 if out.dtype == np.float64 else 2.0 ** -22   # f64: 4-term sums; f32: one rounding
             np.testing.assert_allclose(out, expect, rtol=rtol, atol=1e-300)
-    removed = [m for what, m in _mutants(co, kernel, "gfx950") if what.startswith("remove") and "s_nop" in what]
+    removed = [m for what, m in mutants(co, kernel, "gfx950") if what.startswith("remove") and "s_nop" in what]
     assert removed, f"LLVM inserted no s_nop in {kernel}"
     for m in removed:
         with pytest.raises(StrictViolation, match=rule):

@@ -17,6 +17,7 @@ from jitgemm.codegen.codeobj.relocatable import assemble_source
 from jitgemm.isa.asm.macros import AsmFileError
 
 from jitgemm.cli import main
+from tests.fixtures.asm_support import assert_same_code_object, relocatable_summary
 from tests.fixtures.hand_kernel import llvm_link
 from tests.fixtures.oracles import require_tool
 
@@ -24,46 +25,12 @@ DATA = Path(__file__).parents[1] / "data"
 HANDWRITTEN = DATA / "handwritten_kernel.s"
 
 
-def loaded(blob: bytes) -> list[tuple[str, int, bytes]]:
-    elf = ElfFile(blob)
-    return [(s.name, s.addr, elf.section_data(s)) for s in elf.sections if s.alloc and s.type != 8]
 
 
-def symbols(blob: bytes) -> list[tuple]:
-    elf = ElfFile(blob)
-    names = {s.index: s.name for s in elf.sections}
-    return [(s.name, s.value, s.size, s.type, s.bind, s.visibility, names.get(s.shndx, s.shndx))
-            for s in elf.symbol_table]
 
 
-def relocatable_summary(blob: bytes) -> tuple:
-    """What a relocatable object says, independent of section/symbol order: sections (but the symbol, string
-    and relocation tables, and the debug sections llvm-mc derives from .loc/.cfi which are not emitted),
-    named symbols, relocations (symbol or section name, type, addend), e_flags and ABI version."""
-    elf = ElfFile(blob)
-    names = {s.index: s.name for s in elf.sections}
-    sections = sorted((s.name, s.type, s.flags, s.align, elf.section_data(s) if s.type != 8 else s.size)
-                      for s in elf.sections if s.type not in (2, 3, 4) and s.name
-                      and not s.name.startswith((".debug", ".comment", ".llvm_addrsig")))
-    syms = sorted((s.name, s.value, s.size, s.type, s.bind, s.visibility, names.get(s.shndx, s.shndx))
-                  for s in elf.symbol_table if s.type != 3 and s.name)
-    table = elf.symbol_table
-    relocs = sorted((t.name, r.offset, r.type, table[r.symbol].name or names[table[r.symbol].shndx], r.addend)
-                    for t in elf.sections_of_type(4) if not t.name.startswith(".rela.debug_")
-                    for r in elf.relocations(t))
-    return sections, syms, relocs, (elf.flags, elf.abi_version)
 
 
-def assert_same_code_object(ours: bytes, theirs: bytes, what: str) -> int:
-    assert loaded(ours) == loaded(theirs), f"{what}: loaded sections differ"
-    assert symbols(ours) == symbols(theirs), f"{what}: symbols differ"
-    a, b = codeobj.read(ours), codeobj.read(theirs)
-    assert a.metadata == b.metadata, f"{what}: metadata differs"
-    assert [k.name for k in a.kernels] == [k.name for k in b.kernels]
-    for ka, kb in zip(a.kernels, b.kernels, strict=True):
-        assert ka.descriptor == kb.descriptor, f"{what}:{ka.name}: descriptor differs"
-        assert ka.code == kb.code
-    return len(a.kernels)
 
 
 # -- Triton: the five kernels tests/isa/test_asm_triton.py compiles, and the emulator tests' kernels
@@ -88,72 +55,6 @@ def test_triton_assembly_files_equal_llvm_mc_and_lld(triton_objs, tmp_path):
         # and the same as the code object Triton itself built, apart from what debug info changes
         assert codeobj.read(ours).kernels[0].code == codeobj.read(path.read_bytes()).kernels[0].code
     assert checked == 5
-
-
-@pytest.fixture
-def reassembled_triton(monkeypatch, tmp_path):
-    """Every kernel the Triton emulator tests compile is replaced by our assembly of its .amdgcn text, after
-    checking that text gives llvm-mc + ld.lld's code object."""
-    from tests.emu import test_emu_triton, test_emu_triton_kernels
-
-    original = test_emu_triton.compile_kernel
-    seen = []
-
-    def compile_and_reassemble(*a, **k):
-        hsaco, shared, warps, amdgcn = original(*a, **k)
-        ours, _ = assemble_source(amdgcn, file="triton.amdgcn")
-        _rel, theirs = llvm_link(tmp_path, amdgcn)
-        assert_same_code_object(ours, theirs, "triton kernel")
-        seen.append(codeobj.read(ours).kernels[0].name)
-        return ours, shared, warps, amdgcn
-
-    monkeypatch.setattr(test_emu_triton, "compile_kernel", compile_and_reassemble)
-    monkeypatch.setattr(test_emu_triton_kernels, "compile_kernel", compile_and_reassemble)
-    return seen
-
-
-def test_triton_emulator_kernels_from_our_assembly(reassembled_triton):
-    from tests.emu import test_emu_triton
-    from tests.emu import test_emu_triton_kernels as tk
-
-    tk.test_elementwise_float_and_conversions()
-    tk.test_integer_ops()
-    tk.test_layernorm()
-    tk.test_softmax(100, 128)
-    test_emu_triton.test_gemm_16x16_mfma("fp16", (32, 32, 32), (40, 36, 72))
-    assert len(reassembled_triton) == 5
-
-
-# -- clang -S of the OpenCL kernels of tests/emu/test_emu_clang.py
-
-@pytest.fixture(scope="module")
-def clang_assembly(tmp_path_factory):
-    from tests.emu.test_emu_clang import SOURCE
-
-    clang = require_tool("clang")
-    folder = tmp_path_factory.mktemp("clang_s")
-    (folder / "k.cl").write_text(SOURCE)
-    subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib",
-                    "-O2", "-Wno-everything", "-S", str(folder / "k.cl"), "-o", str(folder / "k.s")], check=True)
-    return (folder / "k.s").read_text()
-
-
-def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):
-    import inspect
-
-    from tests.emu import test_emu_clang
-
-    ours, _ = assemble_source(clang_assembly, file="k.s")
-    ours_rel, _ = assemble_source(clang_assembly, file="k.s", relocatable=True)
-    their_rel, theirs = llvm_link(tmp_path, clang_assembly)
-    assert assert_same_code_object(ours, theirs, "clang -S") >= 8
-    assert relocatable_summary(ours_rel) == relocatable_summary(their_rel)
-    ran = 0
-    for name, fn in vars(test_emu_clang).items():  # every emulator test of those kernels, on our code object
-        if name.startswith("test_") and list(inspect.signature(fn).parameters) == ["code_object"]:
-            fn(ours)
-            ran += 1
-    assert ran >= 8
 
 
 # -- the hand-written kernel

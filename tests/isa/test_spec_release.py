@@ -3,10 +3,7 @@ members are checked the same way, and offline fetch fails at once pointing to `s
 
 from __future__ import annotations
 
-import hashlib
-import io
 import socket
-import zipfile
 
 import pytest
 from jitgemm.isa.spec import release as spec_release
@@ -15,6 +12,7 @@ from jitgemm.isa.spec.release import Pin, Release
 
 from jitgemm import isa
 from jitgemm.cli import main
+from tests.fixtures.releases import make_zip, release_for
 from tests.fixtures.spec_factory import toy_spec
 
 
@@ -25,20 +23,10 @@ def private_cache(tmp_path, monkeypatch):
     spec_sources._memo.clear()
 
 
-def make_zip(members: dict[str, bytes]) -> bytes:
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as zf:
-        for name, data in members.items():
-            zf.writestr(name, data)
-    return buf.getvalue()
 
 
-def pin_for(blob: bytes) -> Pin:
-    return Pin(len(blob), hashlib.sha256(blob).hexdigest())
 
 
-def release_for(blob: bytes, members: dict[str, bytes], url: str = "file:///nonexistent") -> dict[str, Release]:
-    return {"2099_01_01": Release("2099_01_01", url, pin_for(blob), {k: pin_for(v) for k, v in members.items()})}
 
 
 def test_pinned_release_matches_sources():

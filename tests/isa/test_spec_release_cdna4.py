@@ -11,8 +11,8 @@ from jitgemm.isa.spec import sources as spec_sources
 
 from jitgemm import isa
 from tests.fixtures.oracles import SHARED, require_shared
+from tests.fixtures.releases import make_zip, release_for
 from tests.fixtures.spec_factory import toy_spec
-from tests.isa.test_spec_release import make_zip, release_for
 
 
 @pytest.fixture(autouse=True)

@@ -27,9 +27,9 @@ from jitgemm.isa.spec.instruction_table import head_of
 from jitgemm.isa.spec.xml_reader import read_xml
 
 from jitgemm import cli, isa
+from tests.fixtures.asm_support import objdump_instruction_lines
 from tests.fixtures.oracles import require_tool
 from tests.fixtures.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
-from tests.jitgemm.test_disasm_whole_text import objdump_instruction_lines
 
 REPO = Path(__file__).resolve().parents[2]
 BUNDLED = sorted((REPO / "specs").glob("*.xml"))

@@ -9,36 +9,7 @@ import pytest
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.contract import Contract, ContractError, evaluate_formula
-
-BASE = {
-    "contract_version": 1,
-    "identity": {"generator": "test", "generator_version": "1", "kernel": "gemm_k", "target": "gfx942:xnack-"},
-    "operation": {"kind": "gemm", "a": "bf16", "b": "bf16", "c": None, "d": "bf16", "acc": "fp32", "layout": "NT"},
-    "abi": {"kernarg_size": 32, "strides_in": "elements", "args": [
-        {"name": "a", "role": "a", "offset": 0, "size": 8, "type": "ptr"},
-        {"name": "b", "role": "b", "offset": 8, "size": 8, "type": "ptr"},
-        {"name": "d", "role": "d", "offset": 16, "size": 8, "type": "ptr"},
-        {"name": "m", "role": "m", "offset": 24, "size": 4},
-        {"name": "n", "role": "n", "offset": 28, "size": 4},
-        {"name": "k", "role": "k", "offset": 24, "size": 4},
-    ]},
-    "launch": {"workgroup": [256, 1, 1], "grid": ["ceil(n/128)", "ceil(m/128)", "batch"], "lds_bytes": 0},
-    "legality": {"divisible": {"m": 64}, "ld_multiple": {"a": 8}, "align_bytes": {"a": 16}},
-    "features": {"bias": ["none"], "activation": ["none", "relu"]},
-}
-
-
-def contract(**changes):
-    data = copy.deepcopy(BASE)
-    data["abi"]["args"][5]["offset"] = 32
-    data["abi"]["kernarg_size"] = 36
-    for path, value in changes.items():
-        node = data
-        keys = path.split("__")
-        for key in keys[:-1]:
-            node = node[key]
-        node[keys[-1]] = value
-    return data
+from tests.fixtures.contracts import contract
 
 
 def test_valid_contract_and_grid():

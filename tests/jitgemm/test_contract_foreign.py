@@ -18,142 +18,14 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.cli import main as cli_main
 from jitgemm.contract import Contract, ContractError
+from tests.fixtures.contracts import CONTRACT, KERNEL, metadata_args
 from tests.fixtures.hand_kernel import llvm_link
-
-# D = alpha * A @ B, fp32, row-major; one work-item per element of D: workgroup x covers 64 columns, y is the
-# row. A's element comes through SOFFSET (row * lda_bytes + 4k, uniform), B's through a VGPR offset; both are
-# raw buffers whose num_records stop reads past the allocation (lanes past N read 0 and store nothing).
-KERNEL = """
-.amdgcn_target "amdgcn-amd-amdhsa--gfx942"
-.text
-.globl foreign_sgemm
-.p2align 8
-.type foreign_sgemm,@function
-foreign_sgemm:
-  s_load_dwordx2 s[4:5], s[0:1], 0x0       // D
-  s_load_dwordx2 s[6:7], s[0:1], 0x10      // A
-  s_load_dwordx2 s[8:9], s[0:1], 0x20      // B
-  s_load_dword s10, s[0:1], 0x30           // alpha (f32)
-  s_load_dword s11, s[0:1], 0x40           // M
-  s_load_dword s12, s[0:1], 0x50           // N
-  s_load_dword s13, s[0:1], 0x60           // K
-  s_load_dword s14, s[0:1], 0x70           // lda in bytes
-  s_load_dword s15, s[0:1], 0x80           // ldb in bytes
-  s_load_dword s16, s[0:1], 0x90           // ldd in bytes
-  s_waitcnt lgkmcnt(0)
-  s_mov_b32 s20, s6                        // A: raw V#, stride field 4, num_records = M * lda
-  s_and_b32 s21, s7, 0xffff
-  s_or_b32 s21, s21, 0x40000
-  s_mul_i32 s22, s11, s14
-  s_mov_b32 s23, 0x27000
-  s_mov_b32 s24, s8                        // B: num_records = K * ldb
-  s_and_b32 s25, s9, 0xffff
-  s_or_b32 s25, s25, 0x40000
-  s_mul_i32 s26, s13, s15
-  s_mov_b32 s27, 0x27000
-  s_mov_b32 s28, s4                        // D: num_records = M * ldd
-  s_and_b32 s29, s5, 0xffff
-  s_or_b32 s29, s29, 0x40000
-  s_mul_i32 s30, s11, s16
-  s_mov_b32 s31, 0x27000
-  v_lshl_add_u32 v1, s2, 6, v0             // column
-  v_lshlrev_b32 v2, 2, v1                  // B offset of (k, column)
-  v_mov_b32 v6, v2                         // D offset of column
-  v_mov_b32 v3, 0                          // accumulator
-  s_mul_i32 s19, s3, s14                   // A offset of (row, k)
-  s_mov_b32 s18, 0
-.Lloop:
-  s_cmp_ge_u32 s18, s13
-  s_cbranch_scc1 .Ldone
-  buffer_load_dword v4, off, s[20:23], s19
-  buffer_load_dword v5, v2, s[24:27], 0 offen
-  s_waitcnt vmcnt(0)
-  v_fmac_f32 v3, v4, v5
-  v_add_u32 v2, s15, v2
-  s_add_u32 s19, s19, 4
-  s_add_u32 s18, s18, 1
-  s_branch .Lloop
-.Ldone:
-  v_mul_f32 v3, s10, v3
-  v_cmp_gt_u32 vcc, s12, v1                // column < N
-  s_and_saveexec_b64 s[34:35], vcc
-  s_mul_i32 s17, s3, s16
-  buffer_store_dword v3, v6, s[28:31], s17 offen
-  s_endpgm
-.Lfunc_end:
-.size foreign_sgemm, .Lfunc_end-foreign_sgemm
-
-.rodata
-.p2align 6
-.amdhsa_kernel foreign_sgemm
-  .amdhsa_user_sgpr_kernarg_segment_ptr 1
-  .amdhsa_system_sgpr_workgroup_id_x 1
-  .amdhsa_system_sgpr_workgroup_id_y 1
-  .amdhsa_next_free_vgpr 8
-  .amdhsa_next_free_sgpr 40
-  .amdhsa_accum_offset 8
-.end_amdhsa_kernel
-
-.amdgpu_metadata
----
-amdhsa.version: [1, 2]
-amdhsa.kernels:
-  - .name: foreign_sgemm
-    .symbol: foreign_sgemm.kd
-    .kernarg_segment_size: 160
-    .kernarg_segment_align: 8
-    .group_segment_fixed_size: 0
-    .private_segment_fixed_size: 0
-    .wavefront_size: 64
-    .sgpr_count: 40
-    .vgpr_count: 8
-    .max_flat_workgroup_size: 64
-    .args:
-{args}
-...
-.end_amdgpu_metadata
-"""
-
-SLOTS = [("D", 8, "global_buffer"), ("A", 8, "global_buffer"), ("B", 8, "global_buffer"), ("alpha", 4, "by_value"),
-         ("M", 4, "by_value"), ("N", 4, "by_value"), ("K", 4, "by_value"), ("lda", 4, "by_value"),
-         ("ldb", 4, "by_value"), ("ldd", 4, "by_value")]
-
-
-def _metadata_args() -> str:
-    lines = []
-    for i, (name, size, kind) in enumerate(SLOTS):  # each argument in a 16-byte slot, the rest a named pad
-        space = ", .address_space: global" if kind == "global_buffer" else ""
-        lines.append(f"      - {{.name: {name}, .offset: {16 * i}, .size: {size}, .value_kind: {kind}{space}}}")
-        lines.append(f"      - {{.name: pad, .offset: {16 * i + size}, .size: {16 - size}, .value_kind: by_value}}")
-    return "\n".join(lines)
-
-
-CONTRACT = {  # written by hand: only the arguments that carry a value; pads are zero
-    "contract_version": 1,
-    "identity": {"generator": "hand-written", "generator_version": "1", "kernel": "foreign_sgemm",
-                 "target": "gfx942"},
-    "operation": {"kind": "gemm", "a": "fp32", "b": "fp32", "c": None, "d": "fp32", "acc": "fp32", "layout": "NN"},
-    "abi": {"kernarg_size": 160, "strides_in": "bytes", "args": [
-        {"name": "D", "role": "d", "offset": 0, "size": 8, "type": "ptr"},
-        {"name": "A", "role": "a", "offset": 16, "size": 8, "type": "ptr"},
-        {"name": "B", "role": "b", "offset": 32, "size": 8, "type": "ptr"},
-        {"name": "alpha", "role": "alpha", "offset": 48, "size": 4, "type": "f32"},
-        {"name": "M", "role": "m", "offset": 64, "size": 4},
-        {"name": "N", "role": "n", "offset": 80, "size": 4},
-        {"name": "K", "role": "k", "offset": 96, "size": 4},
-        {"name": "lda", "role": "lda", "offset": 112, "size": 4},
-        {"name": "ldb", "role": "ldb", "offset": 128, "size": 4},
-        {"name": "ldd", "role": "ldd", "offset": 144, "size": 4}]},
-    "launch": {"workgroup": [64, 1, 1], "grid": ["ceil(n/64)", "m", "1"]},
-    "legality": {"max": {"k": 200}, "divisible": {"m": 2}, "packed": ["b"]},
-    "features": {"alpha": True},
-}
 
 
 @pytest.fixture(scope="module")
 def folder(tmp_path_factory):
     root = tmp_path_factory.mktemp("foreign")
-    _, co = llvm_link(root, KERNEL.replace("{args}", _metadata_args()))
+    _, co = llvm_link(root, KERNEL.replace("{args}", metadata_args()))
     (root / "foreign.co").write_bytes(co)
     (root / "foreign.yaml").write_text(yaml.safe_dump(CONTRACT, sort_keys=False))
     return root

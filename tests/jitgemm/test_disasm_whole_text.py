@@ -3,24 +3,15 @@ whole .text exactly as llvm-objdump does: every function, padding included."""
 
 from __future__ import annotations
 
-import re
 import subprocess
 
 from jitgemm.cli import main
+from tests.fixtures.asm_support import objdump_instruction_lines
 from tests.fixtures.oracles import REPO, require_tool
 
 SOURCE = REPO / "tests" / "data" / "mixed_ops.cl"
 
 
-def objdump_instruction_lines(lines):
-    """Instruction and symbol lines of an objdump-style listing, comments and spacing normalized."""
-    out = []
-    for line in lines:
-        if line.startswith("\t"):
-            out.append(re.sub(r"\s+", " ", line.split("//")[0]).strip())
-        elif re.match(r"^[0-9a-f]{16} <", line):
-            out.append(line.strip())
-    return out
 
 
 def test_whole_text_matches_objdump(tmp_path, capsys):

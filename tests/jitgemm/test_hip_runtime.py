@@ -4,8 +4,6 @@ get, and turns any failing return code into an error naming the call."""
 
 from __future__ import annotations
 
-import enum
-
 import numpy as np
 import pytest
 from jitgemm.codegen import codeobj
@@ -15,6 +13,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm import hip_runtime
 from jitgemm.api import MatmulError, _backend
+from tests.fixtures.fake_hip import FakeHip
 from tests.fixtures.oracles import require_module
 
 
@@ -26,61 +25,6 @@ def test_without_rocm_hip_is_unavailable_and_auto_uses_emulator():
     assert _backend("auto") == "emu"
 
 
-class FakeHip:
-    """Records calls; returns hipSuccess unless told to fail one call."""
-
-    class hipError_t(enum.IntEnum):  # noqa: N801 (hip-python's spelling)
-        hipSuccess = 0
-        hipErrorInvalidValue = 1
-
-    class hipMemcpyKind(enum.IntEnum):  # noqa: N801
-        hipMemcpyHostToDevice = 1
-        hipMemcpyDeviceToHost = 2
-
-    def __init__(self, fail: str | None = None) -> None:
-        self.calls: list[tuple] = []
-        self.fail = fail
-        self.memory: dict[int, bytes] = {}
-        self.next_ptr = 0x1000
-
-    def _ret(self, name, *values):
-        self.calls.append((name, *values))
-        err = self.hipError_t.hipErrorInvalidValue if name == self.fail else self.hipError_t.hipSuccess
-        return (err, *values)
-
-    def hipGetDeviceCount(self):
-        return self._ret("hipGetDeviceCount", 1)
-
-    def hipGetDevice(self):
-        return self._ret("hipGetDevice", 0)
-
-    def hipModuleLoadData(self, blob):
-        return self._ret("hipModuleLoadData", "module")
-
-    def hipModuleGetFunction(self, module, name):
-        return self._ret("hipModuleGetFunction", ("function", name))
-
-    def hipMalloc(self, size):
-        ptr = self.next_ptr
-        self.next_ptr += (size + 0xFFF) & ~0xFFF
-        return self._ret("hipMalloc", ptr)
-
-    def hipMemcpy(self, dst, src, size, kind):
-        if kind == self.hipMemcpyKind.hipMemcpyHostToDevice:
-            self.memory[dst] = np.ascontiguousarray(src).tobytes()
-        else:
-            dst[...] = np.frombuffer(self.memory[src], dtype=dst.dtype).reshape(dst.shape)
-        return self._ret("hipMemcpy", int(kind))
-
-    def hipModuleLaunchKernel(self, f, gx, gy, gz, bx, by, bz, sharedMemBytes, stream, kernelParams, extra):
-        self.segment = bytes(extra[0])
-        return self._ret("hipModuleLaunchKernel", (gx, gy, gz), (bx, by, bz), sharedMemBytes)
-
-    def hipDeviceSynchronize(self):
-        return self._ret("hipDeviceSynchronize")
-
-    def hipFree(self, ptr):
-        return self._ret("hipFree", ptr)
 
 
 @pytest.fixture

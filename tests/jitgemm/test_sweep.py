@@ -20,8 +20,8 @@ from jitgemm.suppliers import DirectAsmSupplier
 from jitgemm.sweep import SweepError, config_space, evaluate, pareto_front, sweep, variants
 from jitgemm.tuned_supplier import TunedSupplier
 from jitgemm.tuning_db import TuningDB
+from tests.fixtures.fake_hip import FakeHip
 from tests.fixtures.oracles import require_module
-from tests.jitgemm.test_hip_runtime import FakeHip
 
 SPEC = isa.load_spec("gfx942")
 PROFILE = isa.target_profile("gfx942")
