@@ -24,7 +24,7 @@ _source_checkout_layout()
 _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "kernel", "compile": "kernel",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
-         "MXTensor": "mx"}
+         "MXTensor": "mx", "scaled_matmul": "api", "use_aiter": "aiter"}
 
 
 def __getattr__(name: str):
@@ -37,4 +37,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
-           "explain", "last_launch", "matmul", "quantize_mx", "use_prebuilt", "use_triton"]
+           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_aiter", "use_prebuilt",
+           "use_triton"]

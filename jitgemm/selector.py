@@ -267,6 +267,9 @@ def default_suppliers() -> list[Supplier]:
 
             _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB()),
                           TritonSupplier(scope="mx")]
+            from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
+
+            _suppliers += registered_suppliers()
         return _suppliers
 
 

@@ -137,7 +137,7 @@ def kernel_descriptor(block: KernelBlock, settings: TargetSettings) -> bytes:
                          f"({processor.name})", loc)
         if not processor.architected_flat_scratch and key in _ARCHITECTED_ONLY:
             raise _error(f".amdhsa_{key} directive requires architected flat scratch (gfx940+)", loc)
-        if key == "reserve_xnack_mask" and settings.xnack != "any" and value != (settings.xnack == "on"):
+        if key == "reserve_xnack_mask" and value != (settings.xnack != "off"):   # llvm-mc: xnack on or any
             raise _error(".amdhsa_reserve_xnack_mask does not match target id (xnack is "
                          f"{settings.xnack} in the .amdgcn_target)", loc)
         dest, bits = _FIELDS[key]

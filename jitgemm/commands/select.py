@@ -20,9 +20,10 @@ def _folder(text: str, option: str) -> Path:
 
 def _custom_yaml(args: argparse.Namespace) -> str | None:
     text = getattr(args, "custom_yaml", None)
-    if text is not None and not Path(text).expanduser().is_file():
-        raise CliError(f"--custom-yaml {text}: no such file (expected a Tensile test YAML with the kernel's "
-                       f"CustomKernel and ProblemType, e.g. Tensile/Tests/custom/custom_aiter_bf16.yaml)")
+    if text is not None and not Path(text).expanduser().exists():
+        raise CliError(f"--custom-yaml {text}: no such file or folder (expected a Tensile test YAML with the "
+                       f"kernel's CustomKernel and ProblemType, e.g. Tensile/Tests/custom/custom_aiter_bf16.yaml, or "
+                       f"a folder of them)")
     return text
 
 
@@ -50,13 +51,14 @@ def _selector(args: argparse.Namespace):
 def _cmd_select(args: argparse.Namespace) -> int:
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.codegen.gemm_text import parse_dtype_list
+    from jitgemm.commands.gemm import scale_fields
     from jitgemm.selector import SelectionError
 
     try:
         da, db = parse_dtype_list(args.dtype)
         mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
         problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
-                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx)
+                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx, **scale_fields(args))
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.spec:

@@ -414,6 +414,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                               f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
                               f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
+        kernarg_trace.preloaded(mem, 4 * first, 4 * count)
         s += count
         entry = PRELOAD_ENTRY
     s = max(s, desc.user_sgpr_count)

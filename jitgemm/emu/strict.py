@@ -190,12 +190,21 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         f.to_lds = bool(d.modifier("lds"))
         if gpumem_out:
             f.store_data = np.array(sorted(set(data)), np.int64)
-            f.wide_store = "vmem" in classes and data_bits > 64   # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT
+            # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT stores of more than 64 bits; a MUBUF/MTBUF store whose
+            # SOFFSET is a register has no hazard ("this hazard only exists if the instruction is not using a
+            # register in the soffset field"), as AMD's hand-written aiter GEMM epilogues rely on
+            f.wide_store = "vmem" in classes and data_bits > 64 and not len(by_field.get("SOFFSET", ()))
             f.scalar_store = group == "SMEM"
         f.lds_write = dsmem_out or f.to_lds
         f.lds_read = dsmem_in
         f.lds_atomic = dsmem_in and dsmem_out
         pend = [r for r in f.writes if r >= VREG_BASE or r < SGPR_SLOTS]
+        if "ATOMIC" in name and not (d.modifier("sc0") or d.modifier("glc")):
+            # an atomic without SC0/GLC returns nothing (semantics_buffer._atomic): its data registers are only
+            # read, as a store's, and may be rewritten after issue (the store-data wait states still apply)
+            quiet = set(data)
+            pend = [r for r in pend if r not in quiet]
+            f.writes = np.array([r for r in f.writes if r not in quiet], np.int64)
         f.pending_dst = np.array(pend, np.int64)
     if name == "S_NOP":
         imm = d.inst.operands[0] if d.inst.operands else Imm(0)
