@@ -56,7 +56,7 @@ def _real_instructions(forms, tmp: Path) -> list:
                             str(obj)], check=True, capture_output=True)
             paths.append(obj)
     try:
-        from tests import test_disasm_triton_support as tri
+        from tests.fixtures import triton_kernels as tri
 
         if tri.triton is not None:
             paths += tri.build_all(tmp)

@@ -45,7 +45,7 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
     except (ImportError, subprocess.CalledProcessError) as exc:
         print(f"(no clang input: {exc})")
     try:
-        from tests import test_disasm_triton_support as kernels
+        from tests.fixtures import triton_kernels as kernels
 
         for path in kernels.build_all(folder):
             out.append((f"triton {path.stem}", path.with_suffix(".s").read_text(), None))
