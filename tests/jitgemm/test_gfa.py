@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.oracles import SHARED, require_shared, require_tool
+from tests.fixtures.oracles import SHARED, require_shared, require_tool
 
 CORPUS = SHARED / "gfa-corpus"
 KERNELS = CORPUS / "CustomKernels"
@@ -170,7 +170,7 @@ def test_export_passes_hipblaslt_rules_assembles_to_the_kernel_and_round_trips(e
     from jitgemm.gfa import read_kernel, to_contract
     from jitgemm.gfa.reader import comparable
     from jitgemm.gfa.validate import validate
-    from tests.hand_kernel import llvm_link
+    from tests.fixtures.hand_kernel import llvm_link
 
     k, e, folder = exported[label]
     assert validate(e.config) == [] and e.words == 0
