@@ -126,7 +126,7 @@ def versus(items) -> None:
 
 def main(argv: list[str]) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n", 1)[0])
-    ap.add_argument("--wheel", help="the amd-aiter wheel (default: the pinned one, tests/aiter_corpus.py)")
+    ap.add_argument("--wheel", help="the amd-aiter wheel (default: the pinned one, tests/fixtures/aiter_corpus.py)")
     ap.add_argument("--fit", action="store_true", help="re-run the fit on the fitting half")
     ap.add_argument("--versus", action="store_true", help="our kernels against aiter's through the model")
     args = ap.parse_args(argv)
@@ -135,7 +135,7 @@ def main(argv: list[str]) -> int:
     if args.wheel:
         wheel = Path(args.wheel)
     else:
-        from tests.aiter_corpus import aiter_wheel
+        from tests.fixtures.aiter_corpus import aiter_wheel
 
         wheel = aiter_wheel()
     items = accuracy(inventory(wheel))

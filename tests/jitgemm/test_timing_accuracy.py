@@ -25,7 +25,7 @@ BOUNDS = {
 def measured():
     from jitgemm.aiter import inventory
     from jitgemm.timing import validation
-    from tests.aiter_corpus import aiter_wheel
+    from tests.fixtures.aiter_corpus import aiter_wheel
 
     items = validation.cases(inventory(aiter_wheel()))
     return items, validation.predict_cases(items)
