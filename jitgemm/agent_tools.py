@@ -560,7 +560,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
     import random
 
     from jitgemm.qualify import draw_problems
-    from jitgemm.selector import predicted_tflops
+    from jitgemm.selector import predicted
     from jitgemm.suppliers import Candidate
     from jitgemm.tuning_db import TuningDB, problem_key
 
@@ -572,6 +572,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        rows.append({**common, "metric": "tflops", "value": predicted_tflops(cand, p, contract.target),
+        pred = predicted(cand, p, contract.target)   # the one timing model (a string: it cannot time the kernel)
+        rows.append({**common, "metric": "tflops", "value": 0.0 if isinstance(pred, str) else pred.tflops,
                      "source": "model"})
     return base.add(rows) if rows else 0
