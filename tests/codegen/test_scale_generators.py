@@ -92,3 +92,23 @@ def test_batched_rowcol_shares_scales():
     call = prepare(x, y, scales=(sa, sb, None))
     out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
     check(call.problem, out, reference(call.problem, x, y, None, None, sa, sb))
+
+
+@pytest.mark.parametrize("prefetch, buffers, k", [(1, 1, 300), (2, 1, 400), (1, 2, 300), (2, 2, 400)])
+def test_block_flush_schedules(prefetch, buffers, k):
+    """Block scales flushed right after each tile (prefetch=1, one LDS buffer) or ping-pong between two
+    accumulator sets (a tile in flight), with an odd and an even number of K blocks (the last set differs)."""
+    from dataclasses import replace
+
+    p = GemmProblem.make(40, 72, k, "fp8", d="fp32", layout="TN", scale_mode="block", b_scale_order="col")
+    base = jitgemm.compile(p, arch="gfx942", use_disk_cache=False).config
+    config = replace(base, tile_m=64, tile_n=64, waves_m=2, waves_n=2, prefetch=prefetch, lds_buffers=buffers)
+    kernel = jitgemm.compile(p, config, arch="gfx942", use_disk_cache=False)
+    assert kernel.contract["tile"]["agprs"] == (16 if (prefetch, buffers) == (1, 1) else 32)   # accumulator sets
+    x, y, _, _ = operands(p, seed=k)
+    sa, sb = scale_operands(p, seed=k)
+    sa[7, -1] = np.inf
+    sb = np.ascontiguousarray(sb.T).T
+    call = prepare(x, y, scales=(sa, sb, "block", {"b": "col"}))   # one row of B scales: either order
+    out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu", strict=True)
+    check(p, out, reference(p, x, y, None, None, sa, sb))
