@@ -85,7 +85,13 @@ async def _correct_agent(session, submission=None) -> dict:
 
 
 async def _cheating_agent(session) -> dict:
-    return {c.name: await _call(session, "qualify", case=c.case, source=c.source) for c in cheats()}
+    out = {c.name: await _call(session, "qualify", case=c.case, source=c.source) for c in cheats()}
+    zeros = next(c for c in cheats() if c.name == "zeros_only")      # the same kernel on the task's own case
+    from jitgemm.agent_eval import task
+
+    out["zeros_only on random inputs"] = await _call(session, "qualify", case=task("vector_add").case,
+                                                     source=zeros.source)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -154,6 +160,8 @@ def test_cheating_agent_session(mcp_sdk):
     wait = out["missing_wait"]["findings"][0]
     assert wait["detail"]["rule"] == "missing s_waitcnt" and wait["detail"]["first"]["text"].startswith("global_load")
     assert "65792" in out["lds_over_limit"]["findings"][0]["message"]
+    on_random = out["zeros_only on random inputs"]
+    assert not on_random["ok"] and [f["check"] for f in on_random["findings"]] == ["mismatch"]
     print("\n".join(f"{name:<16} refused={not ok} findings={checks}" for name, ok, checks in table))
 
 
