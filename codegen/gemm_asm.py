@@ -39,11 +39,12 @@ block-scaled, sub-byte and weight-only problems are lowered by codegen/gemm_asm_
 
 from __future__ import annotations
 
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import Reg
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, emit_facts
+from .asm_emit import Emitter, RegAlloc
 from .gemm_asm_epilogue import EpiloguePhase
 from .gemm_asm_fragments import FragmentPhase
 from .gemm_asm_scale import ScalePhase

@@ -6,7 +6,7 @@ what a lowering hands to the code-object writer. No generator owns it, so neithe
 Facts and their authorities:
 - Kernel arguments are one by-value kernarg segment (AMDGPUUsage, "Kernel Argument Passing"): 8-byte
   global pointers, then 4-byte integers/floats, naturally aligned. LLVM lays out the LLVM generator's
-  `amdgpu_kernel` arguments by the same rule; codegen/llvm/compile.py checks that it did (`_check_abi`).
+  `amdgpu_kernel` arguments by the same rule; codegen/llvm/llvm_generator.py checks that it did (`_check_abi`).
 - A raw buffer resource's word 3 (CDNA 3 ISA guide, "Buffer resource descriptor"): DST_SEL/NUM_FORMAT zero
   and DATA_FORMAT 32 (bits 15..18 = 4 in the 0x00020000 that LLVM and Triton use on gfx942 for raw buffers;
   tests/test_llvm_codegen.py compares with LLVM's own kernels).

@@ -229,7 +229,7 @@ amdhsa.kernels:
 def _accepted_forms(message: str, source_line: str | None, arch: str | None) -> list[str]:
     """The forms the spec accepts for the mnemonic of a line that did not assemble (operand kinds and widths per
     encoding), so an agent can fix the operands without guessing."""
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     text = (source_line or "").strip()
     mnemonic = text.split()[0].lower() if text else ""
@@ -296,7 +296,7 @@ def _code_object(code_object_base64: str | None = None, path: str | None = None)
         except ValueError as exc:
             raise ValueError(f"code_object_base64 is not base64 ({exc})") from None
     if path:
-        from jitgemm.isa.files import read_bounded
+        from jitgemm.util.files import read_bounded
 
         return read_bounded(path, 512 << 20)
     raise ValueError("give code_object_base64 or path")
@@ -306,9 +306,9 @@ def disassemble(code_object_base64: str | None = None, path: str | None = None) 
     """Every kernel of a code object: its instructions (PC, text, bytes) and descriptor facts."""
     from jitgemm import isa
     from jitgemm.codegen.codeobj import CodeObjectError, read
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.printer import format_instruction
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.targets import base_target
 
     try:
         co = read(_code_object(code_object_base64, path))
@@ -434,8 +434,8 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
     """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.isa.safe_yaml import load_yaml
     from jitgemm.timing import TimingError, predict
+    from jitgemm.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
@@ -478,7 +478,7 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
 
     from jitgemm.battery import numpy_dtype
     from jitgemm.emu.engine import _default_spec, _load_code_object
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
     from jitgemm.timing import params
 
     co = _load_code_object(code_object)
@@ -503,7 +503,7 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
 
 def default_supplier_folder() -> Path:
     """Where `submit` puts kernels unless told: `<jitgemm cache>/agent-kernels` (use_prebuilt reads it)."""
-    from jitgemm.isa.spec_cache import cache_root
+    from jitgemm.isa.spec.cache import cache_root
 
     return cache_root() / "agent-kernels"
 
@@ -519,7 +519,7 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
     from jitgemm.battery import gemm_battery
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.isa.safe_yaml import load_yaml
+    from jitgemm.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)

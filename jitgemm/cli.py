@@ -23,6 +23,8 @@ COMMANDS = {
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
+    "jitgemm.commands.aiter": ("aiter", "inventory"),
+    "jitgemm.commands.gfa": ("gfa",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
@@ -78,7 +80,7 @@ def problem_args(p: argparse.ArgumentParser) -> None:
 def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of an input file named on the command line, refused by size or type before reading (a device,
     a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
-    from jitgemm.isa.files import read_bounded
+    from jitgemm.util.files import read_bounded
 
     try:
         return read_bounded(path, limit)
@@ -115,7 +117,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from jitgemm.isa.errors import IsaError
-    from jitgemm.memory_budget import OutOfMemory
+    from jitgemm.util.memory_budget import OutOfMemory
 
     errors: list[type[BaseException]] = [CliError, IsaError, OutOfMemory]
     for module, name in (("jitgemm.api", "MatmulError"), ("jitgemm.codegen.gemm_ir", "IRError"),

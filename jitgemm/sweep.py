@@ -34,7 +34,7 @@ from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
 if TYPE_CHECKING:
     from jitgemm.codegen.generator import Generator
-    from jitgemm.isa.targets import TargetProfile
+    from jitgemm.isa.spec.targets import TargetProfile
 
 TILES = (32, 64, 128, 256)
 WAVES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
@@ -349,7 +349,7 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     from jitgemm.codegen.gemm_text import format_problem
     from jitgemm.timing.pipeline import PipelineModelError, model_kernel
 
-    from .compiler import compile as jit_compile
+    from .kernel import compile as jit_compile
 
     cfg = variant.config
     res = Result(variant.index, format_problem(variant.problem), variant.generator, _config_dict(cfg))

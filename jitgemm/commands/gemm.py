@@ -58,7 +58,7 @@ def _problem_and_config(args: argparse.Namespace):
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.spec:
-        isa.spec_sources.use_spec_file(args.arch, args.spec)
+        isa.spec.sources.use_spec_file(args.arch, args.spec)
     spec = isa.load_spec(args.arch)
     profile = isa.target_profile(args.arch)
     if not args.tile:
@@ -135,9 +135,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
-    from jitgemm.isa import progress
-    from jitgemm.memory_budget import check_fits, gemm_run_bytes
     from jitgemm.reference import operands, reference, stored_scales
+    from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, gemm_run_bytes
 
     p, config, _ = _problem_and_config(args)
     if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating
@@ -190,7 +190,7 @@ def _run_kernel(args: argparse.Namespace, p, config, a, b, c, bias, scales=(None
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
-    from jitgemm.inspect import annotated_listing
+    from jitgemm.listing import annotated_listing
 
     blob = read_input(args.file)
     arch = args.arch

@@ -250,6 +250,28 @@ def _legality(config: Mapping[str, Any], args: list[dict], grid: list[str], op: 
     return {k: v for k, v in leg.items() if v != {}}
 
 
+def comparable(contract: Contract) -> dict:
+    """A contract without what a GFA round trip renames (argument names, the GFA semantic, the source path, the
+    gfa record itself), stride units made explicit: export -> import must give the same."""
+    import copy
+
+    data = copy.deepcopy(dict(contract.data))
+    data.pop("gfa", None)
+    data["identity"].pop("source", None)
+    for arg in data["abi"]["args"]:
+        arg.pop("name", None)
+        arg.pop("semantic", None)
+        if arg["role"].startswith(("ld", "stride_")):
+            arg.setdefault("unit", data["abi"]["strides_in"])
+        arg.setdefault("type", "i32")
+    data["abi"]["strides_in"] = "elements"
+    data["abi"]["args"].sort(key=lambda a: a["offset"])
+    # defaults said or left out are the same contract
+    data["operation"] = {k: v for k, v in data["operation"].items() if v not in (None, "none")}
+    data["features"] = {k: v for k, v in data["features"].items() if v not in (False, ["none"])}
+    return data
+
+
 def to_contract(kernel: GfaKernel) -> Contract:
     """jitgemm's contract of a GFA kernel, checked against its code object's metadata."""
     config = kernel.config
@@ -325,6 +347,23 @@ def to_contract(kernel: GfaKernel) -> Contract:
                 "matrix_instruction": list(mi) if isinstance(mi, list) else [],
                 "kernarg_end": end},
     }
+    extra = (config.get("Source") or {}).get("jitgemm") if kernel.origin == "jitgemm" else None
+    if isinstance(extra, Mapping):     # what jitgemm's GFA writer kept beside the record (jitgemm/gfa/writer.py)
+        for key, value in (extra.get("legality") or {}).items():
+            data["legality"][key] = value
+        data["features"].update(extra.get("features") or {})
+        for arg in data["abi"]["args"]:
+            role = (extra.get("roles") or {}).get(arg["offset"])
+            if role is not None:
+                arg["role"] = role
+                arg["type"] = "ptr"
+                arg["size"] = 8
+        data["abi"]["args"] = [a for a in data["abi"]["args"]
+                               if not any(b is not a and b["offset"] < a["offset"] < b["offset"] + b["size"]
+                                          for b in data["abi"]["args"])]
+        data["identity"].update(extra.get("identity") or {})
+        if extra.get("tile"):
+            data["tile"] = dict(extra["tile"])
     if kernarg < end:
         raise GfaError(f"{where}.CustomKernel.args: the arguments end at byte {end}, beyond the kernel's "
                        f".kernarg_segment_size {kernarg}")

@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from jitgemm.codegen.gemm_ir import GemmProblem
-from jitgemm.isa.targets import Device, TargetProfile
+from jitgemm.isa.spec.targets import Device, TargetProfile
 
 from .trace import WAVE, KernelTrace, trace
 
@@ -150,7 +150,7 @@ def kernel_facts(kernel: Any) -> KernelFacts:
     k = co.kernel(name if name in names else names[0])
     meta = k.metadata
     target = ident.get("target") or getattr(kernel, "arch", None) or co.target
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.spec.targets import base_target
 
     wg = data.get("launch", {}).get("workgroup") or [int(meta.get(".max_flat_workgroup_size", 256) or 256)]
     lds = int(k.descriptor.group_segment_fixed_size) + int(data.get("launch", {}).get("lds_bytes", 0) or 0)

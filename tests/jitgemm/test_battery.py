@@ -92,7 +92,7 @@ def test_run_warns_about_constant_inputs_and_reports_max_error():
 
 
 def test_reachable_skips_data_after_a_branch():
-    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.asm.assembler import assemble
 
     from jitgemm import isa
     from jitgemm.emu.program import decode_kernel
