@@ -10,8 +10,8 @@ import pytest
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from jitgemm.api import launch, prepare
-from jitgemm.compiler import compile as compile_kernel
 from jitgemm.contract import Contract
+from jitgemm.kernel import compile as compile_kernel
 from jitgemm.reference import check, operands, reference, scale_operands
 
 # (mode, arch, A, B, D, layout, extra problem fields): one row per mode and target, dtypes and layouts rotated
