@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.oracles import REPO, require_module
 from tests.jitgemm.agents.cheats import CORRECT, cheats
-from tests.oracles import REPO, require_module
 
 # The tasks the correct agent solves through the session (all twelve: one battery each, a few seconds in all).
 SESSION_TASKS = ("vector_add", "saxpy", "row_bias", "block_sum", "wave_max", "transpose_lds", "gemv",
