@@ -200,7 +200,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         f.lds_atomic = dsmem_in and dsmem_out
         pend = [r for r in f.writes if r >= VREG_BASE or r < SGPR_SLOTS]
         if "ATOMIC" in name and not (d.modifier("sc0") or d.modifier("glc")):
-            # an atomic without SC0/GLC returns nothing (semantics_buffer._atomic): its data registers are only
+            # an atomic without SC0/GLC returns nothing (semantics.buffer._atomic): its data registers are only
             # read, as a store's, and may be rewritten after issue (the store-data wait states still apply)
             quiet = set(data)
             pend = [r for r in pend if r not in quiet]
