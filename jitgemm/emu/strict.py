@@ -133,7 +133,7 @@ def _hwreg_id(op) -> int | None:
 
 def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Facts:
     """What strict mode needs of one decoded instruction, from the spec's operand descriptions; its counters and
-    hazard classes are the direct generator's emitter's (`facts`, codegen.asm_emit.EmitFacts)."""
+    hazard classes are the direct generator's emitter's (`facts`, isa.hazards.EmitFacts)."""
     inst = d.spec_inst
     f = Facts(d.pc, d.text, np.zeros(0, np.int64), np.zeros(0, np.int64))
     if inst is None or d.inst is None:
