@@ -542,8 +542,8 @@ class _FileAssembler:
             rest = part[end:]
             if rest.strip() and (not last or not rest[:1].isspace()):
                 continue
-            if not self.is_expression(node):
-                continue
+            if not self.is_expression(node) and not part.lstrip().startswith("("):
+                continue   # a register, a plain number: the instruction parser reads it (`(1)` it cannot)
             try:
                 value = X.evaluate(node, self.lookup_now)
             except X.ExprValueError as exc:
