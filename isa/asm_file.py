@@ -25,6 +25,7 @@ from .asm_errors import AsmError
 from .asm_fastpath import parse_line
 from .asm_macros import (
     AsmFileError,
+    AsmFileErrors,
     Loc,
     Macro,
     bind_args,
@@ -209,6 +210,7 @@ class _FileAssembler:
         self.sizes: list[tuple[str, X.Node, Loc]] = []
         self.dots = 0
         self.ended = False
+        self.errors: list[AsmFileError] = []
         self.switch(".text", loc=None)
 
     # -- sources
@@ -225,7 +227,22 @@ class _FileAssembler:
             except StopIteration:
                 self.sources.pop()
                 continue
-            self.line(text, loc)
+            try:
+                self.line(text, loc)
+            except AsmFileError as exc:   # llvm-mc reports every error of a file: go on with the next line
+                self.error(exc)
+        try:
+            self.end_of_input()
+        except AsmFileError as exc:
+            self.error(exc)
+
+    def error(self, exc: AsmFileError) -> None:
+        """Record one error; past AsmFileErrors.MAX_ERRORS, stop with what was found."""
+        self.errors.extend(exc.errors if isinstance(exc, AsmFileErrors) else [exc])
+        if len(self.errors) >= AsmFileErrors.MAX_ERRORS:
+            raise AsmFileErrors(self.errors[:AsmFileErrors.MAX_ERRORS], truncated=True)
+
+    def end_of_input(self) -> None:
         if self.collect is not None:
             raise AsmFileError(f"no matching '.end{'m' if self.collect.kind == 'macro' else 'r'}' for "
                                f"'.{self.collect.kind}'", self.collect.loc, 1)
@@ -576,6 +593,29 @@ class _FileAssembler:
             return False
         return True
 
+    def encode_section(self, sec: Section):
+        """The section encoded; every instruction that cannot be is reported (AsmFileErrors, bounded), each
+        found by encoding again without the ones already reported, as llvm-mc reports each bad line."""
+        errors: list[AsmFileError] = []
+        items, places = list(sec.items), list(sec.places)
+        while True:
+            try:
+                result = encode_items(items, self.forms)
+            except StatementError as exc:
+                loc, st, text = places[exc.index]
+                col = 1
+                if st is not None:
+                    from .assembler import _place
+                    col = _place(locate(st, text, loc.file), exc.error)
+                errors.append(AsmFileError(exc.error.reason, loc, col))
+                if len(errors) >= AsmFileErrors.MAX_ERRORS:
+                    raise AsmFileErrors(errors, truncated=True) from None
+                del items[exc.index], places[exc.index]
+                continue
+            if errors:
+                raise AsmFileErrors(sorted(errors, key=lambda e: (e.file or "", e.line or 0))) from None
+            return result
+
     # -- end of file: layout, fixups, symbols
     def finish(self) -> AsmObject:
         obj = self.obj
@@ -595,15 +635,7 @@ class _FileAssembler:
                         raise AsmFileError(f"section {sec.name} holds no data (nobits)", loc, 1)
                 sec.size = pos
                 continue
-            try:
-                result = encode_items(sec.items, self.forms)
-            except StatementError as exc:
-                loc, st, text = sec.places[exc.index]
-                col = 1
-                if st is not None:
-                    from .assembler import _place
-                    col = _place(locate(st, text, loc.file), exc.error)
-                raise AsmFileError(exc.error.reason, loc, col) from None
+            result = self.encode_section(sec)
             sec.data = result.code
             sec.size = len(result.code)
             offsets[sec.name] = result.offsets
@@ -1124,7 +1156,17 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)
     asm.run()
-    return asm.finish()
+    if not asm.errors:
+        return asm.finish()
+    try:   # the lines that parsed may still fail to encode: report those too, as llvm-mc does
+        asm.finish()
+    except AsmFileError as exc:
+        asm.errors.extend(exc.errors if isinstance(exc, AsmFileErrors) else [exc])
+    except Exception:  # noqa: BLE001 (a state the first errors left inconsistent: they are what to report)
+        pass
+    errors = sorted(asm.errors, key=lambda e: (e.file != file, e.line or 0, e.col or 0))
+    limit = AsmFileErrors.MAX_ERRORS
+    raise AsmFileErrors(errors[:limit], truncated=len(errors) >= limit)
 
 
 def find_target(text: str) -> str | None:

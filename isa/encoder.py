@@ -350,6 +350,8 @@ def _parts_value(form: Form, slot: Slot, op) -> int:
         return v & ((1 << w) - 1)
     if type(op) is Counters:
         table = slot.table
+        if table is None:   # `s_endpgm vmcnt(0)`: llvm-mc says "expected absolute expression"
+            raise Mismatch(f"expected an absolute expression (an immediate), not the counters {op}")
         parts = table.parts
         if not parts:
             raise Mismatch(f"{table.name} has no named parts")
