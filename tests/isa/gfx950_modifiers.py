@@ -21,6 +21,7 @@ def compare(lines: list[str], llvm_mc: str) -> list[tuple[str, str, str]]:
     from jitgemm.isa.assembler import assemble
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.spec_sources import load_spec
+
     from tests.asm_corpus import llvm_mc_encodings
 
     forms = forms_of(load_spec("gfx950"))
@@ -40,6 +41,7 @@ def gfx950_only_lines() -> list[str]:
     """base line of each form of each gfx950-only instruction, with each modifier appended (and the base)."""
     from jitgemm.isa.forms import forms_of
     from jitgemm.isa.spec_sources import load_spec
+
     from tests.asm_corpus import cases_for_form
 
     old = {i.name.lower() for i in load_spec("gfx942").instructions}
