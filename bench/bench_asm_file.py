@@ -57,8 +57,8 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
 def _forget_lines(spec) -> None:
     """Empty the parser's line cache and the encoder's per-instruction cache (the spec's instruction forms stay
     built): "warm" is a long-running process assembling text it has not seen, with mnemonics it has."""
-    from jitgemm.isa import asm_fastpath
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.asm import fastpath as asm_fastpath
+    from jitgemm.isa.spec.forms import forms_of
 
     asm_fastpath._LINES.clear()
     forms_of(spec).encode_cache.clear()

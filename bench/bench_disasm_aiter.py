@@ -28,7 +28,7 @@ def main(argv=None) -> int:
     ap.add_argument("--cli-sample", type=int, default=20, help="objects for the one-process-per-file row")
     args = ap.parse_args(argv)
 
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
     from jitgemm.commands import disasm

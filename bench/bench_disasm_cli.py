@@ -9,7 +9,7 @@ Rows, each with llvm-objdump-22 timed in the same run and the ratio (ours / thei
 CPU seconds are listed beside wall seconds: on a shared 2-core machine they are the steadier number, and a
 `--jobs` row spends more CPU to take less wall time.
 
-The decode index is cached on disk (isa/decode_index.py); the first run after a change to isa/ rebuilds it, so
+The decode index is cached on disk (isa/disasm/decode_index.py); the first run after a change to isa/ rebuilds it, so
 one warm-up run precedes the timings. Each process gets the same fresh JITGEMM_CACHE_DIR (specs load from the
 pre-parsed files beside the bundled XML, see tools/spec_preparse/build.py).
 

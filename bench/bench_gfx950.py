@@ -42,8 +42,8 @@ def _kernels():
 
 def _decode_rate(name: str, hsaco: bytes) -> str:
     from jitgemm.codegen.codeobj.reader import read
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
 

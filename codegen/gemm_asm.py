@@ -39,20 +39,22 @@ block-scaled, sub-byte and weight-only problems are lowered by codegen/gemm_asm_
 
 from __future__ import annotations
 
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import Reg
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, emit_facts
+from .asm_emit import Emitter, RegAlloc
 from .gemm_asm_epilogue import EpiloguePhase
 from .gemm_asm_fragments import FragmentPhase
+from .gemm_asm_scale import ScalePhase
 from .gemm_asm_staging import StagingPhase
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
-class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
+class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
     """One kernel class and config lowered to instructions: prologue, loop and the phases' methods."""
 
     def __init__(self, problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
@@ -140,6 +142,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         self.rsrc = self._resources()
         self._zero_accumulators()
         self.oob = self.vconst(OOB)
+        self._block_setup()                       # block scales: running sums that live to the epilogue
         mark = ra.next["v"]
         self._main_loop()
         ra.release("v", mark)                     # staging, fragments and addresses are dead after the loop
@@ -157,6 +160,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes}
         if self.p.c is not None:
             sizes["c"] = self.p.c.bytes
+        if self.p.scale_mode != "none":
+            sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
         for x, eb in sizes.items():
             ptr = a[x]
             plo, phi = Reg("s", ptr.index), Reg("s", ptr.index + 1)
@@ -168,10 +173,13 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
             emit("s_addc_u32", phi, phi, hi)
 
     def _resources(self) -> dict[str, Reg]:
-        """Buffer descriptors of the matrices the kernel reads or writes."""
-        return {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
-                if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
-                (x == "bias" and self.p.bias != "none")}
+        """Buffer descriptors of the matrices the kernel reads or writes (and of its fp32 scales)."""
+        out = {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
+               if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
+               (x == "bias" and self.p.bias != "none")}
+        if self.p.scale_mode != "none":
+            out.update({x: self._scale_resource(x) for x in ("a_scale", "b_scale")})
+        return out
 
     def _resource(self, x: str) -> Reg:
         """A buffer descriptor whose num_records is exactly the matrix's bytes ((rows-1)*ld + cols)."""
@@ -206,7 +214,15 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         self.emit("s_barrier")
 
     def _body(self, parity: int, guarded: bool) -> None:
-        """One K tile: LDS buffer `parity` holds it (written before the first barrier with one buffer)."""
+        """One K tile: LDS buffer `parity` holds it (written before the first barrier with one buffer). Block
+        scales: the tile is one K block, whose scales are loaded first and applied after its MFMAs, or, with two
+        accumulator sets (`pingpong`, codegen/gemm_asm_scale.py), during the next tile's MFMAs."""
+        self._block_scale_loads(parity)
+        self._tile(parity, guarded, self._flush_thunks(1 - parity))
+        self._block_flush()
+
+    def _tile(self, parity: int, guarded: bool, flush: list = ()) -> None:
+        flush = list(flush)
         if self.c.lds_buffers == 1:
             if self.c.prefetch == 1:
                 for th in self._load_thunks(guarded):
@@ -214,14 +230,14 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
             for th in self._write_thunks(0):
                 th()
             self._barrier()
-            self._compute(0, early=self._load_thunks(guarded) if self.c.prefetch == 2 else [])
+            self._compute(0, early=(self._load_thunks(guarded) if self.c.prefetch == 2 else []) + flush)
             self._barrier()
             return
         other = 1 - parity
         if self.c.prefetch == 1:
-            self._compute(parity, early=self._load_thunks(guarded), late=self._write_thunks(other))
+            self._compute(parity, early=self._load_thunks(guarded) + flush, late=self._write_thunks(other))
         else:
-            self._compute(parity, early=self._write_thunks(other) + self._load_thunks(guarded))
+            self._compute(parity, early=self._write_thunks(other) + self._load_thunks(guarded) + flush)
         self._barrier()
 
     def _main_loop(self) -> None:
@@ -235,6 +251,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
                            [self.vtmp(per_group * m.b_regs) for _ in range(self.blocks_n)]) for _ in range(sets)]
         self.read_bases = [self.vtmp() for _ in range(c.lds_buffers * (self.blocks_m + self.blocks_n))]
         self.vaddr = self.vtmp()
+        self._block_registers()
         mark = ra.next["v"]
         temps = [self.vtmp() for _ in range(SETUP_TEMPS)]
         for stage in self.stages:
@@ -280,7 +297,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         emit("s_cmp_eq_u32", fast, 0)
         e.branch("s_cbranch_scc1", "tail0")
         e.label("main_loop")
-        if c.lds_buffers == 1:
+        if c.lds_buffers == 1 and not self.pingpong:
             self._body(0, guarded=False)
             emit("s_add_u32", cnt, cnt, 1)
             e.branch("s_cbranch_scc0", "main_loop")
@@ -310,6 +327,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         e.label("loop_done")
         e.wait(vmcnt=0)
         self._in_loop = False
+        self._block_final_flush()
 
 def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
                name: str = "jitgemm_gemm") -> LoweredKernel:

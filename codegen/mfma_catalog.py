@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgemm.isa.mfma import WAVE64, parse_mfma_name
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import target_of_spec, target_profile
+from jitgemm.isa.spec.mfma import WAVE64, parse_mfma_name
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
 from .dtypes import DType, element_of
 

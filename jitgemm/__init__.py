@@ -6,14 +6,14 @@ __version__ = "0.1.0"
 
 
 def _source_checkout_layout() -> None:
-    """In a source checkout the folders isa/, codegen/ and specs/ sit beside jitgemm/ (the wheel installs
+    """In a source checkout the folders isa/, codegen/, util/ and specs/ sit beside jitgemm/ (the wheel installs
     them inside it, see pyproject.toml). Find them as jitgemm.isa, jitgemm.codegen and jitgemm.specs from
     *this* checkout, so that a second work tree, or a tree that is not installed, never mixes its jitgemm/
     with another tree's isa/. An installed wheel has no pyproject.toml beside the package and is untouched."""
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    if (root / "pyproject.toml").is_file() and (root / "isa" / "asm_grammar.lark").is_file():
+    if (root / "pyproject.toml").is_file() and (root / "isa" / "asm" / "grammar.lark").is_file():
         __path__.append(str(root))
 
 
@@ -21,10 +21,10 @@ _source_checkout_layout()
 
 # Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
 # and `matmul` and friends import numpy.
-_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "compiler",
+_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "kernel", "compile": "kernel",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
-         "MXTensor": "mx"}
+         "MXTensor": "mx", "scaled_matmul": "api", "use_aiter": "aiter"}
 
 
 def __getattr__(name: str):
@@ -37,4 +37,5 @@ def __getattr__(name: str):
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
-           "explain", "last_launch", "matmul", "quantize_mx", "use_prebuilt", "use_triton"]
+           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_aiter", "use_prebuilt",
+           "use_triton"]

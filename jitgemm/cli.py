@@ -22,6 +22,9 @@ COMMANDS = {
     "jitgemm.commands.asm": ("asm",), "jitgemm.commands.disasm": ("disasm",),
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
+    "jitgemm.commands.mcp": ("mcp", "agent-eval"),
+    "jitgemm.commands.aiter": ("aiter", "inventory"),
+    "jitgemm.commands.gfa": ("gfa",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
@@ -62,6 +65,14 @@ def problem_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--layout", help="NN, NT, TN or TT (T: operand stored transposed; default NN, NT for "
                                     "block-scaled and sub-byte problems, which are stored K-contiguous)")
     p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    p.add_argument("--scale-mode", choices=("none", "tensor", "rowcol", "block"), default="none",
+                   help="fp32 scales of an fp8/int8 product: tensor (one each), rowcol (A per row [M,1] x B per "
+                        "column [1,N]), block (A 1x128 [M,ceil(K/128)] x B 128x128 [ceil(N/128),ceil(K/128)]); "
+                        "default none")
+    for side, shape in (("a", "[M,KB]"), ("b", "[NB,KB]")):
+        p.add_argument(f"--{side}-scale-order", choices=("row", "col"), default="row",
+                       help=f"with --scale-mode block: {side.upper()}'s {shape} scales row-major (default) or "
+                            f"column-major (stored transposed, as aiter's asm kernels read them)")
     p.add_argument("--spec", metavar="PATH",
                    help="spec XML file (or a folder holding one) to use for --arch instead of the default")
 
@@ -69,7 +80,7 @@ def problem_args(p: argparse.ArgumentParser) -> None:
 def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of an input file named on the command line, refused by size or type before reading (a device,
     a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
-    from jitgemm.isa.files import read_bounded
+    from jitgemm.util.files import read_bounded
 
     try:
         return read_bounded(path, limit)
@@ -106,7 +117,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from jitgemm.isa.errors import IsaError
-    from jitgemm.memory_budget import OutOfMemory
+    from jitgemm.util.memory_budget import OutOfMemory
 
     errors: list[type[BaseException]] = [CliError, IsaError, OutOfMemory]
     for module, name in (("jitgemm.api", "MatmulError"), ("jitgemm.codegen.gemm_ir", "IRError"),

@@ -19,8 +19,8 @@ from pathlib import Path
 from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
-from jitgemm.isa.files import read_sealed, write_sealed
-from jitgemm.isa.spec_cache import cache_root
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.util.files import read_sealed, write_sealed
 
 from .contract import Contract
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Refusal, Supplier
@@ -182,7 +182,7 @@ class Selector:
     def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
         """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
         verdicts = []
-        base = isa.targets.base_target(self.target)
+        base = isa.spec.targets.base_target(self.target)
         for supplier in self.suppliers:
             try:
                 cands = supplier.candidates(problem, self.target)
@@ -195,7 +195,7 @@ class Selector:
                                         False, f"supplier error: {exc}"))
                 continue
             for cand in cands:
-                if isa.targets.base_target(cand.contract.target) != base:
+                if isa.spec.targets.base_target(cand.contract.target) != base:
                     verdicts.append(Verdict(cand, False, f"identity.target: kernel is for {cand.contract.target}, "
                                                          f"selecting for {self.target}"))
                     continue
@@ -267,13 +267,16 @@ def default_suppliers() -> list[Supplier]:
 
             _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB()),
                           TritonSupplier(scope="mx")]
+            from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
+
+            _suppliers += registered_suppliers()
         return _suppliers
 
 
 def default_selector(target: str = "gfx942") -> Selector:
     """The process-wide selector for a target (`matmul(..., arch=target)`), built from `default_suppliers()`:
     every target sees the same suppliers."""
-    base = isa.targets.base_target(target)
+    base = isa.spec.targets.base_target(target)
     suppliers = default_suppliers()
     with _registry_lock:
         sel = _selectors.get(base)
@@ -297,12 +300,14 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align)
 
 
-def use_prebuilt(folder: str) -> list[str]:
-    """Offer the code objects in `folder` (with embedded or sidecar contracts) to `matmul`; returns the
-    reasons any kernel there was refused."""
+def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
+    """Offer the code objects in `folder` (or the one kernel file `folder` names) to `matmul`: kernels with
+    embedded or sidecar contracts, and hipBLASLt GFA kernels (`.s` or `.co` with a custom.config), completed by
+    `custom_yaml` (a Tensile test YAML with their CustomKernel/ProblemType) when given; returns the reasons any
+    kernel there was refused."""
     from .suppliers import PrebuiltSupplier
 
-    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
+    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}", custom_yaml=custom_yaml)
     supplier._scan()
     register_supplier(supplier)
     return list(supplier.errors)

@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from jitgemm import isa
 from jitgemm.codegen.gemm_config import scalar_config
@@ -19,7 +20,7 @@ from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.generator import generator, target_id
 from jitgemm.codegen.kernel_abi import LoweredKernel
-from jitgemm.isa.files import read_bounded
+from jitgemm.util.files import read_bounded
 
 from .contract import Contract, ContractError
 
@@ -125,7 +126,7 @@ class GeneratorSupplier(Supplier):
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         if not self.available():
             return []
-        from .compiler import compile as jit_compile
+        from jitgemm.kernel import compile as jit_compile
 
         if problem.scaled:
             why = block_scaled_refusal(self.option, problem, target)
@@ -182,23 +183,49 @@ class PrebuiltSupplier(Supplier):
     contradicts its code object's metadata, or a `.s` that does not assemble, is refused when the folder is
     read, with the reason (`errors`)."""
 
-    def __init__(self, folder: str | Path, name: str = "prebuilt") -> None:
+    def __init__(self, folder: str | Path, name: str = "prebuilt", custom_yaml: str | Path | None = None) -> None:
+        """`folder`: a folder of kernels, or one kernel file. hipBLASLt GFA kernels (a `custom.config` in their
+        metadata) are read by jitgemm.gfa, completed by `custom_yaml` (a Tensile test YAML) when given."""
         self.folder = Path(folder)
         self.name = name
+        self.custom_yaml = custom_yaml
         self.errors: list[str] = []
         self._entries: list[tuple[Contract, Path, str]] | None = None
         self._assembled: dict[Path, bytes] = {}
 
+    def _files(self) -> list[Path]:
+        if self.folder.is_file():
+            return [self.folder]
+        found = sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        if not found:    # a GFA CustomKernels tree: its kernels sit in one folder per origin
+            found = sorted(self.folder.glob("*/*.s")) + sorted(self.folder.glob("*/*.co"))
+        return found
+
     def _bytes(self, path: Path) -> bytes:
-        """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker."""
+        """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
+        the target it names (a GFA kernel without `.amdgcn_target`: the one its manifest or test YAML names)."""
         if path.suffix != ".s":
             return read_bounded(path, MAX_CODE_OBJECT_BYTES)
         if path not in self._assembled:
             from jitgemm.codegen.codeobj.relocatable import assemble_source
 
+            from .gfa import assembly_target
+
             text = read_bounded(path, MAX_CODE_OBJECT_BYTES).decode()  # UnicodeDecodeError: reported by _scan
-            self._assembled[path] = assemble_source(text, file=str(path))[0]
+            self._assembled[path] = assemble_source(text, file=str(path),
+                                                    arch=assembly_target(path, text, self.custom_yaml))[0]
         return self._assembled[path]
+
+    def _gfa_contract(self, path: Path, kernel: str) -> tuple[Any, str] | None:
+        """(contract, source) of a GFA kernel, None when the file carries no custom.config; GfaError refuses."""
+        from .gfa import read_kernel, to_contract
+        from .gfa.source import has_custom_config
+
+        if self.custom_yaml is None and not has_custom_config(path):
+            return None
+        gk = read_kernel(path, custom_yaml=self.custom_yaml, name=kernel)
+        gk._code = self._bytes(path)
+        return to_contract(gk), f"{path} (GFA custom.config of {kernel})"
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj
@@ -208,20 +235,21 @@ class PrebuiltSupplier(Supplier):
         entries = []
         from jitgemm.isa.errors import IsaError
 
-        for path in sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + \
-                sorted(self.folder.glob("*.s")):
+        for path in self._files():
             try:
                 obj = codeobj.read(self._bytes(path))
             except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
                 # an assembly error already names file:line:col (its first line; the rest shows the source)
-                self.errors.append(str(exc).split("\n")[0] if getattr(exc, "line", None) else f"{path}: {exc}")
+                text = str(exc)
+                self.errors.append(text.split("\n")[0] if getattr(exc, "line", None) or text.startswith(str(path))
+                                   else f"{path}: {text}")
                 continue
             for kernel in obj.kernels:
                 data = kernel.contract
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.exists():
+                    if data is None and _exists(sidecar):
                         try:  # a regular file of bounded size (a FIFO here would block the scan forever)
                             data, source = read_bounded(sidecar, MAX_CONTRACT_BYTES), str(sidecar)
                         except OSError as exc:
@@ -230,7 +258,16 @@ class PrebuiltSupplier(Supplier):
                                                f"{exc.strerror or str(exc).split(': ', 1)[-1]}")
                             break
                 if data is None:
-                    self.errors.append(f"{path}: kernel {kernel.name} has no contract (embedded or sidecar); skipped")
+                    try:
+                        found = self._gfa_contract(path, kernel.name)
+                    except IsaError as exc:   # jitgemm.gfa.GfaError: the key path and what is accepted
+                        self.errors.append(str(exc))
+                        continue
+                    if found is not None:
+                        entries.append((found[0], path, kernel.name))
+                        continue
+                    self.errors.append(f"{path}: kernel {kernel.name} has no contract (embedded, sidecar or GFA "
+                                       f"custom.config); skipped")
                     continue
                 try:
                     contract = Contract.load(data, source)
@@ -255,6 +292,15 @@ class PrebuiltSupplier(Supplier):
         return out
 
 
+def _exists(path: Path) -> bool:
+    """Path.exists, False for a name the file system refuses (a sidecar name of a kernel with a 200-character
+    symbol, as Triton's GFA demo kernel has, is too long for it)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
+
+
 class TritonSupplier(Supplier):
     """Triton, when installed: compiles `jitgemm.triton_gemm.gemm_kernel` (or, for block-scaled problems on
     gfx950, `mx_gemm_kernel` with tl.dot_scaled) for the target on the CPU and describes the result with a
@@ -272,12 +318,17 @@ class TritonSupplier(Supplier):
                   "fp8_e5m2": ("e5m2", "*fp8e5", 1, 1), "bf16": ("bf16", "*bf16", 1, 2),
                   "fp16": ("fp16", "*fp16", 1, 2)}
     _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
+    # scale modes (codegen/gemm_ir.py): scaled_gemm_kernel's MODE, and the 8-bit pointer types it takes (Triton's
+    # names: fp8e4b8/fp8e5b16 are the FNUZ formats of gfx942, fp8e4nv/fp8e5 the OCP ones of gfx950)
+    _MODE_CODE = {"tensor": 1, "rowcol": 2, "block": 3}
+    _SCALED_TYPES = {"fp8": "fp8e4b8", "bf8": "fp8e5b16", "fp8_e4m3": "fp8e4nv", "fp8_e5m2": "fp8e5", "int8": "i8"}
 
     def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
                  mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all",
                  mx_variants: tuple[str, ...] = ("generic", "div16")) -> None:
-        """`scope="mx"` offers kernels for block-scaled problems only (the default selectors' Triton supplier, so
-        MX problems see Triton's tl.dot_scaled beside the generators without `use_triton()`); "all": every
+        """`scope="mx"` offers kernels for scaled problems only, MX block scales and the fp32 scale modes (the
+        default selectors' Triton supplier, so these problems see Triton's tl.dot_scaled and explicit-multiply
+        kernels beside the generators without `use_triton()`); "all": every
         problem Triton can take. `mx_variants`: "generic" (any size, alignment and leading dimension) and/or
         "div16", the specialization Triton's launcher compiles when pointers, sizes and leading dimensions are
         multiples of 16 (`tt.divisibility` 16: wide loads, fewer masks), legal only for such problems."""
@@ -313,7 +364,7 @@ class TritonSupplier(Supplier):
             src = ASTSource(fn, sig, constexprs=constexprs, attrs=attrs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # Triton warns about its own deprecations
-                compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                compiled = triton_compile(src, target=GPUTarget("hip", isa.spec.targets.base_target(target), 64),
                                           options={"num_warps": self.num_warps})
             blob = compiled.asm["hsaco"]
             meta = compiled.metadata
@@ -333,6 +384,49 @@ class TritonSupplier(Supplier):
         bm, bn, bk = block
         return self._build(key, gemm_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                                    "ACC_INT": problem.acc.kind == "int"}, target)
+
+    def compile_scaled(self, problem: GemmProblem, target: str,
+                       block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+        """scaled_gemm_kernel for a scale-mode problem's dtypes, mode and block-scale orders (compiled once)."""
+        from .triton_gemm import scaled_gemm_kernel
+
+        p = problem
+        key = ("scaled", p.a.name, p.b.name, p.d.name, p.scale_mode, p.a_scale_order, p.b_scale_order, target, block)
+        t = self._SCALED_TYPES
+        sig = {"a_ptr": f"*{t[p.a.name]}", "b_ptr": f"*{t[p.b.name]}", "d_ptr": f"*{self._TYPES[p.d.name]}",
+               "a_scale_ptr": "*fp32", "b_scale_ptr": "*fp32"}
+        sig.update({name: "i32" for name in SCALED_TRITON_ARGS[5:]})
+        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "ACC_INT": p.acc.kind == "int",
+                  "MODE": self._MODE_CODE[p.scale_mode], "A_COL": p.a_scale_order == "col",
+                  "B_COL": p.b_scale_order == "col"}
+        sig.update(dict.fromkeys(consts, "constexpr"))
+        return self._build(key, scaled_gemm_kernel, sig, consts, target)
+
+    def _scaled_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+        a_n, b_n = not problem.a_transposed, not problem.b_transposed
+        roles = {"a_ptr": ("a", None), "b_ptr": ("b", None), "d_ptr": ("d", None), "a_scale_ptr": ("a_scale", None),
+                 "b_scale_ptr": ("b_scale", None), "M": ("m", None), "N": ("n", None), "K": ("k", None),
+                 "stride_am": ("lda", None) if a_n else ("const", 1),
+                 "stride_ak": ("const", 1) if a_n else ("lda", None),
+                 "stride_bk": ("ldb", None) if b_n else ("const", 1),
+                 "stride_bn": ("const", 1) if b_n else ("ldb", None),
+                 "stride_dm": ("ldd", None), "ld_a_scale": ("ld_a_scale", None), "ld_b_scale": ("ld_b_scale", None)}
+        operation = {"scale_mode": problem.scale_mode}
+        if problem.scale_mode == "block":
+            operation.update({"a_scale_order": problem.a_scale_order, "b_scale_order": problem.b_scale_order})
+        data = self._describe(problem, target, block, blob, name, info,
+                              [(arg, roles[arg]) for arg in SCALED_TRITON_ARGS], "scaled_gemm_kernel", "elements",
+                              operation)
+        data["legality"]["align_bytes"] = {"a_scale": 4, "b_scale": 4}
+        return data
+
+    def scaled_refusal(self, problem: GemmProblem) -> str | None:
+        """Why scaled_gemm_kernel does not take this scale-mode problem (None: it does)."""
+        if problem.a.name not in self._SCALED_TYPES or problem.b.name not in self._SCALED_TYPES:
+            return f"scaled_gemm_kernel takes {', '.join(self._SCALED_TYPES)}, not {problem.a.name}x{problem.b.name}"
+        if problem.batch != 1:
+            return "scaled_gemm_kernel is not batched"
+        return None
 
     def mx_refusal(self, problem: GemmProblem, target: str) -> str | None:
         """Why Triton has no tl.dot_scaled kernel for this block-scaled problem (None: it has one)."""
@@ -430,7 +524,7 @@ class TritonSupplier(Supplier):
         return {
             "contract_version": 1,
             "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
-                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.targets.base_target(target),
+                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.spec.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
                           "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},
@@ -447,13 +541,21 @@ class TritonSupplier(Supplier):
         }
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        if self.scope == "mx" and not problem.scaled:
+        scaled = problem.scaled or problem.scale_mode != "none"
+        if self.scope == "mx" and not scaled:
             return []
         if not self.available():
-            if problem.scaled:
+            if scaled:
                 raise Refusal("Triton is not installed (pip install triton)")
             return []
-        if problem.scaled:
+        if problem.scale_mode != "none":
+            why = self.scaled_refusal(problem)
+            if why is not None:
+                raise Refusal(why)
+            # block mode: one K block per iteration (its scales apply to that iteration's dot)
+            blocks = [(bm, bn, 128 if problem.scale_mode == "block" else bk) for bm, bn, bk in self.blocks]
+            kernels = [(block, "generic", self.compile_scaled, self._scaled_contract) for block in blocks]
+        elif problem.scaled:
             why = self.mx_refusal(problem, target)
             if why is not None:
                 raise Refusal(why)
@@ -466,7 +568,14 @@ class TritonSupplier(Supplier):
             kernels = [(block, "generic", self._compile, self._contract) for block in self.blocks]
         out = []
         for block, variant, compile_, describe in kernels:
-            blob, name, info = compile_(problem, target, block)
+            try:
+                blob, name, info = compile_(problem, target, block)
+            except Exception as exc:     # Triton's own refusal (e.g. an fp8 format the target lacks)
+                if problem.scale_mode == "none":
+                    raise
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+                raise Refusal(f"Triton cannot compile scaled_gemm_kernel for {problem.a.name}x{problem.b.name} on "
+                              f"{target}: {first}") from None
             contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 
             def load(blob=blob, name=name):
@@ -481,6 +590,8 @@ class TritonSupplier(Supplier):
 # the "div16" variant takes as multiples of 16
 MX_TRITON_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb",
                   "ld_a_scale", "ld_b_scale", "ldd")
+SCALED_TRITON_ARGS = ("a_ptr", "b_ptr", "d_ptr", "a_scale_ptr", "b_scale_ptr", "M", "N", "K", "stride_am",
+                      "stride_ak", "stride_bk", "stride_bn", "stride_dm", "ld_a_scale", "ld_b_scale")
 MX_DIV16_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb", "ldd")
 
 

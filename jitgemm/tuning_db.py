@@ -31,8 +31,8 @@ from pathlib import Path
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
-from jitgemm.isa.spec_cache import cache_root
-from jitgemm.isa.targets import base_target
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.isa.spec.targets import base_target
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
@@ -103,8 +103,14 @@ def default_path() -> Path:
 
 
 def problem_key(problem: GemmProblem) -> str:
-    """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue)."""
-    return format_problem(problem)
+    """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue), leading dimensions that
+    equal packed storage left out: `matmul` states them, a table's row and `jitgemm select` do not, and they are
+    the same problem."""
+    import dataclasses
+
+    packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+    same = {f"ld{x}": None for x in packed if getattr(problem, f"ld{x}") == packed[x]}
+    return format_problem(dataclasses.replace(problem, **same) if same else problem)
 
 
 def contract_identity(contract: dict) -> tuple[str, str, str]:

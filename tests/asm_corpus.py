@@ -13,10 +13,10 @@ from collections import Counter
 from dataclasses import dataclass
 
 from jitgemm.isa import operand_syntax as syn
-from jitgemm.isa.forms import Form, Slot, SpecForms, TypeTable, forms_of
+from jitgemm.isa.disasm.printer import format_instruction
 from jitgemm.isa.instruction import OFF, AsmInstruction, Counters, Imm, Reg, SrcMods
-from jitgemm.isa.model import Spec
-from jitgemm.isa.printer import format_instruction
+from jitgemm.isa.spec.forms import Form, Slot, SpecForms, TypeTable, forms_of
+from jitgemm.isa.spec.model import Spec
 
 
 @dataclass(frozen=True, slots=True)
@@ -127,7 +127,7 @@ def _default_operand(slot: Slot, regs: _Registers, form: Form, nregs: int | None
     table = slot.table
     kind = slot.kind
     if kind == "fixed":
-        from jitgemm.isa.forms import fixed_operand
+        from jitgemm.isa.spec.forms import fixed_operand
 
         return fixed_operand(slot)
     if kind == "literal":
@@ -470,10 +470,10 @@ def run_corpus(cases: list[Case], forms: SpecForms, llvm_mc: str, mcpu: str | No
     """Assemble every case with llvm-mc and with this package; disassemble our bytes for the text check.
     llvm-mc's -mcpu is the target the spec describes (its ArchitectureName, through the target profiles)
     unless `mcpu` says otherwise."""
+    from jitgemm.isa.asm.assembler import assemble
     from jitgemm.isa.asm_errors import AsmError, EncodeError
-    from jitgemm.isa.assembler import assemble
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.targets import target_of_spec
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.spec.targets import target_of_spec
 
     mcpu = mcpu or target_of_spec(forms.spec)
     lines = [c.text for c in cases]

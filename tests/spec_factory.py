@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jitgemm.isa import spec_sources
+from jitgemm.isa.spec import sources as spec_sources
 
 
 @pytest.fixture(autouse=True)

@@ -6,8 +6,8 @@ from __future__ import annotations
 import subprocess
 
 import pytest
+from jitgemm.isa.asm.assembler import assemble
 from jitgemm.isa.asm_errors import AsmError
-from jitgemm.isa.assembler import assemble
 
 from jitgemm import isa
 from tests.oracles import require_tool

@@ -13,10 +13,10 @@ from __future__ import annotations
 import collections
 
 import pytest
+from jitgemm.isa.asm.assembler import assemble
 from jitgemm.isa.asm_errors import AsmError, EncodeError
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.decoder import decode
-from jitgemm.isa.printer import format_instruction
+from jitgemm.isa.disasm.decoder import decode
+from jitgemm.isa.disasm.printer import format_instruction
 
 from tests.asm_corpus import corpus as build_corpus
 from tests.asm_corpus import coverage_table, llvm_disassembly, llvm_mc_encodings, run_corpus
@@ -116,7 +116,7 @@ def test_round_trip_is_a_fixed_point(name):
 def test_objects_and_text_encode_identically(name):
     """The generators' path (instruction objects) and the text path give the same bytes."""
     spec_forms = forms_named(name)
-    from jitgemm.isa.encoder import encode_instruction
+    from jitgemm.isa.asm.encoder import encode_instruction
 
     for case in build_corpus(spec_forms)[::7]:
         try:

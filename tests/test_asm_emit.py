@@ -4,7 +4,8 @@ out-of-order scalar memory), and s_nop for the target's hazard table, also acros
 from __future__ import annotations
 
 import pytest
-from jitgemm.codegen.asm_emit import Emitter, emit_facts
+from jitgemm.codegen.asm_emit import Emitter
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import Counters, a, s, v
 
 from jitgemm import isa

@@ -8,9 +8,9 @@ from __future__ import annotations
 import re
 
 import pytest
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.asm.encoder import encode
 from jitgemm.isa.asm_errors import AsmError, EncodeError
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.encoder import encode
 from jitgemm.isa.instruction import AsmInstruction, Imm, LabelDef, a, s, v
 
 from tests.test_asm_support import forms_named

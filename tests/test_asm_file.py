@@ -1,4 +1,4 @@
-"""Whole `.s` files -> code objects (isa/asm_file.py, codegen/codeobj/relocatable.py) against llvm-mc-22 +
+"""Whole `.s` files -> code objects (isa/asm/file.py, codegen/codeobj/relocatable.py) against llvm-mc-22 +
 ld.lld-22: Triton's and clang's complete assembly output and a hand-written kernel give the same loaded bytes,
 descriptors, decoded metadata and symbols, and run in the emulator with numpy's answer."""
 
@@ -14,7 +14,7 @@ import pytest
 from jitgemm.codegen import codeobj
 from jitgemm.codegen.codeobj.elf_reader import ElfFile
 from jitgemm.codegen.codeobj.relocatable import assemble_source
-from jitgemm.isa.asm_macros import AsmFileError
+from jitgemm.isa.asm.macros import AsmFileError
 
 from jitgemm.cli import main
 from tests.hand_kernel import llvm_link
@@ -468,8 +468,8 @@ def test_sendmsg_operands_equal_llvm_mc():
     """sendmsg(...) gives the SIMM16 llvm-mc encodes (or is refused where llvm-mc refuses it), with the field
     positions of the spec's OPR_SENDMSG; the printed form is llvm-mc's canonical one."""
     from jitgemm.isa import operand_syntax as syn
+    from jitgemm.isa.asm.parser import parse
     from jitgemm.isa.asm_errors import AsmError
-    from jitgemm.isa.asm_parser import parse
 
     from jitgemm import isa
 

@@ -8,9 +8,9 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.asm.encoder import encode
 from jitgemm.isa.asm_errors import AsmError, EncodeError
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.encoder import encode
 from jitgemm.isa.instruction import OFF, AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
 
 from tests.test_asm_support import forms_named

@@ -10,8 +10,8 @@ import re
 import subprocess
 
 import pytest
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.forms import forms_of
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.spec.forms import forms_of
 
 from jitgemm import isa
 from tests.oracles import require_tool

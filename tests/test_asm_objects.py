@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import subprocess
 
-from jitgemm.isa.encoder import encode, encode_instruction
+from jitgemm.isa.asm.encoder import encode, encode_instruction
+from jitgemm.isa.disasm.printer import format_item
 from jitgemm.isa.instruction import (
     EXEC,
     OFF,
@@ -22,7 +23,6 @@ from jitgemm.isa.instruction import (
     s,
     v,
 )
-from jitgemm.isa.printer import format_item
 
 from tests.oracles import require_tool
 from tests.test_asm_support import forms_named, text_section

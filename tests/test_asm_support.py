@@ -31,7 +31,7 @@ def spec_named(name: str):
 
 
 def forms_named(name: str):
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     return forms_of(spec_named(name))
 

@@ -7,10 +7,10 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from jitgemm.isa.asm_fastpath import parse_line
-from jitgemm.isa.asm_parser import parse, parse_lark
-from jitgemm.isa.assembler import assemble, assemble_program
-from jitgemm.isa.printer import format_instruction
+from jitgemm.isa.asm.assembler import assemble, assemble_program
+from jitgemm.isa.asm.fastpath import parse_line
+from jitgemm.isa.asm.parser import parse, parse_lark
+from jitgemm.isa.disasm.printer import format_instruction
 
 from tests.asm_corpus import corpus
 from tests.oracles import require_tool

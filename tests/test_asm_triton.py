@@ -4,7 +4,7 @@ the code Triton (through LLVM) put in the kernel's code object."""
 from __future__ import annotations
 
 import pytest
-from jitgemm.isa.assembler import assemble
+from jitgemm.isa.asm.assembler import assemble
 
 from tests.test_asm_support import forms_named, triton_objects
 

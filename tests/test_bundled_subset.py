@@ -24,7 +24,7 @@ import sys
 from dataclasses import dataclass, field
 
 import pytest
-from jitgemm.isa import expr as isa_expr
+from jitgemm.isa.spec import conditions as isa_expr
 
 from jitgemm import isa
 from tests.oracles import REPO, require_tool

@@ -11,7 +11,10 @@ import subprocess
 
 import msgpack
 import pytest
-from jitgemm.isa import files, spec_cache, spec_release, spec_sources
+from jitgemm.isa.spec import cache as spec_cache
+from jitgemm.isa.spec import release as spec_release
+from jitgemm.isa.spec import sources as spec_sources
+from jitgemm.util import files
 
 from jitgemm import isa, kernel_cache
 from tests.oracles import require_tool
@@ -19,11 +22,11 @@ from tests.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - auto
 
 
 def _fresh_process_state() -> None:
-    from jitgemm import compiler
+    from jitgemm import kernel
 
     spec_sources._memo.clear()
     spec_sources._sha_memo.clear()
-    compiler.clear_memory_cache()
+    kernel.clear_memory_cache()
 
 
 # --- the parsed-spec cache -------------------------------------------------------------------------------------
@@ -40,8 +43,8 @@ def test_flipped_opcode_bit_in_parsed_spec_is_detected(tmp_path):
     must notice (payload hash) and rebuild, so the assembler still produces llvm-mc's bytes."""
     import shutil
 
-    from jitgemm.isa.assembler import assemble_program
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.asm.assembler import assemble_program
+    from jitgemm.isa.spec.forms import forms_of
 
     # a copy of the bundled XML without its pre-parsed file beside it, so the user cache holds its parsed form
     xml = shutil.copy(spec_sources.locate_spec("gfx942").path, tmp_path / "gfx942.xml")

@@ -101,7 +101,7 @@ def test_build_regenerates_the_committed_file(tmp_path):
 
 
 def test_load_spec_gfx950_is_the_cdna4_subset(spec):
-    from jitgemm.isa.targets import target_of_spec
+    from jitgemm.isa.spec.targets import target_of_spec
 
     loaded = isa.load_spec("gfx950")
     assert loaded.architecture.name == "AMD CDNA 4"
@@ -205,7 +205,7 @@ def test_facts_shared_with_amds_cdna4_excerpt_are_equal(spec):
 
 @pytest.fixture(scope="module")
 def corpus_results(spec):
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     from tests.asm_corpus import corpus, run_corpus
 
@@ -256,8 +256,9 @@ def test_loader_reports_gaps_of_amds_file(spec):
 
 def test_parsed_spec_cache_holds_128_bit_encodings(tmp_path, monkeypatch):
     """ENC_VOP3PX2's mask and identifiers are 128-bit ints, beyond msgpack's 64: the parsed-spec cache packs them
-    as extensions (isa.spec_cache.pack/unpack) and a cache hit gives the same numbers."""
-    from jitgemm.isa import spec_cache, spec_sources
+    as extensions (isa.spec.cache.pack/unpack) and a cache hit gives the same numbers."""
+    from jitgemm.isa.spec import cache as spec_cache
+    from jitgemm.isa.spec import sources as spec_sources
 
     assert spec_cache.unpack(spec_cache.pack({"x": [1 << 127, -(1 << 70), 3]})) == {"x": [1 << 127, -(1 << 70), 3]}
     import shutil
@@ -304,7 +305,7 @@ def test_every_gfx950_instruction_records_its_check_in_amds_file(spec):
     """Every gfx950-only spelling belongs to an entry that says where AMD's own file was checked for it (or that
     the file lacks it, which the gfx950 profile then lists as a spec gap the loader reports); every recorded AMD
     opcode and operand (format and width) equals the built subset's, except AMD_FILE_DIFFERENCES."""
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec.targets import target_profile
 
     records = _amd_records()
     owner = {}

@@ -77,7 +77,7 @@ def test_spec_option_is_used(tmp_path, command, capsys):
 
 @pytest.fixture(autouse=True)
 def _forget_spec_choice():
-    from jitgemm.isa import spec_sources
+    from jitgemm.isa.spec import sources as spec_sources
 
     yield
     spec_sources._chosen.clear()
@@ -108,7 +108,7 @@ def test_run_that_cannot_fit_in_memory_says_what_it_needs():
 
 
 def test_emulate_buffers_that_cannot_fit_are_refused_before_allocating(tmp_path):
-    from jitgemm.memory_budget import available_bytes
+    from jitgemm.util.memory_budget import available_bytes
 
     have = available_bytes()
     assert have is not None
@@ -122,8 +122,7 @@ def test_emulate_buffers_that_cannot_fit_are_refused_before_allocating(tmp_path)
 
 def test_memory_estimate_counts_operands_copies_and_reference():
     from jitgemm.codegen.gemm_ir import GemmProblem
-
-    from jitgemm.memory_budget import WAVE_STATE_BYTES, OutOfMemory, check_fits, gemm_run_bytes
+    from jitgemm.util.memory_budget import WAVE_STATE_BYTES, OutOfMemory, check_fits, gemm_run_bytes
 
     p = GemmProblem.make(1000, 300, 70, "bf16")
     need = gemm_run_bytes(p, 128, 128, 4)
@@ -176,7 +175,7 @@ def test_hip_errors_are_text_not_bytes():
 def test_progress_only_on_a_terminal_or_when_asked(tmp_path):
     import shutil
 
-    from jitgemm.isa import spec_sources
+    from jitgemm.isa.spec import sources as spec_sources
 
     env = {"JITGEMM_CACHE_DIR": str(tmp_path / "cache")}
     # a spec file without the pre-parsed form the bundled one ships with: its first use parses the XML

@@ -20,10 +20,11 @@ import sys
 from pathlib import Path
 
 import pytest
-from jitgemm.isa import spec_cache, spec_sources
-from jitgemm.isa.instruction_table import head_of
-from jitgemm.isa.spec_data import build_spec
-from jitgemm.isa.xml_reader import read_xml
+from jitgemm.isa.spec import cache as spec_cache
+from jitgemm.isa.spec import sources as spec_sources
+from jitgemm.isa.spec.data import build_spec
+from jitgemm.isa.spec.instruction_table import head_of
+from jitgemm.isa.spec.xml_reader import read_xml
 
 from jitgemm import cli, isa
 from tests.oracles import require_tool
@@ -92,9 +93,9 @@ def test_disasm_process_loads_only_the_decoder_and_agrees_with_objdump(tmp_path)
     out = subprocess.run([sys.executable, "-c", probe, str(co)], env=env, capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-2000:]
     modules = set(json.loads(out.stderr.strip().splitlines()[-1]))
-    forbidden = {"numpy", "lark", "yaml", "xml.etree.ElementTree", "jitgemm.api", "jitgemm.compiler",
+    forbidden = {"numpy", "lark", "yaml", "xml.etree.ElementTree", "jitgemm.api", "jitgemm.kernel",
                  "jitgemm.selector", "jitgemm.codegen.gemm_ir", "jitgemm.codegen.codeobj.writer",
-                 "jitgemm.codegen.codeobj.linker", "jitgemm.codegen.codeobj.metadata", "jitgemm.isa.assembler"}
+                 "jitgemm.codegen.codeobj.linker", "jitgemm.codegen.codeobj.metadata", "jitgemm.isa.asm.assembler"}
     forbidden |= {m for m in cli.COMMANDS if m != "jitgemm.commands.disasm"}
     assert not modules & forbidden, sorted(modules & forbidden)
     theirs = subprocess.run([objdump, "-d", "--mcpu=gfx942", str(co)], capture_output=True, text=True, check=True)
@@ -161,7 +162,7 @@ def test_malformed_record_is_a_spec_error_naming_the_file(tmp_path):
 def test_target_profile_document_cache_is_sealed_and_only_a_shortcut(tmp_path):
     """The cached YAML document of a profile is used only for the exact text it came from; a damaged entry is
     parsed again; either way the profile equals the one parsed from YAML (validation runs every time)."""
-    from jitgemm.isa import targets
+    from jitgemm.isa.spec import targets
 
     text = (REPO / "specs" / "targets" / "gfx942.yaml").read_text()
     want = targets.parse_profile(text, "gfx942.yaml")            # parses, fills the cache
@@ -192,7 +193,7 @@ def test_committed_preparsed_specs_are_fresh():
 
 
 def test_fresh_checkout_loads_every_bundled_spec_without_parsing_xml(tmp_path):
-    probe = ("import sys\nfrom jitgemm import isa\nfrom jitgemm.isa import spec_sources\n"
+    probe = ("import sys\nfrom jitgemm import isa\nfrom jitgemm.isa.spec import sources as spec_sources\n"
              "spec_sources.read_xml = lambda *a, **k: sys.exit(3)\n"
              "for t in ('gfx942', 'gfx950'):\n"
              "    s = isa.load_spec(t)\n    print(t, s.instruction('V_MFMA_F32_32X32X8_BF16').name, s.sha256)\n")

@@ -9,9 +9,10 @@ import random
 import msgpack
 import pytest
 from jitgemm.codegen.gemm_ir import GemmProblem
-from jitgemm.isa import decode_index, files
-from jitgemm.isa.decoder import decode
-from jitgemm.isa.forms import SpecForms
+from jitgemm.isa.disasm import decode_index
+from jitgemm.isa.disasm.decoder import decode
+from jitgemm.isa.spec.forms import SpecForms
+from jitgemm.util import files
 
 import jitgemm
 from jitgemm import isa
@@ -33,7 +34,7 @@ def _corpus(n: int = 24) -> list[tuple[str, int, bytes]]:
 
 
 def _listing(forms: SpecForms, kernels) -> list[tuple]:
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.disasm.printer import format_instruction
 
     return [(d.offset, d.size, d.raw, d.encoding, d.warning,
              format_instruction(d.instruction) if d.instruction else None)

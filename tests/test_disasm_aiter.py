@@ -19,8 +19,8 @@ import threading
 import time
 from queue import Queue
 
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.forms import forms_of
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.spec.forms import forms_of
 
 from jitgemm import isa
 from jitgemm.commands.disasm import listing, text_sections

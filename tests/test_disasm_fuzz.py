@@ -10,10 +10,10 @@ import os
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from jitgemm.isa.asm.assembler import assemble
 from jitgemm.isa.asm_errors import AsmError
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.decoder import decode
-from jitgemm.isa.printer import disassemble, format_data, format_instruction
+from jitgemm.isa.disasm.decoder import decode
+from jitgemm.isa.disasm.printer import disassemble, format_data, format_instruction
 
 from tests.test_asm_support import forms_named
 

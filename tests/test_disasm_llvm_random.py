@@ -42,10 +42,10 @@ import random
 import re
 import subprocess
 
-from jitgemm.isa.decoder import decode_at
-from jitgemm.isa.forms import forms_of
-from jitgemm.isa.printer import format_instruction
-from jitgemm.isa.targets import target_profile
+from jitgemm.isa.disasm.decoder import decode_at
+from jitgemm.isa.disasm.printer import format_instruction
+from jitgemm.isa.spec.forms import forms_of
+from jitgemm.isa.spec.targets import target_profile
 
 from jitgemm import isa
 from tests.oracles import require_tool
@@ -259,8 +259,8 @@ def test_decode_only_registers(tmp_path):
              for text, enc, field, value in _DECODE_ONLY.values()]
     rows, crashed = _objdump(words, tmp_path, mc, objdump)
     assert not crashed
+    from jitgemm.isa.asm.assembler import assemble
     from jitgemm.isa.asm_errors import AsmError
-    from jitgemm.isa.assembler import assemble
     from jitgemm.isa.operand_syntax import DECODE_ONLY_SPELLINGS
 
     for i, name in enumerate(_DECODE_ONLY):
@@ -314,8 +314,8 @@ def test_hidden_bits_round_trip(tmp_path):
              for text, enc, field, bits, _spelled in _HIDDEN]
     rows, crashed = _objdump(words, tmp_path, mc, objdump)
     assert not crashed
+    from jitgemm.isa.asm.assembler import assemble
     from jitgemm.isa.asm_errors import AsmError
-    from jitgemm.isa.assembler import assemble
 
     for i, (text, _enc, field, _bits, spelled) in enumerate(_HIDDEN):
         raw = words[i]
@@ -372,7 +372,7 @@ def test_s_endpgm_immediate(tmp_path):
     mc, objdump = require_tool("llvm-mc"), require_tool("llvm-objdump")
     spec = isa.load_spec("gfx942")
     forms = forms_of(spec)
-    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.asm.assembler import assemble
 
     values = [0, 1, 64, 65, random.Random(11).randrange(66, 1 << 16), (1 << 16) - 1]
     texts = [f"s_endpgm {v}" for v in values]
@@ -396,7 +396,7 @@ def test_sendmsg_every_immediate():
     mc = require_tool("llvm-mc")
     spec = isa.load_spec("gfx942")
     forms = forms_of(spec)
-    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.asm.assembler import assemble
 
     [form] = [f for f in forms.forms_for("s_sendmsg") if f.enc.name == "ENC_SOPP"]
     words = [(form.base_word | v).to_bytes(4, "little") for v in range(1 << 16)]

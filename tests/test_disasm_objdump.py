@@ -12,9 +12,9 @@ from __future__ import annotations
 import collections
 
 import pytest
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.decoder import decode, decode_at
-from jitgemm.isa.printer import format_data, format_instruction
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.disasm.decoder import decode, decode_at
+from jitgemm.isa.disasm.printer import format_data, format_instruction
 
 from tests.test_asm_support import SPEC_NAMES, clang_objects, forms_named, objdump, text_section, triton_objects
 

@@ -1,6 +1,6 @@
 """Emulator semantics of ALU instructions the broadened CDNA 3 subset added, each against a numpy model written here.
 
-Every case is hand-written gfx942 assembly, assembled by the project's assembler (isa.assembler) from the bundled
+Every case is hand-written gfx942 assembly, assembled by the project's assembler (isa.asm.assembler) from the bundled
 subset, wrapped into a code object by codegen.codeobj and run by jitgemm.emu on random inputs. The models follow
 AMD's pseudo-code for each instruction in the CDNA ISA reference guide (sections "SOP1/SOP2/SOPC/SOPK", "VOP1",
 "VOP2", "VOP3A & VOP3B", "VOP3P", "VOPC"): for example V_FFBH_I32 counts the leading bits equal to the sign bit
@@ -26,8 +26,8 @@ import re
 import numpy as np
 import pytest
 from jitgemm.codegen.codeobj import KernelArg, KernelDescription, write
-from jitgemm.isa.assembler import assemble
-from jitgemm.isa.forms import forms_of
+from jitgemm.isa.asm.assembler import assemble
+from jitgemm.isa.spec.forms import forms_of
 
 from jitgemm import isa
 from jitgemm.emu import emulate

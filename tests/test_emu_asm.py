@@ -11,10 +11,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jitgemm.codegen.codeobj.launch import LaunchDescription, LaunchError, pack_kernargs
 
 from jitgemm.cli import main as cli_main
 from jitgemm.emu import MemoryFault, StepLimitExceeded, UnsupportedInstruction, check, emulate
-from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 from tests.hand_kernel import BUF, assemble
 
 # out[wg linear id][work-item] = (wg_x, wg_y, wg_z, v0); SGPRs: kernarg pointer s[0:1], then the workgroup ids

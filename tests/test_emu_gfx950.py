@@ -86,10 +86,10 @@ def test_e8m0_scales_and_byte_select():
 
 
 def test_f8f6f4_operand_widths_follow_cbsz_blgp_as_llvm():
-    from jitgemm.isa.assembler import assemble
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.asm.assembler import assemble
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.forms import forms_of
 
     from tests.asm_corpus import llvm_mc_encodings
 
@@ -116,10 +116,10 @@ def test_scaled_mfma_keeps_bits_llvm_does_not_print():
     """Bits 13-14 of the prefix word (op_sel[2] / op_sel_hi[2] of the load-scale half) are set by AMD's
     hand-assembled kernels (aiter's MXFP4 MoE kernels); llvm-objdump does not print them, and neither do we, but
     the decoded instruction keeps them so re-encoding gives the same bytes."""
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.encoder import encode_instruction
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.asm.encoder import encode_instruction
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.forms import forms_of
 
     from tests.aiter_corpus import aiter_objects
     from tests.test_asm_support import text_section
@@ -150,9 +150,9 @@ _OBJDUMP = re.compile(r"^\s+(.*?)\s*//\s*([0-9A-Fa-f]+):\s*((?:[0-9A-Fa-f]{8}\s?
 
 
 def test_aiter_gfx950_kernels_disassemble_as_llvm_objdump():
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.forms import forms_of
 
     from tests.aiter_corpus import aiter_objects
     from tests.test_asm_support import text_section

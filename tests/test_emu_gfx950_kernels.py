@@ -285,7 +285,7 @@ def test_jitgemm_generated_gfx950_gemm_in_the_emulator(a_dtype, out_dtype, rtol)
     from jitgemm.codegen.codeobj.reader import read
 
     from jitgemm.api import prepare
-    from jitgemm.compiler import compile as compile_gemm
+    from jitgemm.kernel import compile as compile_gemm
 
     kernel = compile_gemm(prepare(a, b, out_dtype=out_dtype).problem, arch="gfx950")
     assert read(kernel.code_object).processor == "gfx950"

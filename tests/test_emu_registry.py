@@ -32,7 +32,7 @@ def _line(place: where.Place) -> str:
 
 @pytest.mark.parametrize("target", TARGETS)
 def test_every_instruction_has_a_family_from_its_spec_form(target):
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     spec = isa.load_spec(target)
     forms = forms_of(spec)
@@ -188,12 +188,12 @@ def test_a_name_registered_twice_is_refused():
 
 
 def test_the_wave_size_has_one_owner():
-    """`WAVE = 64` is defined once (isa/mfma.py WAVE64, checked against the target profiles' wavefront_size);
+    """`WAVE = 64` is defined once (isa/spec/mfma.py WAVE64, checked against the target profiles' wavefront_size);
     the emulator's modules import it."""
     import re
 
-    from jitgemm.isa import mfma
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec import mfma
+    from jitgemm.isa.spec.targets import target_profile
 
     from jitgemm.emu import state
 
@@ -203,8 +203,8 @@ def test_the_wave_size_has_one_owner():
             for i, line in enumerate(path.read_text().splitlines(), 1):
                 if re.match(r"^\s*[A-Z_]*WAVE[A-Z0-9_]*\s*(:\s*int\s*)?=\s*64\b", line):
                     definitions.append(f"{path.relative_to(REPO)}:{i}")
-    assert definitions == ["isa/mfma.py:" + str(next(i for i, line in enumerate(
-        (REPO / "isa/mfma.py").read_text().splitlines(), 1) if line.startswith("WAVE64 =")))]
+    assert definitions == ["isa/spec/mfma.py:" + str(next(i for i, line in enumerate(
+        (REPO / "isa/spec/mfma.py").read_text().splitlines(), 1) if line.startswith("WAVE64 =")))]
     assert state.WAVE is mfma.WAVE64
     for target in TARGETS:
         assert target_profile(target).wavefront_size == mfma.WAVE64

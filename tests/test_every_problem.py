@@ -143,7 +143,7 @@ def test_spills_are_reported_by_run_and_compile():
     import copy
 
     import ml_dtypes
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.direct_generator import compile_gemm
 
     from jitgemm import api
     from jitgemm.commands.gemm import spill_note

@@ -9,7 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 import pytest
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_config import best_lds_pad
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 
@@ -166,8 +166,8 @@ def test_llvm_mc_assembles_every_staging_form(tmp_path, a, layout, config):
     import subprocess
 
     from elftools.elf.elffile import ELFFile
+    from jitgemm.isa.disasm.printer import format_item
     from jitgemm.isa.instruction import LabelDef
-    from jitgemm.isa.printer import format_item
 
     from tests.oracles import require_tool
 
@@ -191,7 +191,8 @@ def test_emitter_joins_cover_every_incoming_path():
     """A forward branch joins its hazard history and pending loads with the fall-through path: an MFMA result
     read right after the join waits the MFMA->VALU states of the branch path (gfx942 profile: 19), and a load
     still pending on one path is waited for after the join."""
-    from jitgemm.codegen.asm_emit import Emitter, emit_facts
+    from jitgemm.codegen.asm_emit import Emitter
+    from jitgemm.isa.hazards import emit_facts
     from jitgemm.isa.instruction import Reg
 
     from jitgemm import isa

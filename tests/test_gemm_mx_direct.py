@@ -10,8 +10,8 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.dtypes import MX_ELEMENTS
-from jitgemm.codegen.gemm_compile import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 
 from jitgemm import isa, mx
@@ -186,7 +186,7 @@ def test_gfx950_doubled_k_mfmas_by_default(dt, m, n, k):
     as the ones they double, llvm-mca-22 -mcpu=gfx950) and = numpy."""
     import ml_dtypes
     from jitgemm.codegen.gemm_config import default_config
-    from jitgemm.isa.mfma import parse_mfma_name
+    from jitgemm.isa.spec.mfma import parse_mfma_name
 
     import jitgemm
 

@@ -8,11 +8,11 @@ import re
 import subprocess
 
 import pytest
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm import isa
-from jitgemm.inspect import annotated_listing
+from jitgemm.listing import annotated_listing
 from tests.oracles import require_tool
 
 CASES = [
@@ -59,8 +59,8 @@ def test_llvm_mc_accepts_generated_text_and_gives_our_bytes(tmp_path, problem):
     """Every generated instruction is legal for LLVM's assembler (operand classes, constant-bus limit, literal
     rules) and encodes to exactly our bytes."""
     from elftools.elf.elffile import ELFFile
+    from jitgemm.isa.disasm.printer import format_item
     from jitgemm.isa.instruction import LabelDef
-    from jitgemm.isa.printer import format_item
 
     llvm_mc = require_tool("llvm-mc")
     compiled = compile_gemm(problem)

@@ -9,12 +9,12 @@ import enum
 import numpy as np
 import pytest
 from jitgemm.codegen import codeobj
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.codeobj.launch import LaunchDescription, pack_kernargs
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm import hip_runtime
 from jitgemm.api import MatmulError, _backend
-from jitgemm.launch import LaunchDescription, pack_kernargs
 from tests.oracles import require_module
 
 

@@ -10,7 +10,7 @@ import subprocess
 
 import pytest
 from jitgemm.codegen import codeobj
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import KERNARGS
 
@@ -209,7 +209,7 @@ def test_lld_links_the_annotated_object_like_our_linker(tmp_path):
 
 def test_jitgemm_compile_generators_caches_and_stages():
     import jitgemm
-    from jitgemm.compiler import clear_memory_cache
+    from jitgemm.kernel import clear_memory_cache
 
     problem = GemmProblem.make(50, 60, 70, "fp16", layout="NT")
     llvm = jitgemm.compile(problem, generator="llvm")
@@ -253,7 +253,7 @@ def test_double_lds_buffer_is_refused_by_the_llvm_generator():
     import pytest
     from jitgemm.codegen.gemm_ir import GemmProblem, IRError
     from jitgemm.codegen.generator import generator
-    from jitgemm.codegen.llvm.compile import compile_gemm_llvm
+    from jitgemm.codegen.llvm.llvm_generator import compile_gemm_llvm
 
     from jitgemm import isa
 

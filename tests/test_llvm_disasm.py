@@ -14,9 +14,9 @@ import collections
 import pytest
 from jitgemm.codegen import codeobj
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
-from jitgemm.isa.decoder import decode_at
-from jitgemm.isa.forms import forms_of
-from jitgemm.isa.printer import format_instruction
+from jitgemm.isa.disasm.decoder import decode_at
+from jitgemm.isa.disasm.printer import format_instruction
+from jitgemm.isa.spec.forms import forms_of
 
 from jitgemm import isa
 from tests.oracles import require_module

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 
 from jitgemm.contract import Contract

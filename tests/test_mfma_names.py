@@ -1,4 +1,4 @@
-"""The one parser of MFMA names (isa/mfma.py): every instruction the spec files under the MFMA functional
+"""The one parser of MFMA names (isa/spec/mfma.py): every instruction the spec files under the MFMA functional
 subgroup is named V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types> and parses; the shape agrees with the operands
 for every single-block MFMA the catalog offers (M*N/64 accumulators and M*K/64 A elements per lane), and
 llvm-mc-22 knows each catalog entry by the same name."""
@@ -8,7 +8,7 @@ from __future__ import annotations
 import subprocess
 
 from jitgemm.codegen.mfma_catalog import mfma_catalog
-from jitgemm.isa.mfma import WAVE64, parse_mfma_name
+from jitgemm.isa.spec.mfma import WAVE64, parse_mfma_name
 
 from jitgemm import isa
 from tests.oracles import require_tool

@@ -270,8 +270,8 @@ def test_mx_arguments_pack_by_role_in_bytes_as_the_metadata_lays_them_out():
     """Triton's own argument order, mapped by roles: the packed segment equals the metadata's layout of the same
     values, and the strides are bytes (fp4 lda = K/2, scale ld = blocks per row)."""
     from jitgemm.codegen import codeobj
+    from jitgemm.codegen.codeobj.launch import LaunchDescription, pack_kernargs
 
-    from jitgemm.launch import LaunchDescription, pack_kernargs
     from jitgemm.packing import ordered_args, pack_segment
 
     rng = np.random.default_rng(6)

@@ -68,9 +68,9 @@ def test_register_counts_per_code_are_llvm_mcs(scaled):
 def test_lowered_mx_kernel_encodes_as_llvm_mc():
     """Every instruction of an MX kernel (scaled MFMAs with op_sel/op_sel_hi/cbsz/blgp, buffer loads, the K-tail
     masks) encodes to llvm-mc's bytes."""
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.direct_generator import compile_gemm
     from jitgemm.codegen.gemm_ir import GemmProblem
-    from jitgemm.isa.printer import format_item
+    from jitgemm.isa.disasm.printer import format_item
 
     kernel = compile_gemm(GemmProblem.make(64, 64, 256, "fp4", "fp6_e2m3", a_scale="shuffled", b_scale="plain"),
                           target="gfx950")

@@ -45,7 +45,7 @@ def test_wheel_has_one_top_level_name_and_each_path_once(tmp_path):
     import hashlib
 
     import msgpack
-    from jitgemm.isa import files
+    from jitgemm.util import files
 
     xml = zf.read("jitgemm/specs/amdgpu_isa_cdna3_subset.xml")
     entry = msgpack.unpackb(files.unseal(zf.read("jitgemm/specs/amdgpu_isa_cdna3_subset.xml.parsed")),
@@ -63,7 +63,7 @@ def test_installed_wheel_compiles_first_time_without_parsing_xml(tmp_path):
     zipfile.ZipFile(wheel).extractall(site)      # what pip install puts in site-packages
     probe = (
         "import sys, hashlib\n"
-        "from jitgemm.isa import spec_sources\n"
+        "from jitgemm.isa.spec import sources as spec_sources\n"
         "def no_parse(*a, **k): raise AssertionError('the XML was parsed')\n"
         "spec_sources.read_xml = no_parse\n"
         "import jitgemm\n"

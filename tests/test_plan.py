@@ -27,15 +27,15 @@ GFX942 = isa.target_profile("gfx942")
 def cold(tmp_path, monkeypatch):
     """No kernel, plan or selector memo, and an empty disk cache."""
     import jitgemm.selector as selector_module
-    from jitgemm import compiler
+    from jitgemm import kernel
 
     monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
     monkeypatch.setattr(selector_module, "_suppliers", None)
     monkeypatch.setattr(selector_module, "_selectors", {})
-    compiler.clear_memory_cache()
+    kernel.clear_memory_cache()
     gemm_plan.clear_plans()
     yield
-    compiler.clear_memory_cache()
+    kernel.clear_memory_cache()
 
 
 def test_cold_matmul_plans_each_config_once_and_lowers_once(cold, monkeypatch):
@@ -191,7 +191,7 @@ def test_both_mx_lowerings_read_the_same_plan(fa, fb, scales):
     from jitgemm.codegen.gemm_asm_mx import MxGemmLowering
     from jitgemm.codegen.gemm_config import mx_default_config
     from jitgemm.codegen.gemm_plan_mx import weight_only_mfmas
-    from jitgemm.codegen.llvm.compile import mx_ir_builder
+    from jitgemm.codegen.llvm.llvm_generator import mx_ir_builder
     from jitgemm.codegen.mfma_catalog import F8F6F4_FORMAT_CODES, f8f6f4_catalog
 
     spec, profile = isa.load_spec("gfx950"), isa.target_profile("gfx950")

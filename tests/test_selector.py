@@ -13,11 +13,11 @@ from typing import Any
 import numpy as np
 import pytest
 import yaml
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.codeobj.launch import LaunchDescription, pack_kernargs
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.contract import Contract
-from jitgemm.launch import LaunchDescription, pack_kernargs
 from jitgemm.packing import _value, ordered_args
 from jitgemm.selector import Quarantine, SelectionError, Selector, TuningDB
 from jitgemm.suppliers import DirectAsmSupplier, PrebuiltSupplier
@@ -27,7 +27,7 @@ _FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<
 
 def pack_segment(contract: Contract, values: Mapping[str, Any], pointer_of: Callable[[Any, int], int]) -> bytes:
     """The explicit kernarg bytes laid out by the contract alone (hidden arguments are the runtime's): the
-    second route that the metadata-driven packing of jitgemm.launch must agree with."""
+    second route that the metadata-driven packing of jitgemm.codegen.codeobj.launch must agree with."""
     buf = bytearray(contract.data["abi"]["kernarg_size"])
     for index, arg in enumerate(sorted(contract.args, key=lambda a: a["offset"])):
         value = _value(arg, values, contract)

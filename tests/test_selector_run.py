@@ -9,7 +9,7 @@ import copy
 import numpy as np
 import pytest
 import yaml
-from jitgemm.codegen.gemm_compile import compile_gemm
+from jitgemm.codegen.direct_generator import compile_gemm
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 from jitgemm.api import launch, prepare

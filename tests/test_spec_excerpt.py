@@ -6,7 +6,7 @@ from __future__ import annotations
 import subprocess
 
 import pytest
-from jitgemm.isa import expr
+from jitgemm.isa.spec import conditions as expr
 
 from tests.oracles import require_tool
 

@@ -8,7 +8,9 @@ import subprocess
 import sys
 
 import pytest
-from jitgemm.isa import files, spec_cache, spec_sources
+from jitgemm.isa.spec import cache as spec_cache
+from jitgemm.isa.spec import sources as spec_sources
+from jitgemm.util import files
 
 from jitgemm import isa
 from tests.spec_factory import toy_spec
@@ -160,7 +162,7 @@ def test_missing_target_spec_names_fetch(tmp_path):
 def test_fresh_process_uses_cache(tmp_path):
     path = write(tmp_path, toy_spec())
     isa.load_spec(path)
-    code = ("import sys; from jitgemm import isa; from jitgemm.isa import spec_sources\n"
+    code = ("import sys; from jitgemm import isa; from jitgemm.isa.spec import sources as spec_sources\n"
             "spec_sources.read_xml = lambda *a, **k: sys.exit(3)\n"
             f"print(isa.load_spec({str(path)!r}).instruction('T_STOP').name)\n")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=dict(os.environ))

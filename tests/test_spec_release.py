@@ -9,8 +9,9 @@ import socket
 import zipfile
 
 import pytest
-from jitgemm.isa import spec_release, spec_sources
-from jitgemm.isa.spec_release import Pin, Release
+from jitgemm.isa.spec import release as spec_release
+from jitgemm.isa.spec import sources as spec_sources
+from jitgemm.isa.spec.release import Pin, Release
 
 from jitgemm import isa
 from jitgemm.cli import main

@@ -6,7 +6,8 @@ from __future__ import annotations
 import re
 
 import pytest
-from jitgemm.isa import spec_release, spec_sources
+from jitgemm.isa.spec import release as spec_release
+from jitgemm.isa.spec import sources as spec_sources
 
 from jitgemm import isa
 from tests.oracles import SHARED, require_shared

@@ -63,7 +63,7 @@ def test_a_profile_without_mfma_passes_checks_waits_and_says_that_hazards_are_no
     in RunStats.strict. gfx942's and gfx950's profiles have their passes: nothing is left out there."""
     import dataclasses
 
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec.targets import target_profile
 
     from jitgemm.emu.strict import StrictWarning, hazard_gap
 
@@ -72,7 +72,7 @@ def test_a_profile_without_mfma_passes_checks_waits_and_says_that_hazards_are_no
     full = target_profile("gfx942")
     bare = dataclasses.replace(full, values={**full.values, "mfma": {}})
     assert "has no mfma.passes" in hazard_gap(bare)
-    monkeypatch.setattr("jitgemm.isa.targets.target_profile", lambda _t: bare)
+    monkeypatch.setattr("jitgemm.isa.spec.targets.target_profile", lambda _t: bare)
     # code no other test runs (the strict facts are cached per program, made by the profile of the first run)
     body = "  s_nop 5\n" + LOAD_ADD_STORE
     x = _buf()
@@ -417,7 +417,7 @@ def test_qualify_is_strict_by_default(tmp_path, monkeypatch, capsys):
     """A prebuilt kernel with a removed wait state gives numpy's answer in plain emulation; `jitgemm qualify`
     quarantines it (strict is the default) and passes it only with --no-strict."""
     import yaml
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.direct_generator import compile_gemm
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     from jitgemm.cli import main

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from jitgemm.isa.targets import known_targets
+from jitgemm.isa.spec.targets import known_targets
 
 from jitgemm import isa
 
@@ -43,12 +43,16 @@ def test_profile_numbers_have_one_owner():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("compute_units: 304", "compute_units: many"), "'compute_units' is 'many'; accepted: int"),
+    (lambda t: t.replace("cu_num: 304", "cu_num: many", 1), r"devices\[0\]\.cu_num is 'many'; accepted: int"),
+    (lambda t: t.replace("    cu_num: 80\n", "", 1), r"devices\[2\] lacks 'cu_num'"),
+    (lambda t: t.replace("      hbm_gbs: \"AMD Instinct MI300X", "      hbm: \"AMD Instinct MI300X", 1),
+     r"devices\[0\]\.sources lacks hbm_gbs; every number cites its source"),
+    (lambda t: "compute_units: 304\n" + t, "states compute_units beside `devices`"),
     (lambda t: t.replace("agprs: 256", "agprs: true"), "'agprs' is True; accepted: int"),
     (lambda t: "\n".join(x for x in t.splitlines() if not x.startswith("sgprs:")), "lacks 'sgprs'"),
     (lambda t: t.replace("elf_mach: 0x04C", "elf_mach: gfx942"), "'code_object.elf_mach' is 'gfx942'"),
     (lambda t: t.replace("  max_user_sgprs: 16", "  max_user_sgprs: 16\n  extra: 1"), "unknown keys extra"),
-    # hazard rows and MFMA timing (strict mode and the emitter read them typed: isa/targets.py HazardRule)
+    # hazard rows and MFMA timing (strict mode and the emitter read them typed: isa/spec/targets.py HazardRule)
     (lambda t: t.replace("wait_states: 2, regs: vgpr,", "wait_states: 2, regs: vgprs,", 1),
      r"hazards\[0\]\.regs is 'vgprs'; accepted: any, vgpr, sgpr, hwreg"),
     (lambda t: t.replace("{writer: valu, reader: mfma, wait_states: 2,", "{writer: valu, reader: mfma, wait: 2,", 1),
@@ -64,7 +68,7 @@ def test_malformed_profile_is_refused_with_the_key(edit, message):
     from importlib import resources
 
     from jitgemm.isa.errors import SpecError
-    from jitgemm.isa.targets import parse_profile
+    from jitgemm.isa.spec.targets import parse_profile
 
     text = resources.files("jitgemm.specs.targets").joinpath("gfx942.yaml").read_text()
     assert parse_profile(text, "gfx942.yaml").compute_units == 304

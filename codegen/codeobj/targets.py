@@ -43,7 +43,7 @@ class Target:
 
 
 def _from_profile(name: str) -> Target | None:
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec.targets import target_profile
 
     profile = target_profile(name)
     facts = profile.code_object
@@ -55,7 +55,7 @@ def _from_profile(name: str) -> Target | None:
 
 
 def _targets() -> dict[str, Target]:
-    from jitgemm.isa.targets import known_targets
+    from jitgemm.isa.spec.targets import known_targets
 
     found = {}
     for name in known_targets():

@@ -136,7 +136,7 @@ def _where(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.emu.registry import names as registered
     from jitgemm.emu.where import where, why_not
-    from jitgemm.isa.targets import known_targets
+    from jitgemm.isa.spec.targets import known_targets
 
     if args.file is not None:
         raise CliError(f"--where takes an instruction name, not a code object ({args.file!r} given as well)")
@@ -228,8 +228,8 @@ def _run(args: argparse.Namespace) -> int:
             for op in ops:
                 print(f"  0x{op.pc:04x}  {op.text:<48}  {op.problem}")
         return 1 if bad else 0
-    from jitgemm.isa import progress
-    from jitgemm.memory_budget import check_fits, emulation_bytes
+    from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
 
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     from jitgemm.emu.state import WAVE

@@ -35,6 +35,11 @@ def _problem_args(p: argparse.ArgumentParser) -> None:
                    help="activation applied to the result (default none)")
 
 
+def scale_fields(args: argparse.Namespace) -> dict:
+    """GemmProblem fields of the shared --scale-mode / --a-scale-order / --b-scale-order options."""
+    return {"scale_mode": args.scale_mode, "a_scale_order": args.a_scale_order, "b_scale_order": args.b_scale_order}
+
+
 def _problem_and_config(args: argparse.Namespace):
     from jitgemm import isa
     from jitgemm.codegen.gemm_config import default_config
@@ -46,14 +51,14 @@ def _problem_and_config(args: argparse.Namespace):
     try:
         da, db = parse_dtype_list(args.dtype)
         problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype,
-                                   c="fp32" if args.beta and da.kind == "float" else
+                                   c="fp32" if args.beta and (da.kind == "float" or args.scale_mode != "none") else
                                    ("int32" if args.beta else None),
                                    layout=args.layout, batch=args.batch, alpha=args.alpha, beta=args.beta,
-                                   bias=args.bias, activation=args.act)
+                                   bias=args.bias, activation=args.act, **scale_fields(args))
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
     if args.spec:
-        isa.spec_sources.use_spec_file(args.arch, args.spec)
+        isa.spec.sources.use_spec_file(args.arch, args.spec)
     spec = isa.load_spec(args.arch)
     profile = isa.target_profile(args.arch)
     if not args.tile:
@@ -130,23 +135,24 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
-    from jitgemm.isa import progress
-    from jitgemm.memory_budget import check_fits, gemm_run_bytes
-    from jitgemm.reference import operands, reference
+    from jitgemm.reference import operands, reference, stored_scales
+    from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, gemm_run_bytes
 
     p, config, _ = _problem_and_config(args)
     if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating
         check_fits(gemm_run_bytes(p, config.tile_m, config.tile_n, config.waves_m * config.waves_n),
                    f"emulating m={p.m} n={p.n} k={p.k} batch={p.batch}")
     a, b, c, bias = operands(p, args.seed)
+    scales = stored_scales(p, args.seed)      # block scales stored as --a/b-scale-order say
     t0 = time.perf_counter()
     try:
         with progress.task(f"running m={p.m} n={p.n} k={p.k} {p.a.name} on {args.backend} (Ctrl-C stops)"):
-            d = _run_kernel(args, p, config, a, b, c, bias)
+            d = _run_kernel(args, p, config, a, b, c, bias, scales)
     except IRError as exc:
         raise CliError(str(exc)) from None
     elapsed = time.perf_counter() - t0
-    ref = reference(p, a, b, c, bias)
+    ref = reference(p, a, b, c, bias, *scales)
     err = float(np.max(np.abs(d.astype(np.float64) - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
     rec = jitgemm.last_launch()
     print(f"{rec.problem}: kernel {rec.kernel} ({rec.kernel_source}) on {rec.backend}, grid {rec.grid}, "
@@ -156,10 +162,18 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _run_kernel(args: argparse.Namespace, p, config, a, b, c, bias):
+def _run_kernel(args: argparse.Namespace, p, config, a, b, c, bias, scales=(None, None)):
     """D for the problem: that generator's kernel for the config (--generator/--tile), else the selector's."""
     import jitgemm
 
+    scaled = (*scales, p.scale_mode) if p.scale_mode != "none" else None
+    if not (args.generator or args.tile) and scaled:
+        from jitgemm import api
+
+        call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                           activation=p.activation, scales=scaled)
+        blob, name, contract, source = api._choose(call.problem, call.align, args.arch)
+        return api.launch(call, blob, name, contract, backend=api._backend(args.backend), source=source)
     if not (args.generator or args.tile):
         return jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                               activation=p.activation, arch=args.arch, backend=args.backend)
@@ -168,14 +182,15 @@ def _run_kernel(args: argparse.Namespace, p, config, a, b, c, bias):
 
     generator = args.generator or "asm"
     kernel = jitgemm.compile(p, config, arch=args.arch, generator=generator)
-    call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation)
+    call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation,
+                       scales=scaled)
     return api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
                       backend=api._backend(args.backend), source=f"{kernel.generator}:{generator}")
 
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
-    from jitgemm.inspect import annotated_listing
+    from jitgemm.listing import annotated_listing
 
     blob = read_input(args.file)
     arch = args.arch

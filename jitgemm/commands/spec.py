@@ -23,7 +23,7 @@ def _location(args: argparse.Namespace):
 def _info(args: argparse.Namespace) -> int:
     from jitgemm import isa
     loc = _location(args)
-    spec = isa.spec_sources.load_spec_file(loc.path)
+    spec = isa.spec.sources.load_spec_file(loc.path)
     doc = spec.document
     counts = spec.counts()
     rows = [
@@ -51,10 +51,10 @@ def _info(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from jitgemm import isa
-    from jitgemm.isa import expr
+    from jitgemm.isa.spec import conditions as expr
 
     loc = _location(args)
-    spec = isa.spec_sources.load_spec_file(loc.path)
+    spec = isa.spec.sources.load_spec_file(loc.path)
     inst = spec.find_instruction(args.name)
     if inst is None:
         close = spec.closest_instruction_names(args.name)
@@ -102,7 +102,7 @@ def _show(args: argparse.Namespace) -> int:
 def instruction_facts(spec, inst) -> dict:
     """An instruction as the spec describes it, JSON-ready: names, flags, and per encoding its opcode,
     condition and operands (field, bit ranges, operand type, data format, size, direction)."""
-    from jitgemm.isa import expr
+    from jitgemm.isa.spec import conditions as expr
 
     encodings = []
     for ie in inst.encodings:
@@ -122,8 +122,27 @@ def instruction_facts(spec, inst) -> dict:
             "encodings": encodings}
 
 
+def _card(args: argparse.Namespace) -> int:
+    """`spec card NAME... | --all`: compact instruction cards (jitgemm/spec_cards.py) as Markdown or JSON."""
+    import json
+
+    from jitgemm import spec_cards
+
+    if bool(args.all) == bool(args.names):
+        raise CliError("spec card: name one or more instructions, or give --all")
+    try:
+        cards = spec_cards.cards(args.arch, None if args.all else args.names)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    if args.format == "json":
+        print(json.dumps(cards, indent=1))
+    else:
+        print("\n".join(spec_cards.card_markdown(c) for c in cards), end="")
+    return 0
+
+
 def _fetch(args: argparse.Namespace) -> int:
-    from jitgemm.isa import spec_release
+    from jitgemm.isa.spec import release as spec_release
 
     for path in spec_release.fetch(args.release):
         print(f"verified and extracted {path}")
@@ -131,7 +150,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from jitgemm.isa import spec_release
+    from jitgemm.isa.spec import release as spec_release
 
     for path in spec_release.import_archive(args.file, args.release):
         print(f"verified and extracted {path}")
@@ -151,6 +170,14 @@ def register(sub) -> None:
     show.add_argument("--json", action="store_true", help="print the instruction's facts as JSON")
     _add_source_args(show)
     show.set_defaults(func=_show)
+
+    card = ssub.add_parser("card", help="compact instruction cards for a model's context: prose, operands, timing "
+                           "class, hazards")
+    card.add_argument("names", nargs="*", metavar="NAME", help="instruction names or aliases, any case")
+    card.add_argument("--all", action="store_true", help="every instruction of the target's spec")
+    card.add_argument("--format", choices=["md", "json"], default="md", help="Markdown (default) or JSON")
+    card.add_argument("--arch", default="gfx942", help="target id whose spec and profile to use (default gfx942)")
+    card.set_defaults(func=_card)
 
     fetch = ssub.add_parser("fetch", help="download AMD's official MR-ISA zip, verify it, extract to the cache")
     fetch.add_argument("--release", help="pinned release name (default: the newest pinned, 2026_08_06)")

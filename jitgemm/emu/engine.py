@@ -32,8 +32,9 @@ from typing import Any
 
 import numpy as np
 
-from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
+from jitgemm.codegen.codeobj.launch import LaunchDescription, LaunchError, pack_kernargs
 
+from . import kernarg_trace
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
 from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
@@ -198,7 +199,7 @@ def _load_code_object(code_object) -> Any:
     if isinstance(code_object, CodeObject):
         return code_object
     if isinstance(code_object, (str, os.PathLike)):
-        from jitgemm.isa.files import read_bounded
+        from jitgemm.util.files import read_bounded
 
         path = Path(code_object)
         try:
@@ -237,7 +238,7 @@ def program_for(kernel, spec) -> Program:
 def _default_spec(co=None):
     """The spec of the code object's own target (its ELF e_flags / amdhsa.target), else gfx942's."""
     from jitgemm import isa
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.spec.targets import base_target
 
     target = getattr(co, "processor", None) or getattr(co, "target", None)
     if target:
@@ -265,7 +266,7 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = WAVE,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS,
-            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0, poison: bool = False) -> RunStats:
     """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
     unless `spec` says otherwise.
 
@@ -276,17 +277,24 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
     `strict=True` checks waits, barriers and wait states as hardware needs them and raises `StrictViolation`
     on the first break (`strict="all"` also refuses uninitialized reads, otherwise warnings);
     `schedule="random"` with a `seed` delays load results and interleaves waves at random (see emu/strict.py).
+    `poison=True` fills LDS and every register the launch ABI does not initialize with POISON instead of zeros, so
+    a kernel that reads what it never wrote gives a visibly wrong answer (the anti-cheat battery, jitgemm/battery.py).
     """
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
     spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
-    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed)
+    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed,
+                       poison=poison)
+
+
+POISON = 0x7FBADBAD  # a quiet-NaN f32 (and two odd f16/bf16 halves): uninitialized state used by poison=True
 
 
 def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,
-                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0,
+                poison: bool = False) -> RunStats:
     from .strict import strict_level
 
     level = strict_level(strict, schedule)
@@ -299,7 +307,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
         raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave{WAVE} (gfx9) code")
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     target = target_of_spec(prog.spec)
     if target is not None and target_profile(target).wavefront_size != WAVE:
@@ -311,14 +319,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
     limit = lds_limit(prog.spec)
     if lds_size > limit:
-        from jitgemm.isa.targets import target_of_spec
+        from jitgemm.isa.spec.targets import target_of_spec
 
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
                           f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
                           f"{target_of_spec(prog.spec)} workgroup")
 
     # --- memory: checked against what the machine has before anything is allocated ----------------------
-    from jitgemm.memory_budget import check_fits, emulation_bytes
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
 
     waves_total = launch.workgroup_count * -(-wg_size // WAVE)
     buffer_bytes = sum(a.nbytes for a in launch.args if isinstance(a, np.ndarray))
@@ -344,6 +352,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                              hidden={"hidden_shared_base": SHARED_APERTURE_HI,
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
+    kernarg_trace.attach(mem, kernarg_address, len(kernargs))
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
@@ -405,6 +414,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                               f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
                               f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
+        kernarg_trace.preloaded(mem, 4 * first, 4 * count)
         s += count
         entry = PRELOAD_ENTRY
     s = max(s, desc.user_sgpr_count)
@@ -426,6 +436,10 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
+    if poison:  # everything the ABI leaves undefined: VGPRs/AGPRs past v0, SGPRs past the initialized ones, LDS
+        st.v[:, 1:, :] = POISON
+        st.s[:, s:target_profile(target).sgprs if target else 102] = POISON
+        lds.words[:] = POISON
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
     ctx.scratch_address, ctx.private_size = scratch_address, private
     ctx.code_address = prog.code_address

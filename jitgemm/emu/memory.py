@@ -88,6 +88,7 @@ class GlobalMemory(ByteStore):
         self._heap = 0  # bytes of the store the buffers mapped so far take
         self._pending: list[tuple[Segment, np.ndarray]] = []
         self._by_id: dict[int, int] = {}
+        self.read_hook = None   # jitgemm.emu.kernarg_trace: called with (pc, text, addresses, width) by scalar loads
         self._image: list[tuple[Segment, np.ndarray]] = []
         self._image_lo = self._image_hi = 0  # the image's extent, relative to CODE_BASE
 
@@ -217,6 +218,6 @@ def _align(value: int, align: int) -> int:
 def lds_limit(spec) -> int:
     """Bytes of LDS one workgroup may allocate on the spec's target (its profile's lds_bytes_per_workgroup:
     64 KiB on gfx942, 160 KiB on gfx950)."""
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     return target_profile(target_of_spec(spec)).lds_bytes_per_workgroup

@@ -29,8 +29,8 @@ from functools import cache
 
 import numpy as np
 
-from jitgemm.isa.mfma import WAVE64 as WAVE
-from jitgemm.isa.mfma import parse_mfma_name
+from jitgemm.isa.spec.mfma import WAVE64 as WAVE
+from jitgemm.isa.spec.mfma import parse_mfma_name
 
 from .values import Fmt
 

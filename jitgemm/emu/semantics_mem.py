@@ -231,6 +231,8 @@ def smem(b, d):
         if off_src is not None:
             addr = addr + np.asarray(off_src.read(st, w)).astype(np.uint64)
         addr = addr & ~np.uint64(3)
+        if not write and ctx.mem.read_hook is not None:   # jitgemm.emu.kernarg_trace
+            ctx.mem.read_hook(d.pc, d.text, addr, nbytes)
         ok = ctx.mem.valid(addr, nbytes, write=write)
         if not ok.all():
             _fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)

@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jitgemm.isa.mfma import parse_smfmac_name
+from jitgemm.isa.spec.mfma import parse_smfmac_name
 
 from .mfma import WAVE, _d_flat, _elements
 from .registry import register_pattern
@@ -133,5 +133,5 @@ def smfmac(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
-# --- registration (jitgemm/emu/registry.py): every V_SMFMAC_* the name parser reads (isa.mfma.parse_smfmac_name)
+# --- registration (jitgemm/emu/registry.py): every V_SMFMAC_* the name parser reads (isa.spec.mfma.parse_smfmac_name)
 register_pattern(r"^V_SMFMAC_", smfmac)

@@ -17,10 +17,10 @@ MODIFIERS = (
 
 def compare(lines: list[str], llvm_mc: str) -> list[tuple[str, str, str]]:
     """(line, llvm-mc's verdict, ours) for every line where they differ (acceptance, or bytes)."""
+    from jitgemm.isa.asm.assembler import assemble
     from jitgemm.isa.asm_errors import AsmError, EncodeError
-    from jitgemm.isa.assembler import assemble
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.spec_sources import load_spec
+    from jitgemm.isa.spec.forms import forms_of
+    from jitgemm.isa.spec.sources import load_spec
 
     from tests.asm_corpus import llvm_mc_encodings
 
@@ -39,8 +39,8 @@ def compare(lines: list[str], llvm_mc: str) -> list[tuple[str, str, str]]:
 
 def gfx950_only_lines() -> list[str]:
     """base line of each form of each gfx950-only instruction, with each modifier appended (and the base)."""
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.spec_sources import load_spec
+    from jitgemm.isa.spec.forms import forms_of
+    from jitgemm.isa.spec.sources import load_spec
 
     from tests.asm_corpus import cases_for_form
 

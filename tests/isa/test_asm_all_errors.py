@@ -54,9 +54,9 @@ def test_json_lists_every_error(tmp_path, capsys):
 
 
 def test_errors_are_bounded(tmp_path):
-    from jitgemm.isa.asm_file import assemble_file
-    from jitgemm.isa.asm_macros import AsmFileError, AsmFileErrors
-    from jitgemm.isa.spec_sources import load_spec
+    from jitgemm.isa.asm.file import assemble_file
+    from jitgemm.isa.asm.macros import AsmFileError, AsmFileErrors
+    from jitgemm.isa.spec.sources import load_spec
 
     with pytest.raises(AsmFileError) as info:
         assemble_file("s_bogus\n" * 5000, load_spec("gfx942"), file="many.s")

@@ -42,4 +42,4 @@ def test_long_lines_assemble_or_fail_cleanly_without_hanging():
     out = json.loads(run.stdout)
     assert out["trailing spaces"] == out["long comment"] == out["long sum"] == "ok", out
     assert out["deep parentheses"] == out["spaces between operands"] == "ok", out
-    assert out["many operands"].startswith("AsmFileError: x.s:3:"), out   # a trailing comma: an error
+    assert out["many operands"].startswith("AsmFileErrors: x.s:3:"), out   # a trailing comma: an error

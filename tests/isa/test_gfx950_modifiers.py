@@ -17,11 +17,11 @@ def test_every_gfx950_only_instruction_takes_the_modifiers_llvm_mc_takes():
 
 
 def test_permlane_swap_bound_ctrl_and_fi_round_trip():
-    from jitgemm.isa.assembler import assemble
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import format_instruction
-    from jitgemm.isa.spec_sources import load_spec
+    from jitgemm.isa.asm.assembler import assemble
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.forms import forms_of
+    from jitgemm.isa.spec.sources import load_spec
 
     forms = forms_of(load_spec("gfx950"))
     for line, code in (("v_permlane16_swap_b32_e64 v0, v1 bound_ctrl:1 fi:1", "001899d101010000"),
