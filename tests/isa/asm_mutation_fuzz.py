@@ -30,7 +30,8 @@ def mutate(line: str, kind: str, rng: random.Random) -> str | None:
     if kind in ("tilde", "bang", "neg_paren", "shift64") and nums:
         m = rng.choice(nums)
         value = m.group(0)
-        new = {"tilde": f"~{value}", "bang": f"!{value}", "neg_paren": f"-({value})", "shift64": f"{value}+(1<<64)"}[kind]
+        new = {"tilde": f"~{value}", "bang": f"!{value}", "neg_paren": f"-({value})",
+               "shift64": f"{value}+(1<<64)"}[kind]
         return line[:m.start()] + new + line[m.end():]
     if kind == "e32_suffix" and mnemonic.startswith("s_") and not mnemonic.endswith(("_e32", "_e64")):
         return f"{mnemonic}_e32 {rest}".rstrip()
