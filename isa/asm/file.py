@@ -79,6 +79,13 @@ _SYNTAX_WORDS = frozenset(n.lower() for n in (*syn.FLAG_MODIFIERS, *syn.MODIFIER
 _MOD_LIST = re.compile(r"(?<![\w.])([A-Za-z_]\w*):\[([^\[\]]*)\]")
 _PLAIN_ITEM = re.compile(r"-?(?:\d+|0x[0-9a-fA-F]+)|[A-Za-z_]\w*")
 _COUNTER_EXPR = re.compile(r"(?<![\w.])((?:vm|lgkm|exp)cnt)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+_KNOWN_WORDS: set[str] = set()
+# a name that is a whole operand (between the mnemonic or a comma and a comma or the end of the line)
+_BARE_OPERAND = re.compile(r"(?:^\s*[\w.]+\s+|,\s*)([A-Za-z_.$][\w.$]*)\s*(?=,|$)")
+# a first look for any of them: a hex float, a register index or modifier list entry that is not a plain number,
+# a counter value that is not a number
+_ODD_SPELLING = re.compile(r"0[xX][0-9a-fA-F.]*[pP]|(?<![\w:\]])(?:v|s|a|ttmp|acc)\[(?![\d:]*\])"
+                           r"|:\[[^\]]*[^\w\s,\]-]|cnt\((?!\s*\d+\s*\))")
 _SCALAR_E32 = re.compile(r"(\s*)(s_\w+_e32)(?=\s|$)")
 _TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
@@ -559,17 +566,15 @@ class _FileAssembler:
         expression (`v[0x10:0x11]`, `s[2+2]`); `_e32` on a scalar instruction, which has only that size."""
         if text.rstrip().endswith(","):
             text = text.rstrip()[:-1]
-        if "p" in text or "P" in text:
-            text = _HEX_FLOAT.sub(lambda m: repr(float.fromhex(m.group(1))), text)
-        if "[" in text:
-            text = _REG_INDEX.sub(self._register_index, text)
-            text = _MOD_LIST.sub(self._list_items, text)
-        if "(" in text:
-            text = _COUNTER_EXPR.sub(self._counter_value, text)
-        m = _SCALAR_E32.match(text)
+        m = _SCALAR_E32.match(text) if "_e32" in text else None
         if m and self.forms.forms_for(m.group(2)) is None and self.forms.forms_for(m.group(2)[:-4]) is not None:
             text = text[:m.start(2)] + m.group(2)[:-4] + text[m.end(2):]
-        return text
+        if _ODD_SPELLING.search(text) is None:   # the common line: none of the spellings below
+            return text
+        text = _HEX_FLOAT.sub(lambda m: repr(float.fromhex(m.group(1))), text)
+        text = _REG_INDEX.sub(self._register_index, text)
+        text = _MOD_LIST.sub(self._list_items, text)
+        return _COUNTER_EXPR.sub(self._counter_value, text)
 
     def _absolute(self, text: str) -> int | None:
         try:
@@ -613,8 +618,13 @@ class _FileAssembler:
 
     def undefined_name(self, word: str) -> bool:
         """A word that is no register, no syntax keyword, no label or symbol defined so far."""
-        return type(identifier_operand(word)) is Label and word.lower() not in _SYNTAX_WORDS \
-            and word not in self.labels and word not in self.sets
+        if word in _KNOWN_WORDS:
+            return False
+        if type(identifier_operand(word)) is not Label or word.lower() in _SYNTAX_WORDS:
+            if len(_KNOWN_WORDS) < 1 << 16:
+                _KNOWN_WORDS.add(word)   # registers and keywords stay what they are: remembered
+            return False
+        return word not in self.labels and word not in self.sets
 
     def operand_wider_than_32(self, mnemonic: str, index: int) -> bool:
         """Whether operand `index` holds 64 bits in every form of the instruction: llvm-mc refuses a relocatable
@@ -644,8 +654,8 @@ class _FileAssembler:
         known now, else by a placeholder literal with a fixup (a label difference, `sym@rel32@lo+4`), as
         llvm-mc encodes a non-constant operand as a 32-bit literal with a fixup."""
         if _SIMPLE_INSTRUCTION.match(text):
-            words = _WORDS.findall(text)[1:]
-            if (not self.sets or self.sets.keys().isdisjoint(words)) and not any(map(self.undefined_name, words)):
+            if self.sets.keys().isdisjoint(_WORDS.findall(text)) and \
+                    not any(map(self.undefined_name, _BARE_OPERAND.findall(text))):
                 return text, []
         m = _MNEMONIC_REST.match(text)
         if not m or not m.group(3):
