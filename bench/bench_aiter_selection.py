@@ -65,7 +65,7 @@ def main(argv: list[str]) -> int:
     if argv:
         wheel = Path(argv[0])
     else:
-        from tests.aiter_corpus import aiter_wheel
+        from tests.fixtures.aiter_corpus import aiter_wheel
 
         wheel = aiter_wheel()
     start = time.perf_counter()

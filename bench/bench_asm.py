@@ -43,7 +43,7 @@ def _real_instructions(forms, tmp: Path) -> list:
     from jitgemm.codegen import codeobj
     from jitgemm.isa.disasm.decoder import decode
 
-    from tests.test_asm_support import CLANG_KERNELS
+    from tests.fixtures.asm_support import CLANG_KERNELS
 
     paths = []
     clang = _tool("clang")
@@ -56,7 +56,7 @@ def _real_instructions(forms, tmp: Path) -> list:
                             str(obj)], check=True, capture_output=True)
             paths.append(obj)
     try:
-        from tests import test_disasm_triton_support as tri
+        from tests.fixtures import triton_kernels as tri
 
         if tri.triton is not None:
             paths += tri.build_all(tmp)
@@ -88,7 +88,7 @@ def main(argv=None) -> int:
     from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
-    from tests.asm_corpus import corpus
+    from tests.fixtures.asm_corpus import corpus
 
     spec = isa.load_spec(args.spec)
     forms = forms_of(spec)

@@ -50,7 +50,7 @@ def best(cmd: list[str], runs: int, env: dict) -> tuple[float, float]:
 
 def main() -> None:
     sys.path.insert(0, REPO)
-    from tests.aiter_corpus import aiter_objects
+    from tests.fixtures.aiter_corpus import aiter_objects
 
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     objdump = shutil.which("llvm-objdump-22") or shutil.which("llvm-objdump")

@@ -25,7 +25,7 @@ def main() -> int:
     ap.add_argument("--exprs", type=int, default=20000, help="random expressions (default 20000)")
     ap.add_argument("--seed", type=int, default=1)
     args = ap.parse_args()
-    from tests.oracles import find_tool
+    from tests.fixtures.oracles import find_tool
 
     mc = find_tool("llvm-mc")
     if mc is None:
@@ -33,7 +33,7 @@ def main() -> int:
         return 1
     print(f"{'driver':<34} {'cases':>8} {'differ':>8} {'rate':>7} {'seconds':>8}")
 
-    from tests.isa.asm_mutation_fuzz import base_lines, differences, mutated_lines
+    from tests.fixtures.asm_mutation_fuzz import base_lines, differences, mutated_lines
     t0 = time.perf_counter()
     pairs = mutated_lines(base_lines(), args.lines, args.seed)
     bad = differences([line for _, line in pairs], mc)
@@ -44,7 +44,7 @@ def main() -> int:
                 "refused") else "we refuse / bytes") for line, theirs, ours in bad).items(), key=lambda kv: -kv[1]):
         print(f"    {kind:<18} {verdict:<18} {n:>6}")
 
-    from tests.isa.expr_fuzz import expression
+    from tests.fixtures.expr_fuzz import expression
     from tests.isa.test_asm_expr_llvm import _overflows, llvm_fold, ours
     t0 = time.perf_counter()
     rng = random.Random(args.seed)
@@ -60,7 +60,7 @@ def main() -> int:
     differ = sum(ours(t) != v for t, v in zip(lines, theirs, strict=True))
     _row("expressions: value vs llvm-mc", len(lines), differ, t0)
 
-    from tests.isa.gfx950_modifiers import compare, gfx950_only_lines
+    from tests.fixtures.gfx950_modifiers import compare, gfx950_only_lines
     t0 = time.perf_counter()
     lines = gfx950_only_lines()
     _row("gfx950-only x modifiers vs llvm-mc", len(lines), len(compare(lines, mc)), t0)

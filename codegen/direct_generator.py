@@ -85,7 +85,7 @@ class DirectGenerator(Generator):
         return (Stage("ir", _ir), Stage("asm", _asm), Stage("co", _co))
 
     def planned_resources(self, plan: GemmPlan, profile: TargetProfile) -> dict[str, int]:
-        """The plan's resource model is this lowering's upper bound (tests/test_gemm_config.py)."""
+        """The plan's resource model is this lowering's upper bound (tests/codegen/test_gemm_config.py)."""
         return {"vgprs": plan.vgprs, "agprs": plan.agprs, "sgprs": 0, "lds": plan.lds_bytes, "scratch": 0}
 
 

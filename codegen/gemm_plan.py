@@ -6,7 +6,7 @@ limit is exceeded; the answer (either) is memoized, so asking again is a diction
 
 The resource model is the direct generator's: accumulators live in AGPRs; A/B fragments, global-load staging
 and addresses in VGPRs; A and B tiles in LDS with K contiguous (+ padding), one or two buffers. `resources()`
-is an upper bound of what the lowering allocates (tests/test_gemm_config.py checks it against the lowering
+is an upper bound of what the lowering allocates (tests/codegen/test_gemm_config.py checks it against the lowering
 for a sweep of configs).
 """
 

@@ -314,8 +314,8 @@ def run_case(code_object: bytes, kernel: str | None, case: Case, *, seed: int, s
             return Outcome({}, [Finding("unsupported", str(exc), pc=exc.pc)])
         except StepLimitExceeded as exc:
             return Outcome({}, [Finding("step_limit", str(exc))])
-        except LaunchError as exc:
-            return Outcome({}, [Finding("launch", str(exc))])
+        except (LaunchError, MemoryError) as exc:      # MemoryError: emulate() refuses what will not fit
+            return Outcome({}, [Finding("launch", str(exc) or "out of memory")])
         except (EmulatorError, IsaError) as exc:
             return Outcome({}, [Finding("emulator", str(exc))])
     for w in caught:

@@ -13,7 +13,7 @@ import sys
 
 # Sub-command modules, in the order `jitgemm --help` lists them, with the commands each registers. A command line
 # that names one of these commands imports only its module (`jitgemm disasm X.co` never loads the compiler);
-# tests/test_cold_start.py checks that every module registers exactly the commands listed here.
+# tests/jitgemm/test_cold_start.py checks that every module registers exactly the commands listed here.
 COMMANDS = {
     "jitgemm.commands.spec": ("spec",),
     "jitgemm.commands.codeobj": ("readobj", "contract"),
@@ -25,6 +25,7 @@ COMMANDS = {
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
     "jitgemm.commands.aiter": ("aiter", "inventory"),
     "jitgemm.commands.gfa": ("gfa",),
+    "jitgemm.commands.profile": ("profile",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 

@@ -23,7 +23,7 @@ __all__ = ["AiterKernel", "Inventory", "TunedRow", "inventory", "device_of", "re
 def use_aiter(wheel_or_dir: str | os.PathLike | None = None, *, tuning: bool = True) -> Inventory:
     """Offer an aiter release's admitted kernels to `matmul`/`select` on every target and (with `tuning`) import
     its tuning tables into the tuning database as measured rows. Without a path, the pinned wheel in the corpus
-    cache (tests/aiter_corpus.py's location) is used when present."""
+    cache (tests/fixtures/aiter_corpus.py's location) is used when present."""
     from ..selector import register_supplier
     from .supplier import AiterSupplier
 

@@ -54,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--schedule", default="lockstep", choices=["lockstep", "random"],
                    help="random: delay load results and interleave waves at random (with --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of --schedule random (default 0)")
+    p.add_argument("--poison", action="store_true", help="fill LDS and the registers the launch ABI leaves undefined "
+                   "with a NaN pattern instead of zeros (what the anti-cheat battery runs with)")
     p.set_defaults(func=_emulate)
 
 
@@ -249,6 +251,7 @@ def _run(args: argparse.Namespace) -> int:
         with progress.task(f"emulating {args.kernel or 'the kernel'}: {waves} waves (Ctrl-C stops)"):
             stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds,
                                    spec=spec, strict=args.strict or False, schedule=args.schedule, seed=args.seed,
+                                   poison=args.poison,
                                    **kwargs)
     except StrictViolation as exc:
         if args.json:

@@ -289,7 +289,7 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
                        poison=poison)
 
 
-POISON = 0x7FBADBAD  # a quiet-NaN f32 (and two odd f16/bf16 halves): uninitialized state used by poison=True
+POISON = 0x7FBADBAD  # a (signalling) NaN as f32, odd values as f16/bf16 halves: uninitialized state used by poison=True
 
 
 def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,

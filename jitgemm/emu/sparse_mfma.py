@@ -21,7 +21,7 @@ for the gfx942 shapes):
 - Rounding: products and the K-sum in float64, one rounding to f32 (RNE, denormals kept); i8 forms accumulate
   in int32 with the carry dropped (guide: "I32 ... otherwise the carry out bits are dropped").
 
-Checked by LLVM 22's llvm.amdgcn.smfmac.* intrinsics compiled for gfx950 and gfx942 (tests/test_emu_smfmac.py)
+Checked by LLVM 22's llvm.amdgcn.smfmac.* intrinsics compiled for gfx950 and gfx942 (tests/emu/test_emu_smfmac.py)
 against numpy of these tables.
 """
 

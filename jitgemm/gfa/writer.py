@@ -306,6 +306,10 @@ def _text(code: bytes, target: str, kernel: str) -> tuple[list[str], int]:
 
     spec = isa.load_spec(target)
     decoded = decode(code, spec)
+    for d in decoded:   # PC-relative data (s_getpc_b64 + rel32): the export keeps only code and descriptor
+        if d.instruction is not None and d.instruction.name.lower().startswith("s_getpc"):
+            raise GfaError(f"kernel {kernel}: {d.instruction.asm_text()} at 0x{d.offset:x} reads data beside its "
+                           f"code (PC-relative), which a GFA .s made from the code object does not carry")
     labels = {d.target for d in decoded if d.target is not None}
     lines, words = [], 0
     for d in decoded:

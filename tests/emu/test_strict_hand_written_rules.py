@@ -15,7 +15,7 @@ import pytest
 
 from jitgemm.emu import emulate
 from jitgemm.emu.strict import StrictViolation
-from tests.hand_kernel import BUF, assemble
+from tests.fixtures.hand_kernel import BUF, assemble
 
 RSRC = """
   s_load_dwordx2 s[8:9], s[0:1], 0x0

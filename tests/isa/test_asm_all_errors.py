@@ -11,7 +11,7 @@ import subprocess
 import pytest
 
 from jitgemm.cli import main
-from tests.oracles import require_tool
+from tests.fixtures.oracles import require_tool
 
 BAD = """s_mov_b32 s0, s1
 s_bogus v0

@@ -1,4 +1,4 @@
-"""The assembler beside llvm-mc-22 on mutated corpus lines (tests/isa/asm_mutation_fuzz.py): accept what llvm-mc
+"""The assembler beside llvm-mc-22 on mutated corpus lines (tests/fixtures/asm_mutation_fuzz.py): accept what llvm-mc
 accepts, with its bytes. Before: 1,327 of 3,000 mutated lines differed (a trailing comma, `v[0x4]`, `~x`, `!x`,
 `-(x)`, `_e32` on scalar instructions, `0x1p3`, undefined names, a VOPC without vcc, expressions in modifier lists
 and counters); after: 79, and no traceback (`012345678` raised ValueError). A seeded sample runs here; the full run
@@ -8,8 +8,8 @@ from __future__ import annotations
 
 import pytest
 
-from tests.isa.asm_mutation_fuzz import base_lines, differences, mutated_lines
-from tests.oracles import require_tool
+from tests.fixtures.asm_mutation_fuzz import base_lines, differences, mutated_lines
+from tests.fixtures.oracles import require_tool
 
 KNOWN = [   # one line of each fixed class, with llvm-mc-22 -mcpu=gfx942's verdict
     "ds_or_rtn_b32 v4, v7, v10,",

@@ -11,7 +11,7 @@ from jitgemm.isa.disasm.decoder import decode
 from jitgemm.isa.spec.forms import forms_of
 from jitgemm.isa.spec.sources import load_spec
 
-from tests.oracles import require_tool
+from tests.fixtures.oracles import require_tool
 
 NOP = (0xBF800000).to_bytes(4, "little")
 

@@ -5,8 +5,8 @@ lists refused, blgp on SMFMAC and abid on f8f6f4 MFMAs accepted, op_sel on instr
 
 from __future__ import annotations
 
-from tests.isa.gfx950_modifiers import compare, gfx950_only_lines
-from tests.oracles import require_tool
+from tests.fixtures.gfx950_modifiers import compare, gfx950_only_lines
+from tests.fixtures.oracles import require_tool
 
 
 def test_every_gfx950_only_instruction_takes_the_modifiers_llvm_mc_takes():

@@ -13,7 +13,7 @@ from jitgemm.aiter import device_of, inventory
 from jitgemm.aiter.families import contract_data, families, load_family
 from jitgemm.aiter.reader import _no_pads
 from jitgemm.contract import Contract, ContractError
-from tests.aiter_corpus import aiter_root, aiter_wheel
+from tests.fixtures.aiter_corpus import aiter_root, aiter_wheel
 
 
 @pytest.fixture(scope="module")

@@ -16,7 +16,7 @@ from jitgemm.api import MatmulError
 from jitgemm.contract import Contract
 from jitgemm.emu import EmulatorError
 from jitgemm.reference import Mismatch
-from tests.aiter_corpus import aiter_wheel
+from tests.fixtures.aiter_corpus import aiter_wheel
 
 
 @pytest.fixture(scope="module")

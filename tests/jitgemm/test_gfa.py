@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 import yaml
 
-from tests.oracles import SHARED, require_shared, require_tool
+from tests.fixtures.oracles import SHARED, require_shared, require_tool
 
 CORPUS = SHARED / "gfa-corpus"
 KERNELS = CORPUS / "CustomKernels"
@@ -44,8 +44,10 @@ def test_aiter_bf16_record_maps_to_a_contract():
     assert roles["SizeFree1"] == ("m", 224, 4, None) and roles["SizeFree0"] == ("n", 240, 4, None)
     assert roles["SplitK"][0] == "const"
     assert c["launch"] == {"workgroup": [256, 1, 1], "grid": ["ceil(n/256)", "ceil(m/256)", "1"], "lds_bytes": 0}
-    assert c["legality"]["divisible"] == {"n": 256, "m": 256} and c["legality"]["batch"] is False
-    assert c["features"]["c_alias_d"] and c["features"]["beta"]
+    assert c["legality"]["divisible"] == {"n": 256, "m": 256, "k": 64} and c["legality"]["batch"] is False
+    assert c["features"]["c_alias_d"] and not c["features"]["beta"] and len(c["gfa"]["errata"]) == 2
+    raw = to_contract(kernel("aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "custom_aiter_bf16.yaml"), errata=False)
+    assert raw.data["features"]["beta"] and "k" not in raw.data["legality"]["divisible"]   # what the record says
 
 
 def _with_args(tmp_path, edit):
@@ -168,7 +170,7 @@ def test_export_passes_hipblaslt_rules_assembles_to_the_kernel_and_round_trips(e
     from jitgemm.gfa import read_kernel, to_contract
     from jitgemm.gfa.reader import comparable
     from jitgemm.gfa.validate import validate
-    from tests.hand_kernel import llvm_link
+    from tests.fixtures.hand_kernel import llvm_link
 
     k, e, folder = exported[label]
     assert validate(e.config) == [] and e.words == 0
@@ -222,3 +224,45 @@ def test_select_explain_lists_ours_beside_every_gfa_kernel_and_matmul_runs_the_w
     assert jitgemm.last_launch() is not None
     require_tool("llvm-mc")
     assert np.isfinite(d.astype(np.float64)).all()
+
+
+def test_a_code_object_reads_as_its_assembly_does(tmp_path):
+    """custom.config from a linked code object's metadata note (LLVM's typing: `True` stays a string) gives the
+    contract its `.s` gives; the target comes from the ELF's e_flags there."""
+    from jitgemm.codegen.codeobj.relocatable import assemble_source
+
+    from jitgemm.gfa import read_kernel, to_contract
+    from jitgemm.gfa.reader import comparable
+
+    src = require_shared(KERNELS / "rocblas" / "wvSpltK_hf_m4.s", "rocBLAS wvSpltK_hf_m4")
+    test_yaml = require_shared(TESTS / "custom_rocblas_gemv_m4.yaml", "custom_rocblas_gemv_m4.yaml")
+    co = tmp_path / "wvSpltK_hf_m4.co"
+    co.write_bytes(assemble_source(src.read_text(), file=str(src))[0])
+    from_co, from_s = read_kernel(co, custom_yaml=test_yaml), read_kernel(src, custom_yaml=test_yaml)
+    assert from_co.target == "gfx942"
+    assert comparable(to_contract(from_co)) == comparable(to_contract(from_s))
+
+
+@pytest.mark.parametrize("errata", [False, True])
+def test_qualification_refuses_what_the_record_promises_until_the_errata_narrow_it(errata):
+    """The aiter bf16 record admits k=6 and alpha != 1; strict emulation shows the kernel wrong there, so it is
+    quarantined with the failing case; the errata of specs/gfa.yaml (k % 64, no alpha/beta) make every problem the
+    narrowed contract admits match numpy. Wave's record has no stride argument: the reader requires packed
+    operands, and its kernel qualifies."""
+    from jitgemm.gfa import to_contract
+    from jitgemm.qualify import qualify_candidate
+    from jitgemm.suppliers import Candidate
+
+    k = kernel("aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s", "custom_aiter_bf16.yaml")
+    cand = Candidate("gfa", k.name, to_contract(k, errata=errata), lambda: (k.code, k.name))
+    result = qualify_candidate(cand, cases=2, seed=0)
+    if errata:
+        assert result.failure is None and result.cases == 2
+    else:
+        assert result.failure is not None and "elements off" in result.failure
+    if errata:
+        w = kernel("wave/wave_bf16_gemm_256x256x64.s", "custom_wave_bf16.yaml")
+        contract = to_contract(w)
+        assert contract.data["legality"]["packed"] == ["a", "b", "d"]
+        wave = qualify_candidate(Candidate("gfa", w.name, contract, lambda: (w.code, w.name)), cases=2, seed=0)
+        assert wave.failure is None, wave.failure

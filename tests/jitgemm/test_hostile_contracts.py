@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from jitgemm.contract import Contract, ContractError, evaluate_formula
-from tests.test_contract import contract
+from tests.fixtures.contracts import contract
 
 # nine lines of "billion laughs": 9**9 strings once the aliases are expanded
 BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -128,11 +128,11 @@ def test_amdgpu_metadata_bomb_in_assembly_is_an_assembly_error():
 
 @pytest.fixture(scope="module")
 def foreign(tmp_path_factory):
-    from tests.hand_kernel import llvm_link
-    from tests.test_contract_foreign import CONTRACT, KERNEL, _metadata_args
+    from tests.fixtures.contracts import CONTRACT, KERNEL, metadata_args
+    from tests.fixtures.hand_kernel import llvm_link
 
     root = tmp_path_factory.mktemp("foreign-hostile")
-    _, co = llvm_link(root, KERNEL.replace("{args}", _metadata_args()))
+    _, co = llvm_link(root, KERNEL.replace("{args}", metadata_args()))
     return co, copy.deepcopy(CONTRACT)
 
 

@@ -4,7 +4,7 @@ A source checkout ships these files, as the wheel does (setup.py writes them at 
 compile of a fresh clone parses no XML. The loader never trusts them: each is sealed with the sha256 of its
 payload and names the sha256 of its XML (isa/spec/cache.py), so a stale or damaged file is ignored and the XML
 is parsed instead. Run this after changing a bundled XML (tools/isa_subset/build.py) or the XML reader;
-tests/test_cold_start.py fails while a committed file is stale.
+tests/jitgemm/test_cold_start.py fails while a committed file is stale.
 
     python3 tools/spec_preparse/build.py           # rewrite every stale specs/*.xml.parsed
     python3 tools/spec_preparse/build.py --check   # exit status 1 when one is stale (nothing written)
