@@ -10,8 +10,8 @@ import pytest
 from jitgemm.codegen.codeobj import read
 
 from jitgemm import agent_eval, agent_tools, battery
+from tests.fixtures.agents.cheats import CORRECT
 from tests.fixtures.oracles import require_tool
-from tests.jitgemm.agents.cheats import CORRECT
 
 VADD_CASE = agent_eval.task("vector_add").case
 

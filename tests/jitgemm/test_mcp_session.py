@@ -1,7 +1,7 @@
 """`jitgemm mcp` through a real MCP client session: the official SDK's client starts `python -m jitgemm mcp` over
 stdio, and two scripted agents use it -- one writes correct kernels for the agent-eval tasks (hand-written AMDGPU
-assembly in tests/jitgemm/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
-known cheats (tests/jitgemm/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
+assembly in tests/fixtures/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
+known cheats (tests/fixtures/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
 refused with its finding."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.agents.cheats import CORRECT, cheats
 from tests.fixtures.oracles import REPO, require_module
-from tests.jitgemm.agents.cheats import CORRECT, cheats
 
 # The tasks the correct agent solves through the session (all twelve: one battery each, a few seconds in all).
 SESSION_TASKS = ("vector_add", "saxpy", "row_bias", "block_sum", "wave_max", "transpose_lds", "gemv",
