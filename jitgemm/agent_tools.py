@@ -573,23 +573,24 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
 
 
 def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
-    """Tuning-database rows for the submitted kernel: emulator-verified, and the cost model's TFLOP/s on a
-    representative problem of its contract (the rows `TuningDB.deciding_row` ranks by)."""
+    """Tuning-database rows for the submitted kernel: emulator-verified, and the timing model's TFLOP/s
+    (jitgemm.timing.predict) on a representative problem of its contract (the rows `TuningDB.deciding_row` ranks
+    by)."""
     import random
 
     from jitgemm.qualify import draw_problems
-    from jitgemm.selector import predicted_tflops
-    from jitgemm.suppliers import Candidate
+    from jitgemm.timing import TimingError, predict
     from jitgemm.tuning_db import TuningDB, problem_key
 
     base = TuningDB(db) if db else TuningDB()
-    cand = Candidate("agent", contract.kernel, contract, lambda: (blob, contract.kernel))
     problems = draw_problems(contract, 1, random.Random(0), max_size=512)
     rows = []
     for p in problems:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        rows.append({**common, "metric": "tflops", "value": predicted_tflops(cand, p, contract.target),
-                     "source": "model"})
+        try:
+            rows.append({**common, "metric": "tflops", "value": predict((data, blob), p).tflops, "source": "model"})
+        except TimingError:      # a kernel the model cannot trace is still verified; the selector models it later
+            pass
     return base.add(rows) if rows else 0
