@@ -368,8 +368,9 @@ def _case(case: Mapping[str, Any] | None):
 def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
         kernel: str | None = None, arch: str | None = None, strict: bool = True, schedule: str = "lockstep",
         seed: int = 0, input_seed: int = 1) -> dict[str, Any]:
-    """Run a kernel once on the case's inputs (drawn with `input_seed`) in the emulator (strict by default) and
-    compare its outputs with the case's numpy reference: max error, findings (violations with PCs)."""
+    """Run a kernel once on the case's inputs (drawn with `input_seed`; 1, battery.VISIBLE_INPUT_SEED, is the set
+    the battery's first run uses too) in the emulator (strict by default) and compare its outputs with the case's
+    numpy reference: max error, findings (violations with PCs)."""
     from jitgemm.battery import CaseError, constant_inputs, make_inputs, run_case
 
     parsed, bad = _case(case)
