@@ -409,6 +409,29 @@ def reachable(decoded, entry: int = 0) -> list:
     return [by_pc[pc] for pc in sorted(seen) if by_pc[pc].inst is not None]
 
 
+def wave64_findings(decoded) -> list[Finding]:
+    """Warnings for code written as if a wave had 32 lanes (CUDA's warp, RDNA's wave32), which gfx9 hardware does
+    not have: a 32-bit write of half of EXEC as its first destination (`s_mov_b32 exec_hi, 0` switches off lanes
+    32..63), or a lane id from v_mbcnt_lo alone (it counts lanes 0..31; v_mbcnt_hi adds the upper half). Warnings:
+    a kernel may mean it; the outputs decide."""
+    from jitgemm.isa.instruction import Reg
+
+    out, mbcnt_lo, mbcnt_hi = [], None, False
+    for d in decoded:
+        ops = d.inst.operands
+        first = ops[0] if ops else None
+        if isinstance(first, Reg) and first.kind in ("exec_lo", "exec_hi") and d.name.endswith("_B32"):
+            out.append(Finding("wave64", f"{d.text} writes only {first.kind}: half of a 64-lane wave's EXEC (a "
+                               "32-lane assumption?)", "warning", pc=d.pc))
+        if d.name == "V_MBCNT_LO_U32_B32" and mbcnt_lo is None:
+            mbcnt_lo = d
+        mbcnt_hi |= d.name == "V_MBCNT_HI_U32_B32"
+    if mbcnt_lo is not None and not mbcnt_hi:
+        out.append(Finding("wave64", f"{mbcnt_lo.text} without v_mbcnt_hi_u32_b32: a lane id that counts lanes 0..31 "
+                           "only (gfx9 waves have 64)", "warning", pc=mbcnt_lo.pc))
+    return out
+
+
 def limit_findings(code_object: bytes, kernel: str | None, case: Case) -> tuple[list[Finding], dict[str, Any]]:
     """The target's limits against what the metadata and descriptor declare and what the code names."""
     from jitgemm.emu.engine import _default_spec, _load_code_object, _pick_kernel, program_for
@@ -437,7 +460,9 @@ def limit_findings(code_object: bytes, kernel: str | None, case: Case) -> tuple[
     allocated = (desc.granulated_workitem_vgpr_count + 1) * int(prof.get("vgpr_granule", 8))
     prog = program_for(k, spec)
     top = {"v": -1, "a": -1, "s": -1}
-    for d in reachable(prog.decoded, 256 if desc.kernarg_preload_spec_length else 0):
+    code = reachable(prog.decoded, 256 if desc.kernarg_preload_spec_length else 0)
+    found += wave64_findings(code)
+    for d in code:
         for op in d.inst.operands:
             op = op.operand if isinstance(op, SrcMods) else op
             if isinstance(op, Reg) and op.kind in top:
