@@ -574,24 +574,25 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
 
 
 def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
-    """Tuning-database rows for the submitted kernel: emulator-verified, and the timing model's TFLOP/s
-    (jitgemm.timing.predict) on a representative problem of its contract (the rows `TuningDB.deciding_row` ranks
-    by)."""
+    """Tuning-database rows for the submitted kernel: emulator-verified, and the timing model's TFLOP/s (through
+    `selector.predicted`, the selector's own call of jitgemm.timing) on a representative problem of its contract
+    (the rows `TuningDB.deciding_row` ranks by); no TFLOP/s row when the model cannot time the kernel."""
     import random
 
     from jitgemm.qualify import draw_problems
-    from jitgemm.timing import TimingError, predict
+    from jitgemm.selector import predicted
+    from jitgemm.suppliers import Candidate
     from jitgemm.tuning_db import TuningDB, problem_key
 
     base = TuningDB(db) if db else TuningDB()
+    cand = Candidate("agent", contract.kernel, contract, lambda: (blob, contract.kernel))
     problems = draw_problems(contract, 1, random.Random(0), max_size=512)
     rows = []
     for p in problems:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        try:
-            rows.append({**common, "metric": "tflops", "value": predict((data, blob), p).tflops, "source": "model"})
-        except TimingError:      # a kernel the model cannot trace is still verified; the selector models it later
-            pass
+        pred = predicted(cand, p, contract.target)   # a string when the model cannot time the kernel
+        if not isinstance(pred, str):
+            rows.append({**common, "metric": "tflops", "value": pred.tflops, "source": "model"})
     return base.add(rows) if rows else 0

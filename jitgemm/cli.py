@@ -25,6 +25,7 @@ COMMANDS = {
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
     "jitgemm.commands.aiter": ("aiter", "inventory"),
     "jitgemm.commands.gfa": ("gfa",),
+    "jitgemm.commands.profile": ("profile",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
