@@ -453,6 +453,8 @@ def profile(case: Mapping[str, Any] | None = None, source: str | None = None, co
 def _gemm_kernel(contract, source, code_object_base64, arch):
     """(Contract, code object) of a GEMM kernel given with its contract, or a result dict saying what is wrong;
     the contract is checked against the kernel's metadata."""
+    import yaml
+
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
     from jitgemm.util.safe_yaml import load_yaml
@@ -460,7 +462,7 @@ def _gemm_kernel(contract, source, code_object_base64, arch):
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
         parsed = Contract.load(data, "contract")
-    except (ValueError, TypeError, ContractError) as exc:
+    except (ValueError, TypeError, ContractError, yaml.YAMLError) as exc:
         return _error(f"contract: {exc}")
     if source:
         blob, result = assemble_text(source, arch)

@@ -123,6 +123,8 @@ class Case:
                 raise CaseError(f"case.{key}: 1 to 3 positive integers")
             dims[key] = tuple(int(x) for x in value)
         tol = raw.get("tolerance") or {}
+        if not isinstance(tol, Mapping):
+            raise CaseError("case.tolerance: expected {rtol, atol}")
         return cls([Arg.from_json(a, i) for i, a in enumerate(args)], dims["grid"], dims["block"],
                    raw.get("reference"), int(raw.get("lds_bytes", 0) or 0), tol.get("rtol"), tol.get("atol"))
 
@@ -348,7 +350,11 @@ def compare_outputs(case: Case, outputs: Mapping[str, np.ndarray], ref: Mapping[
         got = outputs[a.name]
         if a.name not in ref:
             raise CaseError(f"case.reference defines no value for output {a.name}")
-        want = np.broadcast_to(np.asarray(ref[a.name]), got.shape)
+        try:
+            want = np.broadcast_to(np.asarray(ref[a.name]), got.shape)
+        except ValueError:
+            raise CaseError(f"case.reference for {a.name}: shape {list(np.shape(ref[a.name]))} does not fit the "
+                            f"output's {list(got.shape)}") from None
         raw = got.view(np.uint8).reshape(got.size, -1)
         unwritten = (raw == 0xFF).all(axis=1)
         g, w = wide(got).reshape(-1), wide(want).reshape(-1).astype(np.float64)
