@@ -98,3 +98,24 @@ def test_tuned_rows_name_device_library_and_family(inv):
     assert {r.kernel_label for r in a8} == {"gfx942/gemm_a8w8_m128_noSplitK", "gfx942/gemm_a8w8_m128_splitK"}
     assert all((r.split_k == 1) == (r.kernel_label.endswith("noSplitK")) for r in a8)
     assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aiter", "import", "/nonexistent/aiter.whl"], "no such file or folder"),
+    (["inventory", "--arch", "gfx999"], "unknown target"),
+])
+def test_bad_input_is_one_line_and_status_2(argv, message, capsys):
+    from jitgemm.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_zip_that_is_not_a_wheel_is_refused(tmp_path, capsys):
+    from jitgemm.cli import main
+
+    bad = tmp_path / "x.whl"
+    bad.write_bytes(b"not a zip")
+    assert main(["aiter", "import", str(bad)]) == 2
+    assert "not an aiter wheel" in capsys.readouterr().err
