@@ -45,7 +45,7 @@ def test_the_contract_follows_the_listing_row(inv):
     k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256")
     c = k.contract
     assert c.kernel == "_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256E"
-    assert c.data["operation"]["b_preshuffle"] == "16x16" and c.data["legality"]["divisible"]["n"] == 256
+    assert c.data["operation"]["b_preshuffle"] == "16x16" and c.data["legality"]["divisible"]["n"] == 32
     assert c.grid(300, 512, 1024, split_k=4) == (2, 2, 4)          # gdz = ceil(K / roundup(K/4, 256))
     assert c.grid(300, 512, 1024) == (2, 2, 1)
     assert c.split_refusal(1024, 3) and c.split_refusal(1024, 32) and not c.split_refusal(1024, 4)
