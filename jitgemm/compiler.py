@@ -108,29 +108,27 @@ _lock = threading.Lock()
 
 
 def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
-            use_disk_cache: bool = True, generator: str = "asm") -> Kernel:
+            use_disk_cache: bool = True, generator: str | None = None) -> Kernel:
     """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
-    `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM IR through llvmlite and
-    LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in `Kernel.stages`."""
-    gen = _generator(generator)
+    Without a `config`, the kernel is the one `matmul` runs for the problem (packed operands, 256-byte aligned):
+    the default selector's best candidate among the project's generators (`selected_config`), so the API, the
+    CLI and `matmul` agree on one kernel per problem. `generator`: a registered generator ("asm": the direct
+    generator; "llvm": LLVM IR through llvmlite and LLVM's AMDGPU backend), which narrows that choice to its
+    candidates; with a `config` it defaults to "asm". Its stage table runs and every stage's text is kept in
+    `Kernel.stages`."""
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
         config = config or parsed_config
+    if config is None:   # chosen afresh each call: the tuning database may have learnt something since
+        chosen, option = selected_config(problem, arch, generator)
+        return compile(problem, chosen, arch=arch, use_disk_cache=use_disk_cache, generator=option)
+    generator = generator or "asm"
+    gen = _generator(generator)
     fast = _by_problem.get((problem, config, arch, generator))
     if fast is not None:
         return fast
     asked = config
-    if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
-        kernel = _known_problem(problem, arch, gen)
-        if kernel is not None:
-            kernel = replace(kernel, made_for=problem)
-            with _lock:
-                _by_problem[(problem, None, arch, generator)] = kernel
-            return kernel
     spec = isa.load_spec(arch)
-    profile = isa.target_profile(arch)
-    if config is None:   # the default depends on the problem's sizes; the cache keys on what was chosen
-        config = gen.choose_config(problem, spec, profile)
     ir_text = format_ir(problem.kernel_class(), config)
     key_mem = (ir_text, spec.sha256, arch, generator)
     with _lock:
@@ -157,8 +155,6 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
                                                                "ir": ir_text, "target": arch,
                                                                "config": _config_data(config)})
-    if asked is None and use_disk_cache:
-        kernel_cache.store_choice(_problem_key(problem, arch, gen, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
@@ -184,31 +180,28 @@ def _config_data(config: GemmConfig) -> dict:
     return data
 
 
-def _problem_key(problem: GemmProblem, arch: str, gen: Generator, spec_sha: str) -> str:
-    from jitgemm.codegen.gemm_text import format_problem
+def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
+                    align: dict[str, int] | None = None) -> tuple[GemmConfig, str]:
+    """(config, generator option) of the kernel the default selector ranks first for `problem` among the
+    candidates a generator of this project compiles (its own suppliers and the tuning database's variants; a
+    prebuilt or Triton kernel has no config to compile), optionally only `generator`'s. `align`: the operands'
+    pointer alignment (default 256 bytes, what numpy's large allocations and `select --align` give). One
+    ranking (`selector.rank_key`) decides for `compile`, `matmul`, `select` and `explain`."""
+    from .selector import SelectionError, default_selector
 
-    return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, gen.name, gen.version())
-
-
-def _known_problem(problem: GemmProblem, arch: str, gen: Generator) -> Kernel | None:
-    """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
-    from jitgemm.isa.spec_sources import spec_sha256
-
-    try:
-        spec_sha = spec_sha256(isa.locate_spec(arch).path)
-    except (isa.SpecError, OSError):
-        return None
-    key = kernel_cache.load_choice(_problem_key(problem, arch, gen, spec_sha))
-    entry = kernel_cache.load(key) if key else None
-    if entry is None:
-        return None
-    blob, record = entry
-    try:
-        config = GemmConfig(**record["config"])
-    except (KeyError, TypeError, ValueError):   # a record from another config layout: compile afresh
-        return None
-    return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                  generator=gen.name, from_cache="disk")
+    if generator is not None:
+        _generator(generator)          # a misspelt or unavailable generator is named before any work
+    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
+    for v in verdicts:
+        if not v.legal:
+            break
+        made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
+        if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
+            continue
+        return v.candidate.config, made_by.option
+    why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
+    raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
+                         f"{why or 'no candidates'}")
 
 
 def clear_memory_cache() -> None:

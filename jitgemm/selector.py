@@ -126,20 +126,30 @@ _BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
 
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then the wider sure loads
-    (`_load_width`); then a stable identity, so the choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then `tie_key` (the one
+    tie-break, which the sweep's "best" uses too); then the supplier's identity, so the choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), -_load_width(c), c.supplier,
-            c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), *tie_key(c.contract.data),
+            c.supplier, c.label, c.key)
+
+
+def tie_key(contract: dict) -> tuple:
+    """The one tie-break between kernels of equal score, from their contracts (the selector's `rank_key` and
+    `SweepReport.best` both end with it): the wider sure loads first (`load_width`), then the kernel's name."""
+    return (-load_width(contract), str(contract.get("identity", {}).get("kernel", "")))
+
+
+def load_width(contract: dict) -> int:
+    """The narrowest pointer alignment a contract demands (its widest sure vector loads); among equal scores
+    the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
+    need = contract.get("legality", {}).get("align_bytes", {})
+    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
+    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
+    return max(sure, int(contract.get("tile", {}).get("load_bytes", 1)))
 
 
 def _load_width(candidate: Candidate) -> int:
-    """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
-    equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
-    need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
-    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
-    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
-    return max(sure, int(candidate.contract.data.get("tile", {}).get("load_bytes", 1)))
+    return load_width(candidate.contract.data)
 
 
 class Selector:
@@ -282,6 +292,12 @@ def default_selector(target: str = "gfx942") -> Selector:
             sel.suppliers = suppliers          # shared, not copied: a registration reaches every target
             _selectors[base] = sel
     return sel
+
+
+def forget_choices() -> None:
+    """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    for sel in list(_selectors.values()):
+        sel.forget()
 
 
 def register_supplier(supplier: Supplier) -> None:
