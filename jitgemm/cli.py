@@ -149,6 +149,18 @@ def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
         raise CliError(f"cannot read {path}: {exc.strerror or str(exc).split(': ', 1)[-1]}") from None
 
 
+def read_code_object(path: str):
+    """(bytes, parsed code object) of a code object named on the command line; a file that is not one (text, a
+    truncated ELF) is a CliError that names the file first, as `readobj` and `disasm` say it."""
+    from jitgemm.codegen.codeobj import CodeObjectError, read
+
+    blob = read_input(path)
+    try:
+        return blob, read(blob)
+    except CodeObjectError as exc:
+        raise CliError(f"{path}: {exc}") from None
+
+
 def _command_module(argv: list[str]) -> str | None:
     """The one module that registers the command `argv` names (its first word that is not an option), or None
     when it names none (`--help`, a misspelt command: then every command is registered, for the full help)."""

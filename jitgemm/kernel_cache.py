@@ -78,5 +78,8 @@ def store(key: str, blob: bytes, record: dict) -> None:
         atomic_write(folder / f"{key}.co", blob)
         full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
         write_sealed(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
-    except OSError:
-        pass
+    except OSError as exc:
+        from .cache_notice import notice
+
+        notice(f"kernel cache {folder}: cannot write ({exc.strerror or exc}); running without it (kernels are "
+               f"compiled again in every process)")

@@ -315,26 +315,40 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
 
 def use_prebuilt(folder: str) -> list[str]:
     """Offer the code objects in `folder` (with embedded or sidecar contracts) to `matmul`; returns the
-    reasons any kernel there was refused."""
+    reasons any kernel there was refused (a folder with no kernel file at all says so: nothing was offered).
+    A folder that does not exist is a SelectionError naming it (a typo must not pass as "nothing refused")."""
     from .suppliers import PrebuiltSupplier
 
-    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}")
-    supplier._scan()
+    path = Path(folder).expanduser()
+    if not path.is_dir():
+        raise SelectionError(f"use_prebuilt({str(folder)!r}): {'not a folder' if path.exists() else 'no such folder'}"
+                             f"; expected a folder of code objects (*.co, *.hsaco) or assembly files (*.s) with "
+                             f"jitgemm contracts")
+    supplier = PrebuiltSupplier(path, name=f"prebuilt:{folder}")
+    entries = supplier._scan()
     register_supplier(supplier)
+    if not entries and not supplier.errors:
+        return [f"{folder}: no code objects (*.co, *.hsaco) or assembly files (*.s); nothing was offered"]
     return list(supplier.errors)
 
 
-def use_triton() -> None:
-    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed; block-scaled problems
-    see Triton's kernels without it)."""
+def use_triton() -> str:
+    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed: a SelectionError
+    says how to get it; block-scaled problems see Triton's kernels without this call). Returns what was done,
+    with Triton's version."""
     from .suppliers import TritonSupplier
 
     if not TritonSupplier.available():
-        raise SelectionError("Triton is not installed (pip install triton)")
+        raise SelectionError("use_triton(): Triton is not installed (pip install triton); the selector keeps "
+                             "offering the project's own kernels")
+    import triton
+
+    done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
             for sel in list(_selectors.values()):
                 sel.forget()
-            return
+            return done
     register_supplier(TritonSupplier())
+    return done

@@ -35,6 +35,8 @@ from jitgemm.isa.errors import IsaError
 from jitgemm.isa.spec_cache import cache_root
 from jitgemm.isa.targets import base_target, known_targets
 
+from .cache_notice import notice
+
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
            "compile_seconds": "lower", "occupancy": "higher"}
@@ -135,21 +137,9 @@ def contract_identity(contract: dict) -> tuple[str, str, str]:
     return str(ident.get("kernel", "")), generator, str(ident.get("code_sha256", "") or "")
 
 
-_CORRUPT = "not an SQLite database"
+_CORRUPT = "not a readable SQLite database"
 _MEMORY = Path(":memory:")
 SQLITE_MAGIC = b"SQLite format 3\x00"     # the first 16 bytes of every SQLite 3 file (sqlite.org/fileformat.html)
-_warned: set[str] = set()
-
-
-def _warn_once(message: str) -> None:
-    """Say on stderr, once per process, that a cache is not used as it should be (the work goes on)."""
-    if message not in _warned:
-        _warned.add(message)
-        import sys
-
-        print(f"jitgemm: warning: {message}", file=sys.stderr)
-
-
 def _unusable(path: Path) -> str | None:
     """Why the database file cannot be used, judged without opening it with SQLite (which would block on a
     FIFO, read a device forever or trust a sparse file of zeros): None when it is absent, empty or starts with
@@ -170,7 +160,7 @@ def _unusable(path: Path) -> str | None:
             return f"cannot create it ({probe} is read-only)"
         return None
     except OSError as exc:
-        return f"cannot read it ({exc.strerror or exc})"
+        return f"cannot use it ({exc.strerror or exc})"
     if not stat.S_ISREG(st.st_mode):
         kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
             "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
@@ -233,13 +223,13 @@ class TuningDB:
             try:
                 conn = self._open(self.path)
             except (sqlite3.Error, OSError) as exc:
-                why = f"cannot open it ({exc})"
+                why = str(exc) if str(exc).startswith(_CORRUPT) else f"cannot open it ({exc})"
         if why is not None and why.startswith(_CORRUPT):
             aside = self._set_aside()   # a cache: keep the damaged file for a post-mortem, start a new one
             if aside:
                 try:
                     conn = self._open(self.path)
-                    _warn_once(f"tuning database {self.path}: {why}; moved to {aside.name} and started afresh")
+                    notice(f"tuning database {self.path}: {why}; moved to {aside.name} and started afresh")
                     why = None
                 except (sqlite3.Error, OSError) as exc:
                     why = f"cannot open it ({exc})"
@@ -248,7 +238,7 @@ class TuningDB:
                 conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
                 conn.execute("SELECT count(*) FROM results").fetchone()
                 self.degraded = f"{why}: read, nothing recorded"
-                _warn_once(f"tuning database {self.path}: {why}; reading it, recording nothing")
+                notice(f"tuning database {self.path}: {why}; reading it, recording nothing")
                 why = None
             except sqlite3.Error:
                 conn = None
@@ -295,7 +285,7 @@ class TuningDB:
     def _in_memory(self, why: str) -> sqlite3.Connection:
         """Run without the file: an empty database in memory for this process, said once on stderr."""
         self.degraded = why
-        _warn_once(f"tuning database {self.path}: {why}; running without it (nothing read from it, nothing "
+        notice(f"tuning database {self.path}: {why}; running without it (nothing read from it, nothing "
                    f"recorded)")
         conn = sqlite3.connect(":memory:", isolation_level=None)
         conn.executescript(_SCHEMA)
@@ -312,7 +302,7 @@ class TuningDB:
         self._conn = None
         if not self.degraded and any(w in why for w in ("malformed", "not a database", "disk image")) \
                 and self._set_aside() is not None:
-            _warn_once(f"tuning database {self.path}: {why}; set aside and started afresh")
+            notice(f"tuning database {self.path}: {why}; set aside and started afresh")
             self._connect()
             return
         self._conn, self._pid = self._in_memory(why), os.getpid()
@@ -355,7 +345,7 @@ class TuningDB:
             except (TypeError, ValueError):
                 raise TuningDBError(f"row {i}: time={stamp!r} is not a number") from None
             if not 0 <= stamp < 1e11:
-                raise TuningDBError(f"row {i}: time={stamp!r}; seconds since 1970 are accepted")
+                raise TuningDBError(f"row {i}: time={r.get('time')!r}; seconds since 1970 are accepted")
             tools = r.get("tools") or {}
             records.append((target, str(r["problem"]), str(r["kernel"]),
                             str(r.get("generator") or ""), str(r.get("code_sha256") or ""),
@@ -500,8 +490,8 @@ class TuningDB:
             raise TuningDBError(f"{path}: cannot read ({exc})") from None
         if set(CSV_COLUMNS) <= set(header):
             rows = [dict(r) for r in lines]
-            for r in rows:
-                r["time"] = float(r["time"] or 0) or None
+            for r in rows:            # add() checks every field (a time that is not a number is refused there)
+                r["time"] = r["time"] or None
         elif {"M", "N", "K", "us", "kernelName"} <= set(header):
             if not target:
                 raise TuningDBError(f"{path}: a foreign tuning table needs --target (which GPU measured it)")

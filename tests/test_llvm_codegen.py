@@ -245,7 +245,8 @@ def test_cli_compile_with_llvm(tmp_path, capsys):
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == ("jitgemm compile: error: --print-llir goes with --generator llvm (the "
                                          "selector may choose another generator)")
-    code = main(["compile", "--m", "64", "--n", "64", "--k", "64", "--generator", "asm", "--print-llir", "-o", str(out)])
+    code = main(["compile", "--m", "64", "--n", "64", "--k", "64", "--generator", "asm", "--print-llir", "-o",
+                 str(out)])
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == ("jitgemm compile: error: --print-llir goes with --generator llvm (the "
                                          "direct generator makes no LLVM IR)")

@@ -7,7 +7,7 @@ import sys
 import time
 from pathlib import Path
 
-from jitgemm.cli import CliError, check_output_path, problem_args, problems_from_args, read_input, use_spec_option
+from jitgemm.cli import CliError, check_output_path, problem_args, problems_from_args, read_code_object, use_spec_option
 
 
 def _dims(text: str, option: str, count: int, example: str) -> tuple[int, ...]:
@@ -262,16 +262,18 @@ def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias):
 
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
+    from jitgemm.codegen.codeobj import CodeObjectError
     from jitgemm.inspect import annotated_listing
 
-    blob = read_input(args.file)
+    blob, co = read_code_object(args.file)
     arch = args.arch
     if not args.spec and not arch:
-        from jitgemm.codegen.codeobj import read
-
-        arch = read(blob).processor or "gfx942"
+        arch = co.processor or "gfx942"
     spec = isa.load_spec(args.spec or arch)
-    sys.stdout.write(annotated_listing(blob, spec))
+    try:
+        sys.stdout.write(annotated_listing(blob, spec))
+    except CodeObjectError as exc:
+        raise CliError(f"{args.file}: {exc}") from None
     return 0
 
 

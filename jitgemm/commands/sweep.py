@@ -38,12 +38,13 @@ def _problems(args: argparse.Namespace) -> list:
     return problems
 
 
-def _db(args: argparse.Namespace):
-    """The tuning database the command names, opened now: a bad `--db` is reported before any work."""
+def _db(args: argparse.Namespace, write: bool = True):
+    """The tuning database the command names, opened now: a `--db` that cannot take the command's rows
+    (`write`) is reported before any work; reading a damaged or unusable one never fails (a cache)."""
     from jitgemm.tuning_db import TuningDB, TuningDBError
 
     db = TuningDB(args.db) if args.db else TuningDB()
-    if not args.db:
+    if not args.db or not write:
         return db          # the default database is a cache: unusable, it is said once and the work goes on
     try:
         db.check_writable()
@@ -123,7 +124,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def _cmd_tuning(args: argparse.Namespace) -> int:
     from jitgemm.tuning_db import TuningDBError
 
-    db = _db(args)
+    db = _db(args, write=args.action == "import")
     try:
         if args.action == "import":
             if not args.file:
