@@ -42,4 +42,20 @@ class BuildPyWithParsedSpecs(build_py):
             self.announce(f"pre-parsed {xml.name} -> {out.name}", level=2)
 
 
-setup(cmdclass={"build_py": BuildPyWithParsedSpecs})
+# The repository folders that install under the one import name `jitgemm` (pyproject.toml's package-dir).
+_ROOTS = {"jitgemm": "jitgemm", "jitgemm.isa": "isa", "jitgemm.codegen": "codegen", "jitgemm.specs": "specs"}
+
+
+def _packages() -> list[str]:
+    """Every folder holding an __init__.py under the four roots, as its installed dotted name: a new
+    sub-package installs without an edit to a hand-kept list (two branches adding one no longer collide)."""
+    names = []
+    for name, folder in _ROOTS.items():
+        for init in sorted((HERE / folder).rglob("__init__.py")):
+            rel = init.parent.relative_to(HERE / folder).parts
+            if "__pycache__" not in rel:
+                names.append(".".join((name, *rel)))
+    return names
+
+
+setup(cmdclass={"build_py": BuildPyWithParsedSpecs}, packages=_packages())

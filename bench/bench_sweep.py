@@ -4,7 +4,7 @@
    resources, static model, emulator check on one tile, predicted TFLOP/s, written to a fresh tuning
    database — with 1 worker, then with 2 local worker processes (and `--ray`: a local Ray with 2 workers).
    Rows: wall seconds, variants/s, and whether the results equal the 1-worker run's (compile time aside).
-2. The static pipeline model (codegen/pipeline_model.py) beside `llvm-mca-22 -mcpu=gfx942` on every variant's
+2. The static pipeline model (jitgemm/timing/pipeline.py) beside `llvm-mca-22 -mcpu=gfx942` on every variant's
    main loop: passes per iteration (one pass = 4 clocks; llvm-mca's gfx942 model counts in the same unit,
    e.g. 8 for v_mfma_f32_32x32x8_bf16), their ratio, and how many agree within 10%.
 3. The selector over the swept database: its choice against the sweep's best.
@@ -26,12 +26,12 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jitgemm.codegen.gemm_ir import GemmProblem  # noqa: E402
-from jitgemm.codegen.pipeline_model import PipelineModelError, llvm_mca  # noqa: E402
 
 from jitgemm.compiler import clear_memory_cache  # noqa: E402
 from jitgemm.selector import Quarantine, Selector  # noqa: E402
 from jitgemm.suppliers import DirectAsmSupplier  # noqa: E402
 from jitgemm.sweep import config_space, sweep  # noqa: E402
+from jitgemm.timing.pipeline import PipelineModelError, llvm_mca  # noqa: E402
 from jitgemm.tuned_supplier import TunedSupplier  # noqa: E402
 from jitgemm.tuning_db import TuningDB  # noqa: E402
 

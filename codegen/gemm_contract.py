@@ -17,7 +17,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
     """The contract of a generated kernel. `lowered` holds the register, LDS and scratch figures the kernel
     really has (after compiling) or the generator's plan of them (a candidate not compiled yet)."""
     p = problem
-    integer = p.acc.kind == "int"
+    integer = not p.epilogue_float       # alpha/beta are i32 in an unscaled int8 GEMM
     args = []
     for name, offset, size, kind in kernargs(p):
         role = {"stride_a": "stride_a", "stride_b": "stride_b", "stride_c": "stride_c",
@@ -40,6 +40,8 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         legality["align_bytes"] = align
     if divisible:
         legality["divisible"] = divisible
+    if p.scale_mode != "none":     # fp32 scale arrays, read a dword at a time
+        legality.setdefault("align_bytes", {}).update({"a_scale": 4, "b_scale": 4})
     if p.scaled:
         # the direct MX kernels read a row's last partial dword as the 4 bytes ending at the row's end (raw buffers
         # range-check per dword; codegen/gemm_plan_mx.py), so every matrix holds at least one dword: K * bits >= 32
@@ -53,7 +55,8 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
                       "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout,
                       **({"a_scale": p.a_scale, "b_scale": p.b_scale, "scale_block": p.scale_block,
-                          "b_preshuffle": p.b_preshuffle} if p.scaled else {})},
+                          "b_preshuffle": p.b_preshuffle} if p.scaled else {}),
+                      **(_scale_mode_fields(p) if p.scale_mode != "none" else {})},
         "abi": {"kernarg_size": kernarg_size(p), "strides_in": "elements", "args": args},
         "launch": {"workgroup": [lowered.workgroup_size, 1, 1], "grid": list(lowered.grid),
                    "lds_bytes": 0},
@@ -66,6 +69,15 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                  "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes,
                  **({"load_bytes": _mx_load_bytes(p)} if p.scaled else {})},
     }
+
+
+def _scale_mode_fields(p: GemmProblem) -> dict:
+    """operation fields of a scaled 8-bit problem (gemm_ir's scale modes): the mode, and for block scales how
+    each side's [M, KB] / [NB, KB] fp32 array is stored."""
+    out = {"scale_mode": p.scale_mode}
+    if p.scale_mode == "block":
+        out.update({"a_scale_order": p.a_scale_order, "b_scale_order": p.b_scale_order})
+    return out
 
 
 def _mx_load_bytes(p: GemmProblem) -> int:

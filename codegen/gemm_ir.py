@@ -17,6 +17,27 @@ B as N x K), the layout the scaled MFMAs read; sub-byte elements are packed alon
 first; fp6 four per three bytes) and leading dimensions still count elements. `b_preshuffle="16x16"` means B's
 bytes are in the 16x16 pre-shuffled weight layout of `jitgemm.mx.shuffle_weight`. Weight-only problems pair a
 bf16/fp16 A with an MX B (scaled); activation-and-weight problems pair two MX types (mixed formats allowed).
+
+Scale modes (`scale_mode`, issue 26): fp32 scales applied to an fp8 or int8 product, the way deployed LLM
+inference quantizes (hipBLASLt's outer-vector scaling, PyTorch's / vLLM's `scaled_mm`, aiter's a8w8 and I8gemm):
+
+    "tensor":  D = epi(alpha * sa * sb * (A @ B))                       sa, sb: one fp32 value each
+    "rowcol":  D = epi(alpha * sa[m] * sb[n] * (A @ B)[m, n])           sa: [M, 1] (per token), sb: [1, N] or [N]
+    "block":   D = epi(alpha * sum_kb sa[m, kb] * sb[n // 128, kb] * (A[m, Kb] @ B[Kb, n]))
+               A scales 1x128 ([M, ceil(K/128)]), B scales 128x128 ([ceil(N/128), ceil(K/128)]), Kb = K block kb
+
+where epi adds beta*C and the bias and applies the activation (the existing epilogue). The scale arrays are
+runtime arguments (kernel_abi.MX_KERNARGS: pointers a_scale/b_scale, ld_a_scale/ld_b_scale, batch strides):
+- rowcol: `ld_a_scale` is the distance in elements between the scales of consecutive rows of A (1 for a
+  contiguous [M, 1]; 0 broadcasts one value: per-tensor A beside per-channel B, as vLLM's scaled_mm accepts) and
+  `ld_b_scale` the same along N;
+- block: `a_scale_order` / `b_scale_order` say how the 2-D scale arrays are stored, as their producers write them:
+  "row" = row-major [M, KB] / [NB, KB] (vLLM's and SGLang's per_token_group_quant, CK's gemm_a8w8_blockscale
+  weights; ld = the row length >= KB) or "col" = column-major, i.e. stored as [KB, M] / [KB, NB] (aiter's
+  asm flatmm_a8w8_blockscale takes x_scale [K/128, M] and w_scale [K/128, N/128], aiter
+  csrc/include/asm_flatmm_a8w8_blockscale.h; DeepGEMM's TMA-aligned column-major activation scales; ld >= M / NB).
+Inputs are 8-bit (fp8/bf8 FNUZ on gfx942, OCP fp8 on gfx950, int8 on both); int8's int32 accumulator is
+converted to fp32 before scaling, so a scaled int8 problem writes bf16/fp16/fp32 and its epilogue is fp32.
 """
 
 from __future__ import annotations
@@ -50,6 +71,10 @@ _FLOAT_OUT = ("fp32", "fp16", "bf16")
 SCALE_LAYOUTS = ("none", "plain", "shuffled")
 PRESHUFFLES = ("none", "16x16")
 SCALE_BLOCK = 32        # OCP MX v1.0: one E8M0 scale per 32 elements; gfx950's scaled MFMAs fix the same block
+SCALE_MODES = ("none", "tensor", "rowcol", "block")
+SCALE_ORDERS = ("row", "col")
+BLOCK_SCALE_K = 128     # scale_mode="block": A scales cover 1x128 (M x K), B scales 128x128 (K x N), DeepSeek-V3's
+BLOCK_SCALE_N = 128     # fp8 recipe (arXiv 2412.19437, "Fine-Grained Quantization")
 
 
 class IRError(ValueError):
@@ -80,6 +105,9 @@ class GemmProblem:
     b_scale: str = "none"
     scale_block: int = SCALE_BLOCK
     b_preshuffle: str = "none"   # "none" | "16x16": B's bytes in the 16x16 pre-shuffled weight layout
+    scale_mode: str = "none"     # "none" | "tensor" | "rowcol" | "block": fp32 scales of an 8-bit product
+    a_scale_order: str = "row"   # block mode: A's [M, KB] scales row-major ("row") or column-major ("col")
+    b_scale_order: str = "row"   # block mode: B's [NB, KB] scales row-major ("row") or column-major ("col")
 
     @staticmethod
     def make(m: int, n: int, k: int, a: str | DType = "fp32", b: str | DType | None = None,
@@ -87,10 +115,12 @@ class GemmProblem:
              layout: str | None = None, batch: int = 1, lda: int | None = None, ldb: int | None = None,
              ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0, beta: float = 0.0,
              bias: str = "none", activation: str = "none", a_scale: str = "none", b_scale: str = "none",
-             scale_block: int = SCALE_BLOCK, b_preshuffle: str = "none") -> GemmProblem:
+             scale_block: int = SCALE_BLOCK, b_preshuffle: str = "none", scale_mode: str = "none",
+             a_scale_order: str = "row", b_scale_order: str = "row") -> GemmProblem:
         """Build and validate a problem; dtypes by name, defaults filled in (B = A, accumulator from the pair,
         D = A for 16/32-bit floats, fp32 for 8-bit and narrower floats, int32 for int8; an MX or weight-only
-        problem defaults to layout NT)."""
+        problem defaults to layout NT). A scaled 8-bit problem (scale_mode tensor/rowcol/block) writes fp32 by
+        default, int8 too (its scales are fp32)."""
         da = a if isinstance(a, DType) else dtype(a)
         db = da if b is None else (b if isinstance(b, DType) else dtype(b))
         pair = (da.name, db.name)
@@ -99,7 +129,7 @@ class GemmProblem:
                           + ", ".join(f"{x}x{y}" for x, y in _ACCUMULATOR))
         dacc = dtype(_ACCUMULATOR[pair]) if acc is None else (acc if isinstance(acc, DType) else dtype(acc))
         if d is None:
-            dd = dacc if da.bits <= 8 else da
+            dd = dtype("fp32") if scale_mode not in (None, "none") else dacc if da.bits <= 8 else da
         else:
             dd = d if isinstance(d, DType) else dtype(d)
         dc = None if c is None else (c if isinstance(c, DType) else dtype(c))
@@ -111,7 +141,8 @@ class GemmProblem:
         p = GemmProblem(m=m, n=n, k=k, a=da, b=db, d=dd, acc=dacc, c=dc, layout=layout.upper(), batch=batch,
                         lda=lda, ldb=ldb, ldc=ldc, ldd=ldd, alpha=float(alpha), beta=float(beta), bias=bias,
                         activation=activation, a_scale=a_scale, b_scale=b_scale, scale_block=scale_block,
-                        b_preshuffle=b_preshuffle)
+                        b_preshuffle=b_preshuffle, scale_mode=scale_mode, a_scale_order=a_scale_order,
+                        b_scale_order=b_scale_order)
         p.validate()
         return p
 
@@ -151,7 +182,7 @@ class GemmProblem:
         if self.acc.name != _ACCUMULATOR[(self.a.name, self.b.name)]:
             raise IRError(f"accumulator for {self.a.name}x{self.b.name} is "
                           f"{_ACCUMULATOR[(self.a.name, self.b.name)]}, not {self.acc.name}")
-        allowed_out = _FLOAT_OUT if self.acc.kind == "float" else ("int32",)
+        allowed_out = _FLOAT_OUT if self.epilogue_float else ("int32",)
         if self.d.name not in allowed_out:
             raise IRError(f"output dtype {self.d.name} with a {self.acc.name} accumulator; accepted: "
                           f"{', '.join(allowed_out)}")
@@ -163,14 +194,34 @@ class GemmProblem:
             raise IRError(f"bias {self.bias!r} is not one of {', '.join(BIASES)}")
         if self.activation not in ACTIVATIONS:
             raise IRError(f"activation {self.activation!r} is not one of {', '.join(ACTIVATIONS)}")
-        if self.acc.kind == "int" and (self.activation == "gelu" or self.alpha != int(self.alpha)
-                                       or self.beta != int(self.beta)):
-            raise IRError("int8 GEMM takes integer alpha/beta and no gelu")
+        if not self.epilogue_float and (self.activation == "gelu" or self.alpha != int(self.alpha)
+                                        or self.beta != int(self.beta)):
+            raise IRError("int8 GEMM takes integer alpha/beta and no gelu (a scaled int8 GEMM, scale_mode "
+                          "tensor/rowcol/block, takes any)")
         rows = {"a": self.a_shape[1], "b": self.b_shape[1], "c": self.n, "d": self.n}
         for op, ld in (("a", self.lda), ("b", self.ldb), ("c", self.ldc), ("d", self.ldd)):
             if ld is not None and ld < rows[op]:
                 raise IRError(f"ld{op}={ld} is smaller than the stored row length {rows[op]}")
         self._validate_scaling()
+
+    @property
+    def epilogue_float(self) -> bool:
+        """The epilogue computes in fp32: a float accumulator, or an int32 one that is scaled (scale_mode): alpha,
+        beta, the bias and C are then fp32, as D is."""
+        return self.acc.kind == "float" or self.scale_mode != "none"
+
+    @property
+    def scale_args(self) -> bool:
+        """The kernel takes scale operands (kernel_abi.MX_KERNARGS): MX block scales or a scale mode."""
+        return self.scaled or self.scale_mode != "none"
+
+    def mode_scale_shape(self, op: str) -> tuple[int, int] | None:
+        """Logical (rows, columns) of `op`'s fp32 scale array in this problem's scale mode ("a" or "b"): tensor
+        (1, 1); rowcol A (M, 1), B (1, N); block A (M, ceil(K/128)), B (ceil(N/128), ceil(K/128)); None: no mode."""
+        kb = -(-self.k // BLOCK_SCALE_K)
+        return {"none": None, "tensor": (1, 1),
+                "rowcol": (self.m, 1) if op == "a" else (1, self.n),
+                "block": (self.m, kb) if op == "a" else (-(-self.n // BLOCK_SCALE_N), kb)}[self.scale_mode]
 
     @property
     def scaled(self) -> bool:
@@ -199,6 +250,7 @@ class GemmProblem:
             if layout != "none" and not kind.microscaling:
                 raise IRError(f"{op}_scale={layout}: only MX element types carry block scales "
                               f"({', '.join(MX_ELEMENTS)}), {op.upper()} is {kind.name}")
+        self._validate_scale_mode()
         if self.b_preshuffle not in PRESHUFFLES:
             raise IRError(f"b_preshuffle {self.b_preshuffle!r} is not one of {', '.join(PRESHUFFLES)}")
         if self.weight_only and self.b_scale == "none":
@@ -226,6 +278,26 @@ class GemmProblem:
             if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
                 raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
                               f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
+
+    def _validate_scale_mode(self) -> None:
+        if self.scale_mode not in SCALE_MODES:
+            raise IRError(f"scale_mode {self.scale_mode!r} is not one of {', '.join(SCALE_MODES)}")
+        for op in ("a", "b"):
+            order = getattr(self, f"{op}_scale_order")
+            if order not in SCALE_ORDERS:
+                raise IRError(f"{op}_scale_order {order!r} is not one of {', '.join(SCALE_ORDERS)} (row-major or "
+                              "column-major block scales)")
+            if order != "row" and self.scale_mode != "block":
+                raise IRError(f"{op}_scale_order={order} describes block scales; scale_mode is {self.scale_mode} "
+                              "(accepted: row, the default)")
+        if self.scale_mode == "none":
+            return
+        if self.a_scale != "none" or self.b_scale != "none":
+            raise IRError(f"scale_mode={self.scale_mode} takes fp32 scales of fp8/int8 operands; MX block scales "
+                          "(a_scale/b_scale plain or shuffled) are the other scaling: give one of them")
+        if self.a.bits != 8 or self.b.bits != 8 or self.a.kind != self.b.kind:
+            raise IRError(f"scale_mode={self.scale_mode}: A={self.a.name}, B={self.b.name}; accepted: 8-bit operands "
+                          "(fp8/bf8 on gfx942, fp8_e4m3/fp8_e5m2 on gfx950, int8xint8)")
 
     def kernel_class(self) -> GemmProblem:
         """The problem with everything that is a runtime argument normalised away: two problems with the same

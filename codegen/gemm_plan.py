@@ -323,6 +323,8 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
     """Check and plan, without the memo (`validate_config` is the memoized entry point)."""
     if problem.scaled:
         return _make_mx_plan(problem, config, spec, target)
+    if problem.scale_mode != "none":
+        raise IRError(f"scale_mode={problem.scale_mode}: this generator does not apply fp32 scales yet")
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)

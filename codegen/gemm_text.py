@@ -32,7 +32,8 @@ _GRAMMAR = r"""
 """
 
 _PROBLEM_KEYS = ("m", "n", "k", "batch", "a", "b", "c", "d", "acc", "layout", "lda", "ldb", "ldc", "ldd",
-                 "alpha", "beta", "bias", "act", "a_scale", "b_scale", "scale_block", "b_preshuffle")
+                 "alpha", "beta", "bias", "act", "a_scale", "b_scale", "scale_block", "b_preshuffle",
+                 "scale_mode", "a_scale_order", "b_scale_order")
 _CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec", "lds_buffers")
 
 
@@ -63,6 +64,10 @@ def format_problem(p: GemmProblem) -> str:
     if p.scaled:      # block-scaled problems: the scale and weight layouts shape the kernel (and its cache key)
         parts += [f"a_scale={p.a_scale}", f"b_scale={p.b_scale}", f"scale_block={p.scale_block}",
                   f"b_preshuffle={p.b_preshuffle}"]
+    if p.scale_mode != "none":   # fp32 scale modes (unscaled texts, and cache keys, stay as they were)
+        parts.append(f"scale_mode={p.scale_mode}")
+        if p.scale_mode == "block":
+            parts += [f"a_scale_order={p.a_scale_order}", f"b_scale_order={p.b_scale_order}"]
     return "gemm " + " ".join(parts)
 
 
@@ -130,7 +135,8 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
             alpha=floats.get("alpha", 1.0), beta=floats.get("beta", 0.0), bias=str(kv.get("bias", "none")),
             activation=str(kv.get("act", "none")), a_scale=str(kv.get("a_scale", "none")),
             b_scale=str(kv.get("b_scale", "none")), scale_block=ints.get("scale_block", 32),
-            b_preshuffle=str(kv.get("b_preshuffle", "none")))
+            b_preshuffle=str(kv.get("b_preshuffle", "none")), scale_mode=str(kv.get("scale_mode", "none")),
+            a_scale_order=str(kv.get("a_scale_order", "row")), b_scale_order=str(kv.get("b_scale_order", "row")))
     except ValueError as exc:  # IRError, and unknown dtype names
         raise IRError(f"{source}:{problem_tree.meta.line}: {exc}") from None
     config = None

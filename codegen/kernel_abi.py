@@ -34,6 +34,10 @@ KERNARG_SIZE = 96
 # A block-scaled problem (GemmProblem.scaled) appends its scale operands: one pointer per scaled side (0 when the
 # side has no scales), the scale arrays' leading dimensions (uint8 entries per row: ceil(k/32) when plain, the
 # padded column count when shuffled) and their per-batch strides (entries). Unscaled kernels keep the 96 bytes.
+# A problem with a scale mode (GemmProblem.scale_mode, fp32 scales) takes the same six arguments: the pointers to
+# its fp32 scale arrays, their leading dimensions in fp32 elements (rowcol: the stride between consecutive rows of
+# A / columns of B, 0 broadcasting one value; block: the row length of the stored array, gemm_ir's a_scale_order)
+# and their per-batch strides (elements).
 MX_KERNARGS: tuple[tuple[str, int, int, str], ...] = (
     ("a_scale", 96, 8, "ptr"), ("b_scale", 104, 8, "ptr"),
     ("ld_a_scale", 112, 4, "i32"), ("ld_b_scale", 116, 4, "i32"),
@@ -46,11 +50,29 @@ RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Trito
 
 def kernargs(problem: GemmProblem) -> tuple[tuple[str, int, int, str], ...]:
     """The kernel-argument layout of a kernel for `problem` (name, offset, size, type)."""
-    return KERNARGS + MX_KERNARGS if problem.scaled else KERNARGS
+    return KERNARGS + MX_KERNARGS if problem.scale_args else KERNARGS
 
 
 def kernarg_size(problem: GemmProblem) -> int:
-    return MX_KERNARG_SIZE if problem.scaled else KERNARG_SIZE
+    return MX_KERNARG_SIZE if problem.scale_args else KERNARG_SIZE
+
+
+def mode_scale_extent(problem: GemmProblem, op: str) -> tuple[str, str, str]:
+    """How many fp32 elements `op`'s scale array spans in a scale mode, as (rows, cols, ld) expressions over the
+    kernel's arguments and the block counts "kb" = ceil(k/128), "nb" = ceil(n/128): the buffer holds
+    `(rows - 1) * ld + cols` elements (the extent rule of every matrix), so a lowering sets num_records to
+    exactly that many bytes x 4. Tensor: 1 element (rows = cols = "1"); rowcol: M (A) or N (B) entries `ld`
+    apart; block: the stored array ([M, KB] / [NB, KB] row-major, or their transposes when column-major)."""
+    p = problem
+    mode = p.scale_mode
+    if mode == "tensor":
+        return "1", "1", f"ld_{op}_scale"
+    if mode == "rowcol":
+        return ("m" if op == "a" else "n"), "1", f"ld_{op}_scale"
+    rows = "m" if op == "a" else "nb"
+    if getattr(p, f"{op}_scale_order") == "col":
+        return "kb", rows, f"ld_{op}_scale"
+    return rows, "kb", f"ld_{op}_scale"
 
 
 def matrix_bytes(kind, rows: int, cols: int, ld: int) -> int:

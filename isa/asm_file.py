@@ -183,6 +183,9 @@ _OPENERS = (".macro", ".rept", ".irp", ".irpc")
 _CLOSERS = {".endm": ".macro", ".endmacro": ".macro", ".endr": None}
 
 
+_GPR_COUNTERS = {"v": ".amdgcn.next_free_vgpr", "s": ".amdgcn.next_free_sgpr"}
+
+
 class _FileAssembler:
     def __init__(self, forms: SpecForms, file: str, read: Callable[[Path], str]) -> None:
         self.forms = forms
@@ -209,6 +212,10 @@ class _FileAssembler:
         self.sizes: list[tuple[str, X.Node, Loc]] = []
         self.dots = 0
         self.ended = False
+        # llvm-mc (AMDGPUAsmParser::initializeGprCountSymbol / updateGprCountSymbols, LLVM 22) defines these two
+        # symbols at 0 for an HSA target and raises them past every v/s register an instruction names, so
+        # `.amdhsa_next_free_sgpr .amdgcn.next_free_sgpr` counts the registers used so far
+        self.sets.update({name: X.Value(0) for name in _GPR_COUNTERS.values()})
         self.switch(".text", loc=None)
 
     # -- sources
@@ -498,6 +505,7 @@ class _FileAssembler:
         text, fixups = self.operand_expressions(text, loc)
         fast = parse_line(text)  # the parser's fast path for one line (what parse() tries first)
         if fast is not None and not fast[0] and fast[1] is not None:
+            self.count_registers(fast[1])
             index = self.emit(fast[1], loc, Statement("instruction", loc.line, col, fast[1]), text)
             for node, fcol in fixups:
                 self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
@@ -509,9 +517,21 @@ class _FileAssembler:
         for st in statements:
             if st.kind != "instruction":
                 raise AsmFileError("expected one instruction", loc, st.col)
+            self.count_registers(st.instruction)
             index = self.emit(st.instruction, loc, st, text)
             for node, fcol in fixups:
                 self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+
+    def count_registers(self, inst: AsmInstruction) -> None:
+        """Raise `.amdgcn.next_free_{v,s}gpr` past the v/s registers `inst` names (see __init__)."""
+        for op in inst.operands:
+            reg = getattr(op, "operand", op)
+            name = _GPR_COUNTERS.get(getattr(reg, "kind", ""))
+            if name is not None:
+                old = self.sets.get(name)
+                top = reg.index + reg.count
+                if isinstance(old, X.Value) and old.absolute and old.const < top:
+                    self.sets[name] = X.Value(top)
 
     def operand_expressions(self, text: str, loc: Loc) -> tuple[str, list[tuple[X.Node, int]]]:
         """The instruction text with each operand that is an expression replaced: by its value when that is
@@ -588,7 +608,8 @@ class _FileAssembler:
                     if isinstance(item, LabelDef):
                         positions[item.name] = (sec.name, pos)
                     elif isinstance(item, Align):
-                        pos += -pos % item.boundary
+                        gap = -pos % item.boundary
+                        pos += gap if item.max_skip is None or gap <= item.max_skip else 0
                     elif isinstance(item, Data):
                         pos += len(item.words) * item.width
                     else:
@@ -716,7 +737,7 @@ class _FileAssembler:
                 continue
             obj.symbols[name] = Symbol(name, sec, off, defined=True)
         for name in self.sets:
-            if name.startswith(".L"):
+            if name.startswith(".L") or name not in self.set_locs:  # the GPR counters llvm-mc made itself
                 continue
             loc = self.set_locs[name]
             v = self.final(self.sets[name] if isinstance(self.sets[name], X.Node | X.Num) else X.Num(0), loc, 1) \
@@ -965,12 +986,15 @@ def _d_align(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
     fill = None
     if len(args) > 1 and args[1]:
         fill = a.absolute(args[1], loc, col, f"{d} fill value")
-    if len(args) > 2:
-        raise AsmFileError(f"{d} with a maximum skip is not supported", loc, col)
+    max_skip = None
+    if len(args) > 2:   # the third argument: skip at most this many bytes (0 or absent: no limit), as llvm-mc
+        max_skip = a.absolute(args[2], loc, col, f"{d} maximum skip") or None
+        if len(args) > 3 or (max_skip is not None and max_skip < 0):
+            raise AsmFileError(f"{d} takes an alignment, a fill value and a maximum skip >= 0", loc, col)
     sec = a.obj.sections[a.section]
     if fill is None and "x" not in sec.flags:
         fill = 0
-    a.emit(Align(boundary, fill, width if fill is not None else 1), loc)
+    a.emit(Align(boundary, fill, width if fill is not None else 1, max_skip), loc)
 
 
 def _d_data(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
@@ -1137,7 +1161,9 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     """Assemble a whole `.s` file into an AsmObject; AsmFileError (file:line:col plus the macro chain) on
     anything llvm-mc would reject. `read` reads `.include`d files (default: from disk, relative to `file`)."""
     forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
-    asm = _FileAssembler(forms, file, read or (lambda p: p.read_text()))
+    from .files import MAX_SOURCE_BYTES, read_bounded
+
+    asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)
     asm.run()
     return asm.finish()

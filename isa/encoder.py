@@ -509,7 +509,25 @@ def encode_word(inst: AsmInstruction, forms: SpecForms, pc: int = 0, symbols=Non
             return encode_form(form, inst, pc, symbols), form.size
         except Mismatch as exc:
             failures.append(exc)
+    # LLVM's matcher tries every variant of a mnemonic written without a suffix (AMDGPUAsmParser's
+    # MatchAndEmitInstruction over the default, VOP3, SDWA and DPP variants), so clang's printed
+    # `v_add_f32 v38, v38, v38 row_shr:8 bound_ctrl:0` is the DPP form; the modifiers written say which
+    names = {name for name, _v in inst.modifiers}
+    for family, marks in (("_dpp", _DPP_MODIFIERS), ("_sdwa", _SDWA_MODIFIERS)):
+        if names & marks and not inst.name.lower().endswith(family):
+            for form in forms.forms_for(inst.name + family) or ():
+                try:
+                    return encode_form(form, inst, pc, symbols), form.size
+                except Mismatch as exc:
+                    failures.append(exc)
     raise encode_error(inst, failures)
+
+
+# the modifiers only a DPP (resp. SDWA) form takes (LLVM AMDGPUAsmParser: parseDPPCtrl, parseSDWASel)
+_DPP_MODIFIERS = frozenset({"quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr",
+                            "wave_ror", "row_mirror", "row_half_mirror", "row_bcast", "row_share", "row_xmask",
+                            "row_newbcast", "row_mask", "bank_mask", "bound_ctrl", "fi"})
+_SDWA_MODIFIERS = frozenset({"dst_sel", "dst_unused", "src0_sel", "src1_sel"})
 
 
 def _has_label(inst: AsmInstruction) -> bool:
@@ -607,7 +625,7 @@ def _padding(item: Align, pc: int, forms: SpecForms) -> bytes:
     if boundary <= 0 or boundary & (boundary - 1):
         raise EncodeError(f"alignment {boundary} is not a power of two")
     n = (-pc) % boundary
-    if not n:
+    if not n or (item.max_skip is not None and n > item.max_skip):
         return b""
     if item.fill is not None:
         width = item.fill_width

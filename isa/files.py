@@ -22,6 +22,7 @@ _DIGEST_HEX = 64
 # smaller. Anything far beyond that is not one of our files.
 MAX_SPEC_BYTES = 64 << 20
 MAX_CACHE_BYTES = 256 << 20
+MAX_SOURCE_BYTES = 256 << 20  # an assembly file pulled in by .include
 
 
 class FileRefused(OSError):
@@ -51,16 +52,31 @@ def _size_text(n: int) -> str:
     return f"{n} bytes"
 
 
-def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
-    """The bytes of a regular file of at most `limit` bytes. Refuses (FileRefused, an OSError) by stat before
-    reading: a device such as /dev/zero, a FIFO (which would block), a folder, or a file over the limit; a file
-    that grows past the limit while being read is refused too. Other OSErrors propagate."""
-    st = os.stat(path)   # follows symlinks: a cache entry linked to /dev/zero is judged by its target
+def require_regular(path: str | os.PathLike) -> None:
+    """Raise FileRefused unless `path` (followed through symlinks) is a regular file; FileNotFoundError when
+    absent. For files another library opens (sqlite3 on a FIFO blocks forever in open())."""
+    st = os.stat(path)
     if not stat.S_ISREG(st.st_mode):
         raise FileRefused(f"{os.fspath(path)}: not a regular file")
-    if st.st_size > limit:
-        raise FileRefused(f"{os.fspath(path)}: {_size_text(st.st_size)}, over the {_size_text(limit)} limit")
-    with open(path, "rb") as fh:
+
+
+def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
+    """The bytes of a regular file of at most `limit` bytes. Refuses (FileRefused, an OSError) before reading:
+    a device such as /dev/zero, a FIFO, a folder, or a file over the limit; a file that grows past the limit
+    while being read is refused too. The file is opened without blocking and judged by fstat of what was
+    opened, so a FIFO swapped in after a check cannot block the reader. Other OSErrors propagate."""
+    flags = os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_NOCTTY", 0) | getattr(os, "O_BINARY", 0)
+    try:
+        fd = os.open(path, flags)   # follows symlinks: a cache entry linked to /dev/zero is judged by its target
+    except IsADirectoryError:
+        raise FileRefused(f"{os.fspath(path)}: not a regular file (a folder)") from None
+    st = os.fstat(fd)
+    if not stat.S_ISREG(st.st_mode):
+        os.close(fd)
+        raise FileRefused(f"{os.fspath(path)}: not a regular file")
+    with os.fdopen(fd, "rb") as fh:
+        if st.st_size > limit:
+            raise FileRefused(f"{os.fspath(path)}: {_size_text(st.st_size)}, over the {_size_text(limit)} limit")
         data = fh.read(limit + 1)
     if len(data) > limit:
         raise FileRefused(f"{os.fspath(path)}: more than {_size_text(limit)} (it grew while being read)")

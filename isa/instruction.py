@@ -292,3 +292,4 @@ class Align:
     boundary: int
     fill: int | None = None
     fill_width: int = 1  # bytes per fill value (4 for .p2alignl)
+    max_skip: int | None = None  # `.p2align 5, , 4`: no padding at all when more than this many bytes are needed

@@ -72,6 +72,66 @@ _HAZARD_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
 _HAZARD_CHOICES = {"regs": ("any", "vgpr", "sgpr", "hwreg"), "access": ("read", "write")}
 _MFMA_KEYS = {"passes": dict, "smfma_input_formats": list, "fp8_operand_passes": dict}
 
+# One row of the `devices` table: key -> accepted types (all required but `assumed`). The profile's
+# single-device keys are derived from the first device (`_DERIVED`), so a profile with devices must not state them.
+_DEVICE_KEYS: dict[str, tuple[type, ...]] = {
+    "name": (str,), "cu_num": (int,), "xcds": (int,), "clock_mhz": _NUM, "hbm_gbs": _NUM, "l2_bytes": (int,),
+    "mall_bytes": (int,), "mall_gbs": _NUM, "peak_matrix_tflops": (dict,), "sources": (dict,), "assumed": (list,),
+}
+_DERIVED = {"compute_units": "cu_num", "clock_mhz": "clock_mhz", "hbm_bandwidth_gbs": "hbm_gbs",
+            "last_level_cache_bytes": "mall_bytes", "last_level_cache_gbs": "mall_gbs",
+            "peak_matrix_tflops": "peak_matrix_tflops"}
+
+
+@dataclass(frozen=True)
+class Device:
+    """One product of a target (MI300X, MI308X, ... of gfx942): what the timing model needs to know about the
+    machine a kernel runs on. `l2_bytes` is per XCD; `mall` is the Infinity Cache shared by all XCDs; `sources`
+    cites each number; `assumed` names the numbers without a public AMD figure."""
+
+    name: str
+    cu_num: int
+    xcds: int
+    clock_mhz: float
+    hbm_gbs: float
+    l2_bytes: int
+    mall_bytes: int
+    mall_gbs: float
+    peak_matrix_tflops: dict[str, float]
+    sources: dict[str, str]
+    assumed: tuple[str, ...] = ()
+
+    @property
+    def cus_per_xcd(self) -> int:
+        return self.cu_num // self.xcds
+
+
+def _device(row: Any, where: str) -> Device:
+    """A `devices` row checked for its keys and types (SpecError naming the row and key, and what is accepted)."""
+    if not isinstance(row, dict):
+        raise SpecError(f"{where} is {row!r}; accepted: a mapping with keys {', '.join(_DEVICE_KEYS)}")
+    unknown = sorted(set(row) - set(_DEVICE_KEYS))
+    if unknown:
+        raise SpecError(f"{where} has unknown keys {', '.join(unknown)}; accepted: {', '.join(_DEVICE_KEYS)}")
+    for key, types in _DEVICE_KEYS.items():
+        if key not in row:
+            if key == "assumed":
+                continue
+            raise SpecError(f"{where} lacks {key!r}")
+        value = row[key]
+        if not isinstance(value, types) or isinstance(value, bool):
+            raise SpecError(f"{where}.{key} is {value!r}; accepted: {' or '.join(t.__name__ for t in types)}")
+    missing = sorted(set(_DEVICE_KEYS) - {"name", "sources", "assumed"} - set(row["sources"]))
+    if missing:
+        raise SpecError(f"{where}.sources lacks {', '.join(missing)}; every number cites its source")
+    unknown = sorted(set(row.get("assumed", ())) - set(_DEVICE_KEYS))
+    if unknown:
+        raise SpecError(f"{where}.assumed names unknown keys {', '.join(unknown)}")
+    if row["cu_num"] < 1 or row["xcds"] < 1 or row["cu_num"] % row["xcds"]:
+        raise SpecError(f"{where}: cu_num {row['cu_num']} is not a positive multiple of xcds {row['xcds']}")
+    return Device(**{**row, "assumed": tuple(row.get("assumed", ())),
+                     "peak_matrix_tflops": {k: float(v) for k, v in row["peak_matrix_tflops"].items()}})
+
 
 @dataclass(frozen=True)
 class HazardRule:
@@ -192,6 +252,28 @@ class TargetProfile:
         return self.values["hbm_bandwidth_gbs"]
 
     @property
+    def devices(self) -> tuple[Device, ...]:
+        """The target's products, the default (the single-device numbers' source) first; empty when the profile
+        lists none."""
+        return self.values["devices"]
+
+    def device(self, name_or_cu_num: str | int | None = None) -> Device:
+        """A device by name (case-insensitive, "MI300X") or by CU count (aiter's `cu_num`: the first device with
+        it); None: the default device. SpecError listing the devices when none matches."""
+        if not self.devices:
+            raise SpecError(f"target {self.target} lists no devices")
+        if name_or_cu_num is None:
+            return self.devices[0]
+        for dev in self.devices:
+            if isinstance(name_or_cu_num, int) and not isinstance(name_or_cu_num, bool):
+                if dev.cu_num == name_or_cu_num:
+                    return dev
+            elif str(name_or_cu_num).strip().lower() in (dev.name.lower(), str(dev.cu_num)):
+                return dev
+        known = ", ".join(f"{d.name} ({d.cu_num} CUs)" for d in self.devices)
+        raise SpecError(f"target {self.target} has no device {name_or_cu_num!r}; accepted: {known}")
+
+    @property
     def hazards(self) -> tuple[dict, ...]:
         return tuple(self.values["hazards"])
 
@@ -243,6 +325,11 @@ class TargetProfile:
         return self.values["code_object"]
 
 
+def device_for(arch: str, cu_num: int) -> Device:
+    """The device an (arch, cu_num) pair names, as aiter's tuned-table rows do (gfx942 + 80 -> MI308X)."""
+    return target_profile(arch).device(int(cu_num))
+
+
 def base_target(target_id: str) -> str:
     """`gfx942:sramecc+:xnack-` -> `gfx942` (features do not change which profile applies)."""
     return target_id.split(":", 1)[0].strip().lower()
@@ -282,7 +369,9 @@ def _yaml_document(text: str, where: str) -> Any:
     import yaml
 
     try:   # libyaml's parser when PyYAML has it (30x faster)
-        data = yaml.load(text, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+        from .safe_yaml import load_yaml
+
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         raise SpecError(f"malformed target profile: {exc}", path=where,
@@ -302,6 +391,18 @@ def parse_profile(text: str, where: str) -> TargetProfile:
     if not isinstance(data, dict):
         raise SpecError("target profile is not a mapping", path=where)
     values = dict(data)
+    rows = values.get("devices", [])
+    if not isinstance(rows, list):
+        raise SpecError(f"target profile key 'devices' is {rows!r}; accepted: a list of devices", path=where)
+    values["devices"] = tuple(_device(row, f"{where}: devices[{i}]") for i, row in enumerate(rows))
+    if values["devices"]:
+        stated = sorted(set(_DERIVED) & set(data))
+        if stated:
+            raise SpecError(f"target profile states {', '.join(stated)} beside `devices`; they are derived from the "
+                            f"first device (one home per fact)", path=where)
+        first = values["devices"][0]
+        for key, attr in _DERIVED.items():
+            values[key] = getattr(first, attr)
     for key, (types, default) in _SCHEMA.items():
         if key not in values:
             if default is ...:

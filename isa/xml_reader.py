@@ -23,6 +23,8 @@ _TRUE = {"true", "1", "yes"}
 # AMD's condition expressions nest a few levels; a file nesting hundreds deep is not a spec, and would exhaust
 # Python's recursion limit in the reader, the builder or the condition compiler.
 MAX_EXPRESSION_DEPTH = 64
+# The widest encoding in AMD's files is 128 bits (CDNA4 ENC_VOP3PX2); a BitCount far beyond is not a layout.
+MAX_ENCODING_BITS = 256
 
 
 def _text(el: ET.Element | None, tag: str, default: str = "") -> str:
@@ -319,6 +321,7 @@ def _read_root(reader: _Reader, root: ET.Element, raw: bytes) -> dict:
         "functional_subgroups": [reader.group(g) for g in isa.iterfind("FunctionalSubgroups/FunctionalSubgroup")],
     }
     _check_references(reader, data)
+    _check_layout(reader, data)
     data["warnings"] = reader.warnings
     return data
 
@@ -380,3 +383,54 @@ def _check_references(reader: _Reader, data: dict) -> None:
                 if otype and otype not in types:
                     raise reader.error(f"{owhere}: operand type {otype!r} is not defined",
                                        f"<OperandType>{otype}</OperandType>")
+
+
+def _check_layout(reader: _Reader, data: dict) -> None:
+    """Refuse a spec whose bit layouts cannot be what it claims, naming the element's path: every field inside
+    its encoding's BitCount, no two fields of an encoding on the same bit (unless one is IsConditional: the XML
+    says it exists only in some variants), each opcode within its encoding's OP field and unique per encoding
+    and condition. A spec that broke these would assemble one instruction into another's bytes (an SDST field
+    overlapping OP turned s_mov_b32 s1, s2 into s_mov_b64)."""
+    op_width: dict[str, int] = {}
+    seen_enc: set[str] = set()
+    for e in data["encodings"]:
+        name = e["name"]
+        if name in seen_enc:   # the first definition is used (a warning says so)
+            continue
+        seen_enc.add(name)
+        at = f"Spec/ISA/Encodings/Encoding[{name}]"
+        bits = e["bit_count"]
+        if bits > MAX_ENCODING_BITS:
+            raise reader.error(f"{at}/BitCount: {bits} bits; encodings are at most {MAX_ENCODING_BITS}",
+                               f"<EncodingName>{name}</EncodingName>")
+        owner: dict[int, tuple[str, bool]] = {}
+        for fname, ranges, conditional, *_ in e["fields"]:
+            fat = f"{at}/MicrocodeFormat/BitMap/Field[{fname}]"
+            for _order, offset, count, _pad, _padv in ranges:
+                if offset + count > bits:
+                    raise reader.error(f"{fat}: bits {offset}..{offset + count - 1} lie outside the encoding's "
+                                       f"{bits} bits", f"<FieldName>{fname}</FieldName>")
+                for bit in range(offset, offset + count):
+                    other = owner.get(bit)
+                    if other is not None and other[0] != fname and not (conditional or other[1]):
+                        raise reader.error(f"{fat}: bit {bit} is also field {other[0]}'s (fields overlap; only "
+                                           f"IsConditional fields may share bits)", f"<FieldName>{fname}</FieldName>")
+                    owner[bit] = (fname, bool(conditional))
+            if fname == "OP":
+                op_width[name] = sum(r[2] for r in ranges)
+    seen_op: dict[tuple[str, str, int], str] = {}
+    for inst in data["instructions"]:
+        iname = inst["name"]
+        for enc_name, cond, opcode, _radix, _operands in inst["encodings"]:
+            at = f"Spec/ISA/Instructions/Instruction[{iname}]/InstructionEncodings/InstructionEncoding[{enc_name}]"
+            width = op_width.get(enc_name)
+            if opcode < 0 or (width is not None and opcode >= 1 << width):
+                accepted = f"0..{(1 << width) - 1} (the OP field is {width} bits)" if width is not None else ">= 0"
+                raise reader.error(f"{at}/Opcode: {opcode} is not an opcode of {enc_name}; accepted: {accepted}",
+                                   f"<InstructionName>{iname}</InstructionName>")
+            key = (enc_name, cond, opcode)
+            if key in seen_op and seen_op[key] != iname:
+                raise reader.error(f"{at}/Opcode: {opcode} is also {seen_op[key]}'s in {enc_name}"
+                                   + (f" (condition {cond})" if cond else ""),
+                                   f"<InstructionName>{iname}</InstructionName>")
+            seen_op.setdefault(key, iname)

@@ -276,17 +276,25 @@ def check_target(problem: GemmProblem, arch: str) -> None:
 
 
 def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
-           source: str = "", strict: bool | str = False) -> np.ndarray:
+           source: str = "", strict: bool | str = False, split_k: int = 1) -> np.ndarray:
     """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed).
-    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py)."""
+    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py).
+    `split_k` > 1 splits K over workgroups for a kernel whose contract says it can (`launch.split_k`); D is
+    zeroed first when the contract says the splits add into it."""
     start = time.perf_counter()
     ok, why = contract.admits(call.problem, call.align)
     if not ok:
         raise MatmulError(f"kernel {name} cannot take this problem: {why}")
     p = call.problem
-    grid = contract.grid(p.m, p.n, p.k, p.batch)
+    refusal = contract.split_refusal(p.k, split_k)
+    if refusal:
+        raise MatmulError(f"kernel {name} cannot take this problem: {refusal}")
+    if split_k > 1 and (contract.split_k or {}).get("zero_output"):
+        call.d.fill(0)
+    grid = contract.grid(p.m, p.n, p.k, p.batch, split_k)
     block = contract.workgroup
-    args = [packed_segment(contract, call.values)]
+    values = {**call.values, "split_k": split_k, "log2_split_k": split_k.bit_length() - 1}
+    args = [packed_segment(contract, values)]
     if backend == "hip":
         from .hip_runtime import run_hip
 

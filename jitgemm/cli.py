@@ -22,6 +22,7 @@ COMMANDS = {
     "jitgemm.commands.asm": ("asm",), "jitgemm.commands.disasm": ("disasm",),
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
+    "jitgemm.commands.mcp": ("mcp", "agent-eval"),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
@@ -219,9 +220,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"jitgemm {args.command}: interrupted", file=sys.stderr)
         return EXIT_INTERRUPTED
-    except MemoryError:
-        print(f"jitgemm {args.command}: error: out of memory (the problem or its buffers are too large for this "
-              f"machine)", file=sys.stderr)
+    except MemoryError as exc:   # memory_budget.OutOfMemory says how much was needed before allocating it
+        print(f"jitgemm {args.command}: error: {exc}" if str(exc) else f"jitgemm {args.command}: error: out of "
+              f"memory (the problem or its buffers are too large for this machine)", file=sys.stderr)
         return 2
     except BrokenPipeError:
         return 0

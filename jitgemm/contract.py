@@ -45,7 +45,7 @@ def _where(path) -> str:
 
 # --- grid formulas ------------------------------------------------------------------------------------
 _BINOPS = {ast.Add: operator.add, ast.Sub: operator.sub, ast.Mult: operator.mul, ast.FloorDiv: operator.floordiv}
-_NAMES = ("m", "n", "k", "batch")
+_NAMES = ("m", "n", "k", "batch", "split_k")
 
 
 def _ceil_div(a: int, b: int) -> int:
@@ -55,10 +55,17 @@ def _ceil_div(a: int, b: int) -> int:
 _FUNCS = {"ceil": None, "min": min, "max": max}
 
 
+MAX_FORMULA = 256  # characters of one grid formula (the schema's maxLength)
+MAX_CONSTANT = 0xFFFFFFFF
+MAX_GRID = 0xFFFFFFFF  # a grid dimension (workgroups) the dispatch packet can carry
+
+
 def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
     if isinstance(node, ast.Expression):
         return _eval(node.body, env)
-    if isinstance(node, ast.Constant) and isinstance(node.value, int):
+    if isinstance(node, ast.Constant) and type(node.value) is int:
+        if not 0 <= node.value <= MAX_CONSTANT:
+            raise ContractError(f"constant {node.value} in grid formula; constants are 0 to {MAX_CONSTANT}")
         return node.value
     if isinstance(node, ast.Name) and node.id in _NAMES:
         return int(env[node.id])
@@ -66,27 +73,53 @@ def _eval(node: ast.AST, env: Mapping[str, int]) -> int:
         return _BINOPS[type(node.op)](_eval(node.left, env), _eval(node.right, env))
     if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _FUNCS and not node.keywords:
         if node.func.id == "ceil":
-            (arg,) = node.args
+            arg = node.args[0] if len(node.args) == 1 else None
             if not (isinstance(arg, ast.BinOp) and isinstance(arg.op, ast.Div)):
-                raise ContractError("ceil() takes a division, e.g. ceil(n/128)")
+                raise ContractError("ceil() takes one division, e.g. ceil(n/128)")
             return _ceil_div(_eval(arg.left, env), _eval(arg.right, env))
+        if len(node.args) < 2:
+            raise ContractError(f"{node.func.id}() takes two or more arguments, e.g. {node.func.id}(m, 64)")
         return _FUNCS[node.func.id](*(_eval(a, env) for a in node.args))
     raise ContractError(f"unsupported element {ast.dump(node)[:60]} in grid formula; allowed: integers, m, n, k, "
-                        f"batch, + - * //, ceil(x/y), min, max")
+                        f"batch, split_k, + - * //, ceil(x/y), min, max")
 
 
 @functools.cache
 def _compile_formula(text: str) -> ast.Expression:
+    if not isinstance(text, str) or len(text) > MAX_FORMULA:
+        raise ContractError(f"grid formula of {len(text)} characters; at most {MAX_FORMULA}")
     try:
         tree = ast.parse(text, mode="eval")
     except SyntaxError as exc:
         raise ContractError(f"grid formula {text!r} does not parse: {exc.msg}") from None
-    _eval(tree, dict.fromkeys(_NAMES, 1))  # reject unsupported syntax at load time
+    except (RecursionError, MemoryError, ValueError):
+        raise ContractError(f"grid formula {text[:40]!r}... nests too deeply") from None
+    _checked_eval(tree, dict.fromkeys(_NAMES, 1), text)  # reject unsupported syntax at load time
     return tree
 
 
+def _checked_eval(tree: ast.Expression, env: Mapping[str, int], text: str) -> int:
+    """The formula's value, with every way evaluation can fail said as a ContractError naming the formula."""
+    try:
+        value = _eval(tree, env)
+    except ZeroDivisionError:
+        values = ", ".join(f"{k}={env[k]}" for k in _NAMES if k in env)
+        raise ContractError(f"grid formula {text!r} divides by zero at {values}") from None
+    except RecursionError:
+        raise ContractError(f"grid formula {text[:40]!r}... nests too deeply") from None
+    except ContractError as exc:
+        raise ContractError(f"grid formula {text!r}: {exc}") from None
+    return value
+
+
 def evaluate_formula(text: str, env: Mapping[str, int]) -> int:
-    return _eval(_compile_formula(text), env)
+    """A grid formula's value for the sizes in `env`: 0 to MAX_GRID, else ContractError (negative, or more
+    workgroups than a dispatch can carry)."""
+    value = _checked_eval(_compile_formula(text), env, text)
+    if not 0 <= value <= MAX_GRID:
+        values = ", ".join(f"{k}={env[k]}" for k in _NAMES if k in env)
+        raise ContractError(f"grid formula {text!r} gives {value} at {values}; a grid dimension is 0 to {MAX_GRID}")
+    return value
 
 
 # --- the contract -------------------------------------------------------------------------------------
@@ -113,7 +146,9 @@ class Contract:
         """Validate a mapping or YAML text; ContractError names the key and what is allowed."""
         if isinstance(obj, (str, bytes)):
             try:
-                obj = yaml.safe_load(obj)
+                from jitgemm.isa.safe_yaml import load_yaml
+
+                obj = load_yaml(obj)
             except yaml.YAMLError as exc:
                 mark = getattr(exc, "problem_mark", None)
                 where = f":{mark.line + 1}:{mark.column + 1}" if mark else ""
@@ -156,8 +191,30 @@ class Contract:
     def lds_bytes(self) -> int:
         return int(self.data["launch"].get("lds_bytes", 0))
 
-    def grid(self, m: int, n: int, k: int, batch: int = 1) -> tuple[int, int, int]:
-        env = {"m": m, "n": n, "k": k, "batch": batch}
+    @property
+    def split_k(self) -> Mapping[str, Any] | None:
+        """`launch.split_k` (max, power_of_two, zero_output, k_multiple), or None: the kernel takes one split."""
+        return self.data["launch"].get("split_k")
+
+    def split_refusal(self, k: int, split_k: int) -> str | None:
+        """Why this kernel cannot run K = `k` in `split_k` splits (None: it can)."""
+        if split_k == 1:
+            return None
+        spec = self.split_k
+        if spec is None:
+            return f"launch.split_k: kernel {self.kernel} does not split K (split_k={split_k} asked)"
+        if not 1 <= split_k <= spec["max"]:
+            return f"launch.split_k.max: split_k={split_k} outside 1..{spec['max']}"
+        if spec.get("power_of_two") and split_k & (split_k - 1):
+            return f"launch.split_k.power_of_two: split_k={split_k} is not a power of two"
+        step = spec.get("k_multiple", 1) * split_k
+        if k % step:
+            return (f"launch.split_k.k_multiple: k={k} is not a multiple of split_k x {spec.get('k_multiple', 1)} "
+                    f"= {step}")
+        return None
+
+    def grid(self, m: int, n: int, k: int, batch: int = 1, split_k: int = 1) -> tuple[int, int, int]:
+        env = {"m": m, "n": n, "k": k, "batch": batch, "split_k": split_k}
         return tuple(evaluate_formula(f, env) for f in self.data["launch"]["grid"])  # type: ignore[return-value]
 
     def _check_consistent(self) -> None:
@@ -179,11 +236,12 @@ class Contract:
                     raise ContractError(f"{at}: overlaps argument {other}")
             seen.append((arg["offset"], end, arg["name"]))
         roles = [a["role"] for a in abi["args"]]
-        for needed in ("a", "b", "d", "m", "n", "k"):
-            if needed not in roles:
-                raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
         leg = self.data.get("legality", {})
         lo, hi = leg.get("min", {}), leg.get("max", {})
+        for needed in ("a", "b", "d", "m", "n", "k"):
+            fixed = needed in lo and lo[needed] == hi.get(needed)   # a size the legality fixes needs no argument
+            if needed not in roles and not fixed:
+                raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
         for dim in ("m", "n", "k"):
             if dim in lo and dim in hi and lo[dim] > hi[dim]:
                 raise ContractError(f"{self.source}: legality.min.{dim}={lo[dim]} > legality.max.{dim}={hi[dim]}")
@@ -249,13 +307,21 @@ class Contract:
                             ("b_preshuffle", problem.b_preshuffle)):
             clause(f"operation.{key}", op.get(key, "none") == wanted,
                    f"kernel takes {op.get(key, 'none')}, problem has {wanted}")
+        # fp32 scale modes: a kernel without the field computes an unscaled product
+        clause("operation.scale_mode", op.get("scale_mode", "none") == problem.scale_mode,
+               f"kernel scale mode {op.get('scale_mode', 'none')}, problem {problem.scale_mode} (accepted modes: "
+               f"none, tensor, rowcol, block)")
+        if problem.scale_mode == "block":
+            for key in ("a_scale_order", "b_scale_order"):
+                clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),
+                       f"kernel reads {op.get(key, 'row')}-major block scales, problem has {getattr(problem, key)}")
         if problem.scaled:
             clause("operation.scale_block", op.get("scale_block") == problem.scale_block,
                    f"kernel scale block {op.get('scale_block')}, problem {problem.scale_block}")
         if problem.c is not None:
             clause("operation.c", op.get("c") == problem.c.name and feat.get("c_input", False),
                    f"kernel C input is {op.get('c')}, problem has C {problem.c.name}")
-        if feat.get("c_input", False):
+        if feat.get("c_input", False) and not feat.get("c_alias_d", False):
             clause("features.c_input", problem.c is not None and problem.beta != 0.0,
                    "kernel reads C (beta * C); the problem has no C or beta = 0")
         clause("features.alpha", problem.alpha == 1.0 or feat.get("alpha", False), "kernel has no alpha")
@@ -280,18 +346,22 @@ class Contract:
                 clause(f"legality.ld_multiple.{operand}", lead[operand] % mult == 0,
                        f"ld{operand}={lead[operand]} is not a multiple of {mult}")
         packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+        for operand, want in leg.get("ld_equal", {}).items():
+            if operand in lead:
+                clause(f"legality.ld_equal.{operand}", lead[operand] == want,
+                       f"ld{operand}={lead[operand]}, the kernel needs ld{operand}={want}")
         for operand in leg.get("packed", []):
             clause(f"legality.packed.{operand}", lead[operand] == packed[operand],
                    f"ld{operand}={lead[operand]}, the kernel needs packed {operand} (ld{operand}={packed[operand]})")
         kinds = {"a": problem.a, "b": problem.b, "c": problem.c or problem.d, "d": problem.d}
-        in_bytes = self.data["abi"]["strides_in"] == "bytes"
         for index, arg in enumerate(self.args):
             role = arg["role"]
+            in_bytes = arg.get("unit", self.data["abi"]["strides_in"]) == "bytes"
             if role in ("lda", "ldb", "ldc", "ldd"):
                 value = kinds[role[2]].storage_bytes(lead[role[2]]) if in_bytes else lead[role[2]]
                 bits = 8 * arg["size"] - (0 if arg.get("type") == "u32" else 1)
                 clause(f"abi.args[{index}]", value < 1 << bits,
-                       f"{role} = {value} ({self.data['abi']['strides_in']}) does not fit argument {arg['name']} "
+                       f"{role} = {value} ({'bytes' if in_bytes else 'elements'}) does not fit argument {arg['name']} "
                        f"({arg['size']} bytes)")
         for operand, need in leg.get("align_bytes", {}).items():
             have = (align or {}).get(operand)

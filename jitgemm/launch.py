@@ -24,6 +24,7 @@ class LaunchError(IsaError):
 
 
 Dims = tuple[int, int, int]
+_GRID_LIMIT = 0xFFFFFFFF  # work-items per dimension of one dispatch (HSA runtime spec, hsa_kernel_dispatch_packet_t)
 
 
 def dims3(value: int | Sequence[int], what: str) -> Dims:
@@ -50,7 +51,13 @@ class LaunchDescription:
              lds_bytes: int = 0) -> LaunchDescription:
         if not isinstance(lds_bytes, (int, np.integer)) or lds_bytes < 0:
             raise LaunchError(f"lds_bytes must be a non-negative integer, got {lds_bytes!r}")
-        return cls(kernel, dims3(grid, "grid"), dims3(block, "block"), tuple(args), int(lds_bytes))
+        grid3, block3 = dims3(grid, "grid"), dims3(block, "block")
+        for axis, g, b in zip("xyz", grid3, block3, strict=True):
+            if g * b > _GRID_LIMIT:  # the AQL packet's grid_size_x/y/z are uint32 counts of work-items
+                raise LaunchError(f"grid {grid3} x block {block3}: {g} x {b} work-items along {axis} exceed the "
+                                  f"{_GRID_LIMIT} a dispatch packet can hold (hsa_kernel_dispatch_packet_t "
+                                  f"grid_size_{axis} is 32-bit)")
+        return cls(kernel, grid3, block3, tuple(args), int(lds_bytes))
 
     @property
     def workgroup_size(self) -> int:

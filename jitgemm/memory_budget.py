@@ -15,8 +15,9 @@ import os
 WAVE_STATE_BYTES = 512 * 64 * 4 + 4096
 
 
-class OutOfMemory(Exception):
-    """The work would need more memory than is available; says how much of each."""
+class OutOfMemory(MemoryError):
+    """The work would need more memory than is available; says how much of each. A MemoryError, so an API caller
+    that handles running out of memory handles being told in advance too."""
 
 
 def gib(n: float) -> str:

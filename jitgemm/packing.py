@@ -31,11 +31,12 @@ STRIDE_OPERAND = {"lda": "a", "ldb": "b", "ldc": "c", "ldd": "d", "stride_a": "a
                   "stride_a_scale": "e8m0", "stride_b_scale": "e8m0"}
 
 
-def stride_value(contract: Contract, role: str, count: int) -> int:
-    """An element count of a stride role as the kernel takes it: unchanged, or in bytes when the contract's
-    `abi.strides_in` is bytes (packed sub-byte rows start on a byte, so fp4/fp6 counts convert exactly)."""
+def stride_value(contract: Contract, role: str, count: int, unit: str | None = None) -> int:
+    """An element count of a stride role as the kernel takes it: unchanged, or in bytes when the argument's
+    `unit` (default: the contract's `abi.strides_in`) is bytes (packed sub-byte rows start on a byte, so fp4/fp6
+    counts convert exactly)."""
     operand = STRIDE_OPERAND.get(role)
-    if operand is None or contract.data["abi"]["strides_in"] != "bytes":
+    if operand is None or (unit or contract.data["abi"]["strides_in"]) != "bytes":
         return count
     name = "e8m0" if operand == "e8m0" else contract.data["operation"].get(operand) or contract.data["operation"]["d"]
     return dtype(name).storage_bytes(count)
@@ -47,11 +48,20 @@ def _value(arg: Mapping[str, Any], values: Mapping[str, Any], contract: Contract
         return arg.get("value", 0)
     if role == "unused":
         return None if arg.get("type") == "ptr" else 0
+    if role in ALIAS_OF_D and values.get("c") is None and contract.data["features"].get("c_alias_d"):
+        role = ALIAS_OF_D[role]     # no C: the kernel reads D as C with beta = 0 (features.c_alias_d)
     if role not in values:
         raise ContractError(f"{contract.source}: argument {arg['name']} has role {role!r}, for which the caller "
                             f"has no value (it has: {', '.join(sorted(values))})")
     value = values[role]
-    return value if value is None or role not in STRIDE_OPERAND else stride_value(contract, role, value)
+    if value is not None and role in STRIDE_OPERAND:
+        value = stride_value(contract, role, value, arg.get("unit"))
+    if value is not None and arg.get("divisor"):
+        value = int(value) // arg["divisor"]
+    return value
+
+
+ALIAS_OF_D = {"c": "d", "ldc": "ldd", "stride_c": "stride_d"}
 
 
 def ordered_args(contract: Contract, values: Mapping[str, Any]) -> list[Any]:

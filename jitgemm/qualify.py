@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
 from .contract import Contract
-from .reference import Mismatch, check, operands, reference
+from .reference import Mismatch, check
 from .selector import Quarantine
 from .suppliers import Candidate
 
@@ -44,10 +44,16 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
         transposed = {"a": op["layout"][0] == "T", "b": op["layout"][1] == "T"}
         rows = {"a": dims["m"] if transposed["a"] else dims["k"], "b": dims["k"] if transposed["b"] else dims["n"]}
         lds = {f"ld{x}": _round_up(rows[x] + rng.choice([0, 0, 3]), ldm.get(x, 1)) for x in ("a", "b")}
-        c = op.get("c") if feat.get("c_input") else None
+        c = op.get("c") if feat.get("c_input") and not (feat.get("c_alias_d") and rng.random() < 0.5) else None
+        mx = {key: op[key] for key in ("a_scale", "b_scale", "b_preshuffle") if key in op}
+        if mx:
+            lds = {}    # block-scaled operands are quantized packed (jitgemm.abi_proof.problem_call)
+        for operand, want in leg.get("ld_equal", {}).items():
+            if f"ld{operand}" in lds:
+                lds[f"ld{operand}"] = want
         try:
             problem = GemmProblem.make(
-                dims["m"], dims["n"], dims["k"], op["a"], op["b"], op["d"], c=c, layout=op["layout"],
+                dims["m"], dims["n"], dims["k"], op["a"], op["b"], op["d"], c=c, layout=op["layout"], **mx,
                 batch=rng.choice([1, 2]) if leg.get("batch") else 1, **lds,
                 alpha=rng.choice([1.0, 0.5, -2.0]) if feat.get("alpha") else 1.0,
                 beta=rng.choice([0.5, -1.0]) if c else 0.0,
@@ -63,7 +69,8 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
                       quarantine: Quarantine | None = None, strict: bool | str = True) -> QualifyResult:
     """Run `cases` random legal problems; on the first mismatch, fault or (strict, the default) missing wait,
     barrier or wait state, quarantine the kernel: a kernel that races on hardware is refused, not passed."""
-    from .api import MatmulError, launch, prepare
+    from .abi_proof import problem_call
+    from .api import MatmulError, launch
     from .emu import EmulatorError
 
     rng = random.Random(seed)
@@ -74,12 +81,10 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
     else:
         failure = None
     for i, problem in enumerate(problems):
-        a, b, c, bias = operands(problem, seed + i)
-        call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                       activation=problem.activation)
+        call, want = problem_call(problem, seed + i)
         try:
             d = launch(call, blob, name, candidate.contract, backend="emu", source=candidate.label, strict=strict)
-            check(problem, d, reference(problem, a, b, c, bias))
+            check(call.problem, d, want)
         except (Mismatch, EmulatorError, MatmulError) as exc:
             failure = f"{problem_text(problem)}: {exc}"
             break

@@ -313,18 +313,19 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align)
 
 
-def use_prebuilt(folder: str) -> list[str]:
-    """Offer the code objects in `folder` (with embedded or sidecar contracts) to `matmul`; returns the
-    reasons any kernel there was refused (a folder with no kernel file at all says so: nothing was offered).
-    A folder that does not exist is a SelectionError naming it (a typo must not pass as "nothing refused")."""
+def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
+    """Offer the code objects in `folder` (or the one kernel file `folder` names) to `matmul`: kernels with
+    embedded or sidecar contracts, and hipBLASLt GFA kernels (`.s` or `.co` with a custom.config), completed by
+    `custom_yaml` (a Tensile test YAML with their CustomKernel/ProblemType) when given; returns the reasons any
+    kernel there was refused (a folder with no kernel file at all says so: nothing was offered). A path that
+    does not exist is a SelectionError naming it (a typo must not pass as "nothing refused")."""
     from .suppliers import PrebuiltSupplier
 
     path = Path(folder).expanduser()
-    if not path.is_dir():
-        raise SelectionError(f"use_prebuilt({str(folder)!r}): {'not a folder' if path.exists() else 'no such folder'}"
-                             f"; expected a folder of code objects (*.co, *.hsaco) or assembly files (*.s) with "
-                             f"jitgemm contracts")
-    supplier = PrebuiltSupplier(path, name=f"prebuilt:{folder}")
+    if not path.exists():
+        raise SelectionError(f"use_prebuilt({str(folder)!r}): no such folder or file; expected a folder of code "
+                             f"objects (*.co, *.hsaco) or assembly files (*.s) with jitgemm contracts")
+    supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}", custom_yaml=custom_yaml)
     entries = supplier._scan()
     register_supplier(supplier)
     if not entries and not supplier.errors:

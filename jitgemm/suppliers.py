@@ -12,6 +12,7 @@ import json
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from pathlib import Path
+from typing import Any
 
 from jitgemm import isa
 from jitgemm.codegen.gemm_config import scalar_config
@@ -19,8 +20,12 @@ from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.generator import generator, target_id
 from jitgemm.codegen.kernel_abi import LoweredKernel
+from jitgemm.isa.files import read_bounded
 
 from .contract import Contract, ContractError
+
+MAX_CODE_OBJECT_BYTES = 512 << 20  # a prebuilt folder's code objects and assembly files (as the CLI's inputs)
+MAX_CONTRACT_BYTES = 1 << 20  # a sidecar contract is a few KiB
 
 
 @dataclass
@@ -178,22 +183,46 @@ class PrebuiltSupplier(Supplier):
     contradicts its code object's metadata, or a `.s` that does not assemble, is refused when the folder is
     read, with the reason (`errors`)."""
 
-    def __init__(self, folder: str | Path, name: str = "prebuilt") -> None:
+    def __init__(self, folder: str | Path, name: str = "prebuilt", custom_yaml: str | Path | None = None) -> None:
+        """`folder`: a folder of kernels, or one kernel file. hipBLASLt GFA kernels (a `custom.config` in their
+        metadata) are read by jitgemm.gfa, completed by `custom_yaml` (a Tensile test YAML) when given."""
         self.folder = Path(folder)
         self.name = name
+        self.custom_yaml = custom_yaml
         self.errors: list[str] = []
         self._entries: list[tuple[Contract, Path, str]] | None = None
         self._assembled: dict[Path, bytes] = {}
 
+    def _files(self) -> list[Path]:
+        if self.folder.is_file():
+            return [self.folder]
+        return sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+
     def _bytes(self, path: Path) -> bytes:
-        """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker."""
+        """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
+        the target it names (a GFA kernel without `.amdgcn_target`: the one its manifest or test YAML names)."""
         if path.suffix != ".s":
-            return path.read_bytes()
+            return read_bounded(path, MAX_CODE_OBJECT_BYTES)
         if path not in self._assembled:
             from jitgemm.codegen.codeobj.relocatable import assemble_source
 
-            self._assembled[path] = assemble_source(path.read_text(), file=str(path))[0]
+            from .gfa import assembly_target
+
+            text = read_bounded(path, MAX_CODE_OBJECT_BYTES).decode()  # UnicodeDecodeError: reported by _scan
+            self._assembled[path] = assemble_source(text, file=str(path),
+                                                    arch=assembly_target(path, text, self.custom_yaml))[0]
         return self._assembled[path]
+
+    def _gfa_contract(self, path: Path, kernel: str) -> tuple[Any, str] | None:
+        """(contract, source) of a GFA kernel, None when the file carries no custom.config; GfaError refuses."""
+        from .gfa import read_kernel
+        from .gfa.source import has_custom_config
+
+        if self.custom_yaml is None and not has_custom_config(path):
+            return None
+        gk = read_kernel(path, custom_yaml=self.custom_yaml, name=kernel)
+        gk._code = self._bytes(path)
+        return gk.contract(), f"{path} (GFA custom.config of {kernel})"
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj
@@ -203,8 +232,7 @@ class PrebuiltSupplier(Supplier):
         entries = []
         from jitgemm.isa.errors import IsaError
 
-        for path in sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + \
-                sorted(self.folder.glob("*.s")):
+        for path in self._files():
             try:
                 obj = codeobj.read(self._bytes(path))
             except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
@@ -216,10 +244,25 @@ class PrebuiltSupplier(Supplier):
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.is_file():
-                        data, source = sidecar.read_text(), str(sidecar)
+                    if data is None and sidecar.exists():
+                        try:  # a regular file of bounded size (a FIFO here would block the scan forever)
+                            data, source = read_bounded(sidecar, MAX_CONTRACT_BYTES), str(sidecar)
+                        except OSError as exc:
+                            data, source = None, str(sidecar)
+                            self.errors.append(f"{sidecar}: cannot read the sidecar contract: "
+                                               f"{exc.strerror or str(exc).split(': ', 1)[-1]}")
+                            break
                 if data is None:
-                    self.errors.append(f"{path}: kernel {kernel.name} has no contract (embedded or sidecar); skipped")
+                    try:
+                        found = self._gfa_contract(path, kernel.name)
+                    except IsaError as exc:   # jitgemm.gfa.GfaError: the key path and what is accepted
+                        self.errors.append(str(exc))
+                        continue
+                    if found is not None:
+                        entries.append((found[0], path, kernel.name))
+                        continue
+                    self.errors.append(f"{path}: kernel {kernel.name} has no contract (embedded, sidecar or GFA "
+                                       f"custom.config); skipped")
                     continue
                 try:
                     contract = Contract.load(data, source)

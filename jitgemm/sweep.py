@@ -4,7 +4,7 @@ measured statically and checked in the emulator, the results written to the tuni
 
 Per variant: compile time; resources from the code object's metadata (VGPR/AGPR/SGPR, LDS, scratch, spills)
 and occupancy (waves per SIMD, from registers, LDS and the workgroup's waves); the main loop's passes per
-iteration and clocks per MFMA from the static pipeline model (`codegen.pipeline_model`); whether the kernel
+iteration and clocks per MFMA from the static pipeline model (`jitgemm.timing.pipeline`); whether the kernel
 matches numpy in the emulator on a small problem (one tile, two K tiles); and predicted TFLOP/s for the
 full problem (below). Variants run in local worker processes (`workers`) or as Ray tasks (`ray`): the same
 evaluation function, results in the variant order, identical apart from the measured compile time.
@@ -402,7 +402,7 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     from jitgemm import isa
     from jitgemm.codegen import codeobj
     from jitgemm.codegen.gemm_text import format_problem
-    from jitgemm.codegen.pipeline_model import PipelineModelError, model_kernel
+    from jitgemm.timing.pipeline import PipelineModelError, model_kernel
 
     from .compiler import compile as jit_compile
 
@@ -591,7 +591,7 @@ def record(db, report: SweepReport) -> int:
         _, generator, _ = contract_identity(r.contract)
         common = {"target": report.target, "problem": r.problem, "kernel": r.kernel, "generator": generator,
                   "code_sha256": r.code_sha256, "time": stamp, "origin": f"sweep variant {r.index}",
-                  "tools": {"jitgemm": __version__, "model": "codegen.pipeline_model"}}
+                  "tools": {"jitgemm": __version__, "model": "jitgemm.timing.pipeline"}}
         rows.append({**common, "metric": "tflops", "value": r.predicted_tflops, "source": "model",
                      "config": r.config, "contract": r.contract})
         rows.append({**common, "metric": "cycles_per_mfma", "value": r.cycles_per_mfma, "source": "model"})
@@ -623,7 +623,7 @@ def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942"
     if workers < 1:
         raise SweepError(f"workers={workers}; it must be at least 1")
     from jitgemm import isa
-    from jitgemm.codegen.pipeline_model import PipelineModelError, rates
+    from jitgemm.timing.pipeline import PipelineModelError, rates
 
     try:
         rates(isa.load_spec(arch), isa.target_profile(arch))

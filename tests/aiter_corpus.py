@@ -80,6 +80,11 @@ def aiter_root() -> Path:
     return root
 
 
+def aiter_wheel() -> Path:
+    """The pinned wheel itself (downloaded and verified once): what `jitgemm.aiter.inventory` reads."""
+    return _wheel()
+
+
 def aiter_objects(arch: str = "gfx942") -> list[Path]:
     """Every code object the wheel ships for `arch`, sorted."""
     return sorted((aiter_root() / arch).rglob("*.co"))

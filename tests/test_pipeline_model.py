@@ -12,11 +12,11 @@ import pytest
 from jitgemm.codegen import codeobj
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.codegen.mfma_catalog import mfma_catalog
-from jitgemm.codegen.pipeline_model import PipelineModelError, classify, llvm_mca, main_loop, model_loop, rates
 
 from jitgemm import compile as jit_compile
 from jitgemm import isa
 from jitgemm.sweep import config_space
+from jitgemm.timing.pipeline import PipelineModelError, classify, llvm_mca, main_loop, model_loop, rates
 from tests.oracles import require_tool
 
 SPEC = isa.load_spec("gfx942")

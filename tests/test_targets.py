@@ -43,7 +43,11 @@ def test_profile_numbers_have_one_owner():
 
 
 @pytest.mark.parametrize("edit, message", [
-    (lambda t: t.replace("compute_units: 304", "compute_units: many"), "'compute_units' is 'many'; accepted: int"),
+    (lambda t: t.replace("cu_num: 304", "cu_num: many", 1), r"devices\[0\]\.cu_num is 'many'; accepted: int"),
+    (lambda t: t.replace("    cu_num: 80\n", "", 1), r"devices\[2\] lacks 'cu_num'"),
+    (lambda t: t.replace("      hbm_gbs: \"AMD Instinct MI300X", "      hbm: \"AMD Instinct MI300X", 1),
+     r"devices\[0\]\.sources lacks hbm_gbs; every number cites its source"),
+    (lambda t: "compute_units: 304\n" + t, "states compute_units beside `devices`"),
     (lambda t: t.replace("agprs: 256", "agprs: true"), "'agprs' is True; accepted: int"),
     (lambda t: "\n".join(x for x in t.splitlines() if not x.startswith("sgprs:")), "lacks 'sgprs'"),
     (lambda t: t.replace("elf_mach: 0x04C", "elf_mach: gfx942"), "'code_object.elf_mach' is 'gfx942'"),

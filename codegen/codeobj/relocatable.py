@@ -12,6 +12,7 @@ Three things are computed here rather than in the front end, because they are co
 
 from __future__ import annotations
 
+import re
 import struct
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
@@ -180,7 +181,9 @@ def yaml_metadata(obj: AsmObject, contracts: Mapping[str, Any] | None = None) ->
 
     loc = obj.metadata_loc
     try:
-        value = yaml.load(obj.metadata, Loader=_loader())
+        from jitgemm.isa.safe_yaml import load_yaml
+
+        value = _llvm_scalars(load_yaml(obj.metadata, loader=_loader()))
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = (loc.line if loc else 0) + (mark.line + 1 if mark else 1)
@@ -256,8 +259,8 @@ def verify_metadata(value: Mapping[str, Any]) -> str | None:
 
 
 def _loader():
-    """A YAML loader that reads scalars the way LLVM's msgpack::Document::fromYAML does: integers (decimal,
-    0x hex), booleans (true/false), floats, and every other plain scalar as a string."""
+    """A YAML loader that leaves every scalar a string (but `null`/`~`, kept as None for jitgemm's own
+    contracts); `_llvm_scalars` then reads them as LLVM does."""
     import yaml
 
     base = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
@@ -265,10 +268,47 @@ def _loader():
     class Loader(base):  # type: ignore[misc, valid-type]
         pass
 
-    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag.endswith((":int", ":bool", ":float",
-                                                                                      ":null"))]
+    Loader.yaml_implicit_resolvers = {k: [(tag, rx) for tag, rx in v if tag.endswith(":null")]
                                       for k, v in base.yaml_implicit_resolvers.items()}
     return Loader
+
+
+# LLVM's msgpack::DocNode::fromString (llvm/lib/BinaryFormat/MsgPackDocument.cpp, LLVM 22) tries, for an
+# untagged scalar, uint64 then int64 (StringRef::getAsInteger with radix 0: 0x/0b/0o prefixes, a leading 0 is
+# octal, no sign for the unsigned try, no '+'), then a bool (exactly "true"/"false"), then a double (strtod over
+# the whole string: leading blanks allowed, trailing ones not, inf/nan, hex floats), else a string; quoting is
+# not looked at. Checked against llvm-mc-22: True, yes, on, ~ stay strings; +5, 08, " 5" are floats.
+_LLVM_INT = re.compile(r"(-?)(?:0[xX]([0-9a-fA-F]+)|0[bB]([01]+)|0[oO]([0-7]+)|0([0-7]+)|(0|[1-9][0-9]*))\Z")
+
+
+def llvm_scalar(text: str) -> Any:
+    """One metadata scalar as LLVM's YAML-to-msgpack reading gives it (int, bool, float or str)."""
+    m = _LLVM_INT.match(text)
+    if m:
+        digits, base = next((d, b) for d, b in zip(m.groups()[1:], (16, 2, 8, 8, 10), strict=True) if d is not None)
+        value = int(digits, base) * (-1 if m.group(1) else 1)
+        if -(1 << 63) <= value < (1 << 64):
+            return value
+    if text in ("true", "false"):
+        return text == "true"
+    body = text.lstrip()
+    if body and body == text.rstrip().lstrip() and "_" not in body:
+        try:
+            return float(body)
+        except ValueError:
+            try:
+                return float.fromhex(body) if re.match(r"[+-]?0[xX]", body) else text
+            except ValueError:
+                return text
+    return text
+
+
+def _llvm_scalars(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_llvm_scalars(k): _llvm_scalars(v) for k, v in value.items()}  # keys too: `{0: 1}`
+    if isinstance(value, list):
+        return [_llvm_scalars(v) for v in value]
+    return llvm_scalar(value) if isinstance(value, str) else value
 
 
 # -- ELF writing ----------------------------------------------------------------------------------------
@@ -287,8 +327,9 @@ def write_relocatable(obj: AsmObject, *, default_target: str = "gfx942",
     metadata note, the symbol table and RELA sections."""
     settings = target_settings(obj, default_target)
     version = obj.code_object_version or DEFAULT_CODE_OBJECT_VERSION
-    if version not in E.ABI_VERSION_OF_CODE_OBJECT or version < 5:
-        raise CodeObjectError(f"{obj.file}: .amdhsa_code_object_version {version} is not supported (use 5 or 6)")
+    if version not in E.ABI_VERSION_OF_CODE_OBJECT:   # 4 (rocBLAS's wvSpltK kernels), 5 and 6, as llvm-mc-22
+        raise CodeObjectError(f"{obj.file}: .amdhsa_code_object_version {version} is not supported (use 4, 5 "
+                              f"or 6)")
     contents = {name: bytearray(sec.data) for name, sec in obj.sections.items()}
     relocs = list(obj.relocations)
     symbols = {name: replace(sym) for name, sym in obj.symbols.items()}  # the object stays as assembled

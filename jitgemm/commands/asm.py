@@ -66,15 +66,15 @@ def _read(args: argparse.Namespace) -> tuple[str, str]:
 def _contracts(specs: list[str]) -> dict:
     import yaml
 
+    from jitgemm.isa.safe_yaml import load_yaml
+
     out = {}
     for item in specs:
         kernel, sep, file = item.partition("=")
         if not sep or not kernel or not file:
             raise CliError(f"--contract {item!r}: write KERNEL=FILE.yaml")
         try:
-            out[kernel] = yaml.safe_load(Path(file).read_text())
-        except OSError as exc:
-            raise CliError(f"cannot read contract {file}: {exc.strerror or exc}") from None
+            out[kernel] = load_yaml(read_input(file))
         except yaml.YAMLError as exc:
             raise CliError(f"contract {file} is not valid YAML: {exc}") from None
         if not isinstance(out[kernel], dict):

@@ -10,11 +10,20 @@ from jitgemm.cli import CliError, positive_int, problem_args, problems_from_args
 
 def _folder(text: str, option: str) -> Path:
     path = Path(text).expanduser()
-    if not path.is_dir():
-        what = "is not a folder" if path.exists() else "does not exist"
-        raise CliError(f"{option} {text}: {what} (expected a folder of code objects, *.co or *.hsaco, with "
-                       f"embedded jitgemm contracts)")
+    if not path.is_dir() and not (path.is_file() and path.suffix in (".s", ".co", ".hsaco")):
+        what = "is not a folder or a kernel file" if path.exists() else "does not exist"
+        raise CliError(f"{option} {text}: {what} (expected a folder of code objects, *.co or *.hsaco, or assembly "
+                       f"*.s, with embedded or sidecar jitgemm contracts or hipBLASLt GFA custom.config; or one such "
+                       f"file)")
     return path
+
+
+def _custom_yaml(args: argparse.Namespace) -> str | None:
+    text = getattr(args, "custom_yaml", None)
+    if text is not None and not Path(text).expanduser().is_file():
+        raise CliError(f"--custom-yaml {text}: no such file (expected a Tensile test YAML with the kernel's "
+                       f"CustomKernel and ProblemType, e.g. Tensile/Tests/custom/custom_aiter_bf16.yaml)")
+    return text
 
 
 def _selector(args: argparse.Namespace):
@@ -28,7 +37,7 @@ def _selector(args: argparse.Namespace):
     suppliers = [s for s in default_suppliers() if not isinstance(s, TunedSupplier)] + [TunedSupplier(db)]
     prebuilt = []
     for folder in args.prebuilt or ():
-        sup = PrebuiltSupplier(_folder(folder, "--prebuilt"), name=f"prebuilt:{folder}")
+        sup = PrebuiltSupplier(_folder(folder, "--prebuilt"), name=f"prebuilt:{folder}", custom_yaml=_custom_yaml(args))
         suppliers.append(sup)
         prebuilt.append(sup)
     if args.triton:
@@ -66,7 +75,7 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     from jitgemm.selector import Quarantine
     from jitgemm.suppliers import PrebuiltSupplier
 
-    sup = PrebuiltSupplier(_folder(args.dir, "qualify"))
+    sup = PrebuiltSupplier(_folder(args.dir, "qualify"), custom_yaml=_custom_yaml(args))
     entries = sup._scan()
     as_json = getattr(args, "json", False)
     for err in sup.errors if not as_json else ():
@@ -83,7 +92,8 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     if args.ray:
         from jitgemm.sweep import SweepError, ray_map
 
-        jobs = [(args.dir, i, args.arch, args.cases, args.seed, args.strict) for i in range(len(cands))]
+        jobs = [(args.dir, i, args.arch, args.cases, args.seed, args.strict, _custom_yaml(args))
+                for i in range(len(cands))]
         try:
             outcomes = dict(ray_map(_qualify_task, jobs, args.ray, args.workers))
         except SweepError as exc:
@@ -97,10 +107,21 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
                 advance(1)
     mode = f"strict={args.strict}" if args.strict else "not strict"
     checks = "waits, barriers and hazards checked" if args.strict else "waits/barriers/hazards NOT checked"
+    proofs = {i: _abi(cand, args.seed) for i, cand in enumerate(cands)} if args.abi else {}
     for i, cand in enumerate(cands):
         failure, cases = outcomes[i]
         verdicts.append({"label": cand.label, "kernel": cand.contract.kernel, "strict": args.strict or False,
                          "verdict": "quarantined" if failure else "ok", "cases": cases, "failure": failure})
+        if i in proofs:
+            proof = proofs[i]
+            verdicts[-1]["abi"] = {"ok": proof.ok, "loads": len(proof.reads), "problems": proof.problems,
+                                   "findings": [vars(f) for f in proof.findings]}
+            if not proof.ok:
+                failed += 1
+            if not as_json:
+                print(f"abi {'ok' if proof.ok else 'FAILED'}      {cand.label}: {proof.summary()}")
+                for f in proof.findings:
+                    print(f"    {f}")
         if failure:
             quarantine.add(cand.key, failure)
             failed += 1
@@ -119,6 +140,21 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
     return 1 if failed or sup.errors else 0
 
 
+def _abi(cand, seed: int):
+    """jitgemm.abi_proof.prove on one candidate, on two problems drawn from its contract."""
+    import random
+
+    from jitgemm.abi_proof import Finding, Proof, prove
+    from jitgemm.qualify import draw_problems
+
+    blob, name = cand.load()
+    problems = draw_problems(cand.contract, 2, random.Random(seed))
+    if not problems:
+        return Proof(name, [], [Finding("run_failed", "error", "(none)", None,
+                                        "its contract admits no problem that could be drawn")], [])
+    return prove(cand.contract, blob, name, problems, seed=seed)
+
+
 def _qualify_task(job: tuple) -> tuple[str | None, int]:
     """One kernel of a prebuilt folder qualified in a Ray worker (the folder is read there: code objects
     travel as paths, not bytes)."""
@@ -126,8 +162,8 @@ def _qualify_task(job: tuple) -> tuple[str | None, int]:
     from jitgemm.qualify import qualify_candidate
     from jitgemm.suppliers import PrebuiltSupplier
 
-    folder, index, arch, cases, seed, strict = job
-    cand = PrebuiltSupplier(folder).candidates(GemmProblem.make(1, 1, 1, "fp32"), arch)[index]
+    folder, index, arch, cases, seed, strict, custom_yaml = job
+    cand = PrebuiltSupplier(folder, custom_yaml=custom_yaml).candidates(GemmProblem.make(1, 1, 1, "fp32"), arch)[index]
     result = qualify_candidate(cand, cases=cases, seed=seed, strict=strict)
     return result.failure, result.cases
 
@@ -138,7 +174,10 @@ def register(sub) -> None:
     p.add_argument("--lda", type=positive_int, help="leading dimension of A in elements (default: packed)")
     p.add_argument("--ldb", type=positive_int, help="leading dimension of B in elements (default: packed)")
     p.add_argument("--align", type=positive_int, default=256, help="byte alignment of the A and B pointers")
-    p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts")
+    p.add_argument("--prebuilt", action="append", metavar="DIR", help="folder of code objects with contracts (or "
+                   "one kernel file); hipBLASLt GFA kernels (.s/.co with custom.config) are read directly")
+    p.add_argument("--custom-yaml", metavar="YAML", help="a Tensile test YAML with the CustomKernel/ProblemType of "
+                   "the GFA kernels given with --prebuilt")
     p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels (block-scaled "
                    "problems see Triton's tl.dot_scaled kernels without it)")
     p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
@@ -147,7 +186,11 @@ def register(sub) -> None:
 
     q = sub.add_parser("qualify", help="run every kernel in DIR in the emulator on legal random problems")
     q.add_argument("dir", help="folder of code objects (*.co, *.hsaco) with embedded jitgemm contracts, or "
-                   "assembly files (*.s) with their contracts")
+                   "assembly files (*.s) with their contracts, or hipBLASLt GFA kernels; or one such file")
+    q.add_argument("--custom-yaml", metavar="YAML", help="a Tensile test YAML with the CustomKernel/ProblemType of "
+                   "the GFA kernels in DIR (merged on top of their custom.config, as hipBLASLt does)")
+    q.add_argument("--abi", action="store_true", help="also prove each kernel's argument ABI: trace which kernarg "
+                   "bytes it reads in the emulator and compare with its contract (jitgemm.abi_proof)")
     q.add_argument("--cases", type=positive_int, default=3,
                    help="random legal problems per kernel, each checked against numpy (default 3, at least 1)")
     q.add_argument("--seed", type=int, default=0, help="seed of the problems and inputs (default 0)")

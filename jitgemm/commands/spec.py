@@ -122,6 +122,25 @@ def instruction_facts(spec, inst) -> dict:
             "encodings": encodings}
 
 
+def _card(args: argparse.Namespace) -> int:
+    """`spec card NAME... | --all`: compact instruction cards (jitgemm/spec_cards.py) as Markdown or JSON."""
+    import json
+
+    from jitgemm import spec_cards
+
+    if bool(args.all) == bool(args.names):
+        raise CliError("spec card: name one or more instructions, or give --all")
+    try:
+        cards = spec_cards.cards(args.arch, None if args.all else args.names)
+    except KeyError as exc:
+        raise CliError(str(exc.args[0])) from None
+    if args.format == "json":
+        print(json.dumps(cards, indent=1))
+    else:
+        print("\n".join(spec_cards.card_markdown(c) for c in cards), end="")
+    return 0
+
+
 def _fetch(args: argparse.Namespace) -> int:
     from jitgemm.isa import spec_release
 
@@ -151,6 +170,14 @@ def register(sub) -> None:
     show.add_argument("--json", action="store_true", help="print the instruction's facts as JSON")
     _add_source_args(show)
     show.set_defaults(func=_show)
+
+    card = ssub.add_parser("card", help="compact instruction cards for a model's context: prose, operands, timing "
+                           "class, hazards")
+    card.add_argument("names", nargs="*", metavar="NAME", help="instruction names or aliases, any case")
+    card.add_argument("--all", action="store_true", help="every instruction of the target's spec")
+    card.add_argument("--format", choices=["md", "json"], default="md", help="Markdown (default) or JSON")
+    card.add_argument("--arch", default="gfx942", help="target id whose spec and profile to use (default gfx942)")
+    card.set_defaults(func=_card)
 
     fetch = ssub.add_parser("fetch", help="download AMD's official MR-ISA zip, verify it, extract to the cache")
     fetch.add_argument("--release", help="pinned release name (default: the newest pinned, 2026_08_06)")

@@ -34,6 +34,7 @@ import numpy as np
 
 from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
 
+from . import kernarg_trace
 from .dispatch import Builder, Op
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
 from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
@@ -45,6 +46,8 @@ from .state import AT_BARRIER, RUNNING, WAVE, Waves
 DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
 DYNAMIC_STACK = 16 * 1024  # private bytes per work-item added for a kernel with a dynamic stack (calls)
+USER_SGPR_LIMIT = 32  # user SGPRs a descriptor can ask for (compute_pgm_rsrc2.USER_SGPR is 5 bits, AMDGPUUsage)
+MAX_CODE_OBJECT_BYTES = 512 << 20  # a code object read from a path (as the CLI bounds its inputs)
 
 
 @dataclass
@@ -196,11 +199,14 @@ def _load_code_object(code_object) -> Any:
     if isinstance(code_object, CodeObject):
         return code_object
     if isinstance(code_object, (str, os.PathLike)):
+        from jitgemm.isa.files import read_bounded
+
         path = Path(code_object)
         try:
-            data = path.read_bytes()
+            data = read_bounded(path, MAX_CODE_OBJECT_BYTES)
         except OSError as exc:
-            raise EmulatorError(f"cannot read code object {path}: {exc.strerror}") from None
+            raise EmulatorError(f"cannot read code object {path}: "
+                                f"{exc.strerror or str(exc).split(': ', 1)[-1]}") from None
         return read(data)
     if isinstance(code_object, (bytes, bytearray, memoryview)):
         return read(bytes(code_object))
@@ -260,7 +266,7 @@ def _dispatch_packet(launch: LaunchDescription, group_size: int, kernarg_address
 
 def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 1, block: int | Sequence[int] = WAVE,
             args: Sequence[Any] = (), *, lds_bytes: int = 0, spec=None, max_steps: int = DEFAULT_MAX_STEPS,
-            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+            strict: bool | str = False, schedule: str = "lockstep", seed: int = 0, poison: bool = False) -> RunStats:
     """Run one kernel of a code object on the CPU, with the spec and rules of its own target (ELF e_flags)
     unless `spec` says otherwise.
 
@@ -271,17 +277,24 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
     `strict=True` checks waits, barriers and wait states as hardware needs them and raises `StrictViolation`
     on the first break (`strict="all"` also refuses uninitialized reads, otherwise warnings);
     `schedule="random"` with a `seed` delays load results and interleaves waves at random (see emu/strict.py).
+    `poison=True` fills LDS and every register the launch ABI does not initialize with POISON instead of zeros, so
+    a kernel that reads what it never wrote gives a visibly wrong answer (the anti-cheat battery, jitgemm/battery.py).
     """
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)
     launch = LaunchDescription.make(k.name, grid, block, args, lds_bytes)
     spec = spec if spec is not None else _default_spec(co)
     prog = program_for(k, spec)
-    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed)
+    return run_program(prog, k, launch, max_steps=max_steps, strict=strict, schedule=schedule, seed=seed,
+                       poison=poison)
+
+
+POISON = 0x7FBADBAD  # a quiet-NaN f32 (and two odd f16/bf16 halves): uninitialized state used by poison=True
 
 
 def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,
-                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0) -> RunStats:
+                strict: bool | str = False, schedule: str = "lockstep", seed: int = 0,
+                poison: bool = False) -> RunStats:
     from .strict import strict_level
 
     level = strict_level(strict, schedule)
@@ -312,6 +325,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
                           f"{target_of_spec(prog.spec)} workgroup")
 
+    # --- memory: checked against what the machine has before anything is allocated ----------------------
+    from jitgemm.memory_budget import check_fits, emulation_bytes
+
+    waves_total = launch.workgroup_count * -(-wg_size // WAVE)
+    buffer_bytes = sum(a.nbytes for a in launch.args if isinstance(a, np.ndarray))
+    check_fits(emulation_bytes(buffer_bytes, waves_total) + waves_total * WAVE * private
+               + launch.workgroup_count * lds_size, f"emulating {k.name!r} with {waves_total} waves")
+
     # --- memory: buffers, kernarg segment, dispatch packet -------------------------------------------
     mem = GlobalMemory()
     names = {}
@@ -331,6 +352,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                              hidden={"hidden_shared_base": SHARED_APERTURE_HI,
                                      "hidden_private_base": PRIVATE_APERTURE_HI})
     kernarg_address = mem.map("kernarg segment", bytes(kernargs) + bytes(-len(kernargs) % 4), writable=False)
+    kernarg_trace.attach(mem, kernarg_address, len(kernargs))
     packet_address = mem.map("dispatch packet", _dispatch_packet(launch, lds_size, kernarg_address), writable=False)
     waves_per_wg = -(-wg_size // WAVE)
     n_wg = launch.workgroup_count
@@ -386,6 +408,11 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         words = np.frombuffer(bytes(kernargs) + bytes(4 * 64), np.uint32)
         first = desc.kernarg_preload_spec_offset
         count = desc.kernarg_preload_spec_length
+        if s + count > USER_SGPR_LIMIT or first + count > len(words):
+            raise LaunchError(f"kernel {k.name!r}: the descriptor preloads {count} kernarg dwords from dword {first} "
+                              f"into user SGPRs s{s}..s{s + count - 1}; the kernarg segment has {len(kernargs)} "
+                              f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
+                              f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
         s += count
         entry = PRELOAD_ENTRY
@@ -408,6 +435,10 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         raise EmulatorError(f"kernel {k.name!r}: entry PC 0x{entry:x} is not the start of an instruction")
 
     lds = ByteStore(np.zeros(max(4, n_wg * lds_size + (-(n_wg * lds_size) % 4)), np.uint8))
+    if poison:  # everything the ABI leaves undefined: VGPRs/AGPRs past v0, SGPRs past the initialized ones, LDS
+        st.v[:, 1:, :] = POISON
+        st.s[:, s:target_profile(target).sgprs if target else 102] = POISON
+        lds.words[:] = POISON
     ctx = Context(st, mem, lds, lds_size, k.name, n_wg)
     ctx.scratch_address, ctx.private_size = scratch_address, private
     ctx.code_address = prog.code_address

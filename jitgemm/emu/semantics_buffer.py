@@ -172,6 +172,15 @@ def mubuf(b, d):
         if bad.any():
             _fault(ctx, d, f"buffer {what} inside the descriptor's range but outside every buffer", a, w, bad,
                    ctx.mem.describe)
+        base = acc.resource.base[:, None]
+        bad = ok & ~ctx.mem.same_buffer(a, base)  # index x stride reaches 2**46: past the gap to another buffer
+        if bad.any():
+            def where(address: int) -> str:
+                i = int(np.argwhere(bad)[0][0])
+                return (f"{ctx.mem.describe(address)}; the descriptor's base 0x{int(acc.resource.base[i]):x} "
+                        f"points into {ctx.mem.describe(int(acc.resource.base[i]))}")
+            _fault(ctx, d, f"buffer {what} inside the descriptor's range but outside the buffer its base points "
+                   "into", a, w, bad, where)
         return a
 
     if "FORMAT" in name:

@@ -22,7 +22,6 @@ from jitgemm.isa.instruction import Imm, Off
 
 from .errors import MemoryFault
 from .errors import NoSemantics as Unsupported
-from .memory import BASE
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
 from .registry import family_path, semantics
 from .semantics_gfx950 import lds_transpose, transpose_bits
@@ -232,6 +231,8 @@ def smem(b, d):
         if off_src is not None:
             addr = addr + np.asarray(off_src.read(st, w)).astype(np.uint64)
         addr = addr & ~np.uint64(3)
+        if not write and ctx.mem.read_hook is not None:   # jitgemm.emu.kernarg_trace
+            ctx.mem.read_hook(d.pc, d.text, addr, nbytes)
         ok = ctx.mem.valid(addr, nbytes, write=write)
         if not ok.all():
             _fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)
@@ -316,7 +317,7 @@ def private_pieces(ctx, d, w, sel, off: np.ndarray, nbytes: int) -> list[tuple[n
                           int(off[i]) & 0xFFFFFFFF, d.pc, int(waves[i]), int(sel[1][i]), ctx.kernel,
                           "the kernel descriptor's private_segment_fixed_size", code_address=ctx.code_address)
     waves = (np.arange(ctx.st.count)[w] if isinstance(w, slice) else np.asarray(w))[sel[0]]
-    base = ctx.scratch_address - BASE + waves.astype(np.int64) * 64 * size
+    base = ctx.mem.heap_offset(ctx.scratch_address) + waves.astype(np.int64) * 64 * size
     lane = np.asarray(sel[1], np.int64)
     pieces = []
     for k in range(max(1, nbytes // 4)):

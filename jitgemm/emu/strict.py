@@ -338,7 +338,7 @@ class Strict:
         self.need_of = np.zeros((max(len(self.rules), 1), ids), np.int64)   # (rule, writer fid) -> wait states
         self.pc_of = np.full(ids, -1, np.int64)
         for fx in self.facts.values():
-            if len(self.rules):
+            if len(self.rules) and fx.need is not None:   # None: a data word in the code (never run)
                 self.need_of[:, fx.fid] = fx.need
             self.pc_of[fx.fid] = fx.pc
         self.any_wide_store = False
@@ -601,6 +601,8 @@ class Strict:
         if f is None or f.pc != d.pc:
             f = self.facts[d.pc]
         offs = np.asarray(offs, np.int64)
+        if not offs.size:   # no lane enabled (a random schedule may run a group whose EXEC is empty): no access
+            return
         lane_wave = np.asarray(waves_sel, np.int64)
         if nbytes % 4 == 0 and not (offs & 3).any():
             per = nbytes // 4

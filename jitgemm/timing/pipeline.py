@@ -24,13 +24,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
+from jitgemm.codegen.asm_emit import emit_facts
 from jitgemm.isa.decoder import Decoded, decode
 from jitgemm.isa.instruction import Counters
 from jitgemm.isa.model import Spec
 from jitgemm.isa.operand_syntax import split_suffix
 from jitgemm.isa.targets import TargetProfile
-
-from .asm_emit import emit_facts
 
 CLASSES = ("mfma", "valu", "salu", "lds", "vmem", "smem", "branch", "wait")
 
@@ -123,6 +122,11 @@ def spec_instruction(mnemonic: str, spec: Spec):
     return spec.find_instruction(mnemonic) or spec.find_instruction(split_suffix(mnemonic)[0])
 
 
+def mfma_passes(name: str, table: dict[str, int]) -> int:
+    """Passes of an MFMA by spec name; the `_1K` spellings of some releases share the plain name's entry."""
+    return table.get(name) or table.get(name.replace("_1K", "")) or 0
+
+
 def main_loop(code: bytes, spec: Spec) -> list[Decoded]:
     """The body of the backward branch whose body holds the most MFMAs (the branch itself left out)."""
     decoded = decode(code, spec)
@@ -138,13 +142,18 @@ def main_loop(code: bytes, spec: Spec) -> list[Decoded]:
     return best
 
 
-def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations: int = 6) -> LoopModel:
-    """Issue the loop `iterations` times in order and time the steady state (see the module docstring)."""
+def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations: int = 6,
+               latency: dict[str, int] | None = None) -> LoopModel:
+    """Issue the loop `iterations` times in order and time the steady state (see the module docstring);
+    `latency` overrides the profile's result latencies per class (the timing model's fitted memory latency).
+    With `iterations=1` it times straight-line code (a prologue or epilogue) issued once."""
     from jitgemm.isa.printer import format_instruction
 
     if not body:
         raise PipelineModelError("the kernel has no loop with an MFMA (no backward branch around one)")
     r = rates(spec, profile)
+    if latency:
+        r = Rates(r.clocks_per_pass, r.issue, {**r.latency, **latency}, r.mfma_passes)
     facts = emit_facts(spec, profile)
     items = []
     classes: dict[str, int] = {}
@@ -156,7 +165,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
         info = spec_instruction(name, spec) if name else None
         passes = 0
         if cls == "mfma":
-            passes = r.mfma_passes.get(info.name if info else name, 0)
+            passes = mfma_passes(info.name if info else name, r.mfma_passes)
             if not passes:
                 raise PipelineModelError(f"{name}: no entry in the profile's mfma.passes")
             mfma_busy += passes

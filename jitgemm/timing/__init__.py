@@ -1,0 +1,32 @@
+"""The one timing model: a predicted time for any GEMM code object with a contract (ours, Triton's, aiter's, GFA's)
+on any device of its target, for the selector, the sweep, `explain`, `tune`, split-K decisions and `jitgemm profile`.
+
+What it models:
+- the kernel's own instructions (`trace`): the code is split at its main loop (the backward branch around the most
+  MFMAs) into prologue, one loop iteration and epilogue; each region's instructions by class, MFMA passes and flops,
+  bytes per wave through vector memory and LDS, and the time one wave alone takes to issue it in order with the
+  profile's issue rates, MFMA passes and result latencies (`pipeline`, grown from the main loop to all three
+  regions); the loop runs ceil(K_slice / K per iteration) times, K per iteration read from the loop's MFMA flops and
+  the macro tile (static extrapolation: GEMM main loops are regular);
+- waves sharing a SIMD (occupancy from the unified VGPR file, LDS and waves per SIMD), the matrix pipe they share,
+  the CU's L2 and LDS ports (bytes per clock);
+- workgroup rounds over all CUs (wave quantization), dispatched in id order round-robin over the XCDs; the distinct
+  A and B tiles each XCD's L2 fetches per round (reuse from the tile order), from the Infinity Cache (MALL), and from
+  HBM once when A and B fit the MALL, else every L2 fill; split-K slices' partial results (read-modify-write);
+- a launch overhead.
+Every parameter lives in the target profile (`pipeline`, `timing`, `devices`) with its source; four are fitted to
+aiter's measured tables on a declared half of the rows (bench/bench_model.py reports the other half).
+
+What it ignores: paths of the code a launch does not take (a static trace counts every branch of the prologue and
+epilogue once; edge and K-tail workgroups are timed as interior ones), LDS bank conflicts (counted as none),
+global-memory coalescing beyond instruction widths, instruction-cache misses, clock throttling under power, DVFS,
+other kernels' traffic, TLB misses, the emulator's per-lane addresses (the trace is static; see the issue note).
+"""
+
+from __future__ import annotations
+
+from .model import KernelFacts, Prediction, TimingError, kernel_facts, occupancy, params, predict
+from .trace import KernelTrace, Region, trace
+
+__all__ = ["KernelFacts", "KernelTrace", "Prediction", "Region", "TimingError", "kernel_facts", "occupancy",
+           "params", "predict", "trace"]

@@ -1,0 +1,312 @@
+"""`predict`: one launch of one GEMM kernel on one device, timed from the kernel's trace (see `jitgemm.timing`)."""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.isa.targets import Device, TargetProfile
+
+from .trace import WAVE, KernelTrace, trace
+
+
+class TimingError(ValueError):
+    """A kernel or device the model cannot time; the message says what is missing and what is accepted."""
+
+
+@dataclass(frozen=True)
+class Params:
+    """The target profile's `timing` section, resolved (each number's source is beside it in the YAML)."""
+
+    max_waves_per_simd: int
+    simds_per_cu: int
+    l2_bytes_per_clock_per_cu: float
+    lds_bytes_per_clock_per_cu: float
+    launch_us: float                 # fitted
+    hbm_efficiency: float            # fitted
+    mall_efficiency: float           # fitted
+    vmem_latency_passes: int         # fitted
+    clock_efficiency: float          # fitted: sustained engine clock under MFMA load / the peak engine clock
+
+
+def params(profile: TargetProfile) -> Params:
+    """The timing parameters of a target (TimingError naming the missing key of the profile)."""
+    section = profile.get("timing") or {}
+    pipe = profile.get("pipeline") or {}
+    where = f"specs/targets/{profile.target}.yaml"
+    keys = ("max_waves_per_simd", "l2_bytes_per_clock_per_cu", "lds_bytes_per_clock_per_cu", "launch_us",
+            "hbm_efficiency", "mall_efficiency", "vmem_latency_passes", "clock_efficiency")
+    missing = [k for k in keys if k not in section]
+    if missing or "simds_per_cu" not in pipe:
+        raise TimingError(f"{where}: timing.{(missing or ['pipeline.simds_per_cu'])[0]} is missing; the timing model "
+                          "needs it")
+    return Params(int(section["max_waves_per_simd"]), int(pipe["simds_per_cu"]),
+                  float(section["l2_bytes_per_clock_per_cu"]), float(section["lds_bytes_per_clock_per_cu"]),
+                  float(section["launch_us"]), float(section["hbm_efficiency"]), float(section["mall_efficiency"]),
+                  int(section["vmem_latency_passes"]), float(section["clock_efficiency"]))
+
+
+@dataclass(frozen=True)
+class KernelFacts:
+    """What the model needs of a kernel besides its trace: target, macro tile, waves per workgroup, resources."""
+
+    name: str
+    target: str
+    code: bytes                       # the kernel's .text bytes
+    tile_m: int
+    tile_n: int
+    waves: int                        # per workgroup
+    vgprs: int                        # unified VGPR + AGPR allocation per lane
+    sgprs: int
+    lds_bytes: int                    # per workgroup, static + dynamic
+    beta: bool = False
+
+
+@dataclass
+class Prediction:
+    """A predicted launch: time, throughput, the roofline bound beside it, and rocprof-style counters."""
+
+    kernel: str
+    device: str
+    m: int
+    n: int
+    k: int
+    split_k: int
+    us: float
+    tflops: float
+    roofline_us: float
+    bound: str                        # what limits the launch: compute, latency, hbm, mall, l2, lds, launch
+    counters: dict[str, Any] = field(default_factory=dict)
+    stalls_us: dict[str, float] = field(default_factory=dict)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"kernel": self.kernel, "m": self.m, "n": self.n, "k": self.k, "split_k": self.split_k,
+                "device": self.device, "predicted_us": self.us, "predicted_tflops": self.tflops,
+                "roofline_us": self.roofline_us, "bound": self.bound, "counters": self.counters,
+                "stalls_us": self.stalls_us}
+
+
+def _contract_data(kernel: Any) -> dict:
+    contract = getattr(kernel, "contract", None)
+    if contract is None and isinstance(kernel, tuple) and len(kernel) == 2:
+        contract = kernel[0]
+    data = getattr(contract, "data", contract)
+    return dict(data) if isinstance(data, dict) else {}
+
+
+def _code_object(kernel: Any) -> bytes:
+    for attr in ("code_object", "code_object_bytes", "blob"):
+        blob = getattr(kernel, attr, None)
+        if isinstance(blob, (bytes, bytearray)):
+            return bytes(blob)
+    path = getattr(kernel, "path", None) or getattr(kernel, "code_object_path", None)
+    if path is not None:
+        from pathlib import Path
+
+        return Path(path).read_bytes()
+    if isinstance(kernel, tuple) and len(kernel) == 2 and isinstance(kernel[1], (bytes, bytearray)):
+        return bytes(kernel[1])
+    load = getattr(kernel, "load", None)
+    if callable(load):
+        return load()[0]
+    raise TimingError(f"{type(kernel).__name__}: no code object (accepted: a compiled Kernel, a selector "
+                      "Candidate, an inventory kernel with a code-object path, or (contract, code_object bytes))")
+
+
+def _tile(kernel: Any, data: dict) -> tuple[int, int]:
+    tile = getattr(kernel, "tile", None)
+    if isinstance(tile, (tuple, list)) and len(tile) >= 2:
+        return int(tile[0]), int(tile[1])
+    if isinstance(tile, dict) and "m" in tile:
+        return int(tile["m"]), int(tile["n"])
+    t = data.get("tile") or {}
+    if "m" in t and "n" in t:
+        return int(t["m"]), int(t["n"])
+    raise TimingError(f"{data.get('identity', {}).get('kernel', type(kernel).__name__)}: no macro tile in the "
+                      "contract (tile.m, tile.n) or on the kernel (.tile)")
+
+
+_FACTS: dict[tuple, KernelFacts] = {}
+
+
+def kernel_facts(kernel: Any) -> KernelFacts:
+    """The facts of a kernel object (cached per code object and contract)."""
+    from jitgemm.codegen import codeobj
+
+    data = _contract_data(kernel)
+    blob = _code_object(kernel)
+    ident = data.get("identity", {})
+    key = (hash(blob), ident.get("kernel"), str(data.get("tile")), str(getattr(kernel, "tile", None)))
+    hit = _FACTS.get(key)
+    if hit is not None:
+        return hit
+    co = codeobj.read(blob)
+    name = ident.get("kernel") or getattr(kernel, "name", None)
+    names = [k.name for k in co.kernels]
+    k = co.kernel(name if name in names else names[0])
+    meta = k.metadata
+    target = ident.get("target") or getattr(kernel, "arch", None) or co.target
+    from jitgemm.isa.targets import base_target
+
+    wg = data.get("launch", {}).get("workgroup") or [int(meta.get(".max_flat_workgroup_size", 256) or 256)]
+    lds = int(k.descriptor.group_segment_fixed_size) + int(data.get("launch", {}).get("lds_bytes", 0) or 0)
+    tm, tn = _tile(kernel, data)
+    facts = KernelFacts(k.name, base_target(str(target)), bytes(k.code), tm, tn,
+                        max(1, math.prod(int(x) for x in wg) // WAVE), int(meta.get(".vgpr_count", 0) or 0),
+                        int(meta.get(".sgpr_count", 0) or 0), lds)
+    if len(_FACTS) > 4096:
+        _FACTS.clear()
+    _FACTS[key] = facts
+    return facts
+
+
+def occupancy(facts: KernelFacts, profile: TargetProfile, p: Params) -> dict[str, int]:
+    """Workgroups resident per CU and what limits it: the unified VGPR file (`vgprs` registers per lane per SIMD
+    in `vgpr_granule` blocks), the CU's LDS, the waves a SIMD can hold; a workgroup's waves spread over the SIMDs."""
+    granule = int(profile.get("vgpr_granule", 8) or 8)
+    regs = max(granule, -(-facts.vgprs // granule) * granule) if facts.vgprs else granule
+    by_regs = min(p.max_waves_per_simd, (profile.vgprs or 512) // regs)
+    per_simd = -(-facts.waves // p.simds_per_cu)
+    limits = {"vgpr": by_regs // per_simd, "waves": p.max_waves_per_simd // per_simd}
+    if facts.lds_bytes:
+        limits["lds"] = profile.lds_bytes_per_workgroup // facts.lds_bytes
+    wgs = max(1, min(limits.values()))
+    return {"workgroups_per_cu": wgs, "waves_per_simd": wgs * per_simd,
+            "limited_by": min(limits, key=lambda x: limits[x])}
+
+
+def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tuple[int, int, int]:
+    """Distinct (A tile, K slice) and (B tile, K slice) pairs each XCD's L2 fetches, summed over dispatch rounds:
+    workgroups are dispatched in id order (x over N tiles fastest, then M tiles, then split-K slices and batch),
+    round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds)."""
+    total = tiles_m * tiles_n * slices
+    rounds = -(-total // slots)
+    ids = np.arange(total, dtype=np.int64)
+    n_idx = ids % tiles_n
+    m_idx = (ids // tiles_n) % tiles_m
+    s_idx = ids // (tiles_n * tiles_m)
+    rnd = ids // slots
+    xcd = ids % xcds
+    a_keys = np.unique(((rnd * xcds + xcd) * slices + s_idx) * tiles_m + m_idx)
+    b_keys = np.unique(((rnd * xcds + xcd) * slices + s_idx) * tiles_n + n_idx)
+    return len(a_keys), len(b_keys), rounds
+
+
+def resolve_device(profile: TargetProfile, device: Any) -> Device:
+    if isinstance(device, Device):
+        return device
+    return profile.device(device)
+
+
+def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: int = 1) -> Prediction:
+    """Predicted time of one launch of `kernel` (a compiled Kernel, a selector Candidate, an aiter inventory
+    kernel, or (contract, code-object bytes)) on `problem` on `device` (a name, a CU count, a Device; None: the
+    target's default device), the K dimension split in `split_k` slices (aiter's splitK: workgroups per output
+    tile, each reducing ceil(K / split_k) of K)."""
+    from jitgemm import isa
+
+    facts = kernel_facts(kernel)
+    profile = isa.target_profile(facts.target)
+    dev = resolve_device(profile, device)
+    p = params(profile)
+    tr = trace(facts.code, facts.target, {"vmem": p.vmem_latency_passes})
+    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)))
+
+
+def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profile: TargetProfile, p: Params,
+          split_k: int) -> Prediction:
+    m, n, k, batch = prob.m, prob.n, prob.k, prob.batch
+    clock = dev.clock_mhz * 1e6 * p.clock_efficiency
+    cpp = tr.clocks_per_pass
+    occ = occupancy(f, profile, p)
+    o = occ["workgroups_per_cu"]
+    tiles_m, tiles_n = -(-m // f.tile_m), -(-n // f.tile_n)
+    k_slice = -(-k // split_k)
+    loop = tr.loop
+    k_per_iter = max(1, round(loop.mfma_flops * f.waves / (2 * f.tile_m * f.tile_n))) if loop.mfma_flops else 32
+    iters = max(1, -(-k_slice // k_per_iter))
+    workgroups = tiles_m * tiles_n * split_k * batch
+    slots = dev.cu_num * o
+    # -- per workgroup: one wave's regions, its SIMD shared by waves_per_simd waves, the CU's L2 and LDS ports
+    w = occ["waves_per_simd"]
+    iter_issue = max(loop.passes, w * loop.mfma_passes) * cpp
+    iter_l2 = o * f.waves * loop.vmem_load_bytes / p.l2_bytes_per_clock_per_cu
+    iter_lds = o * f.waves * loop.lds_bytes / p.lds_bytes_per_clock_per_cu
+    iter_clk = max(iter_issue, iter_l2, iter_lds)
+    edge_clk = (tr.prologue.passes + tr.epilogue.passes) * cpp
+    wg_clk = edge_clk + iters * iter_clk
+    rounds_full, rest = divmod(workgroups, slots)
+    rounds = rounds_full + (1 if rest else 0)
+    compute_s = rounds * wg_clk / clock
+    # -- memory hierarchy: L2 fills (from MALL/HBM) from the dispatch order, HBM bytes once when A and B fit MALL
+    a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice)
+    b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice)
+    a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, split_k, slots, dev.xcds)
+    l2_fill = (a_fetch * a_bytes_slice + b_fetch * b_bytes_slice) * batch
+    d_bytes = m * n * batch * (prob.d.bits // 8 if prob.d.bits % 8 == 0 else 2)
+    d_traffic = d_bytes * (2 * split_k if split_k > 1 else 1)
+    operands = (prob.a.storage_bytes(m * k) + prob.b.storage_bytes(n * k)) * batch
+    hbm = (operands if operands <= dev.mall_bytes else l2_fill) + d_traffic
+    hbm_s = hbm / (dev.hbm_gbs * 1e9 * p.hbm_efficiency)
+    mall_s = (l2_fill + d_traffic) / (dev.mall_gbs * 1e9 * p.mall_efficiency)
+    launch_s = p.launch_us * 1e-6
+    body_s = max(compute_s, hbm_s, mall_s)
+    total_s = launch_s + body_s
+    flops = 2.0 * m * n * k * batch
+    rate_key = _rate_key(prob, dev.peak_matrix_tflops)
+    peak = dev.peak_matrix_tflops.get(rate_key, 0.0) * 1e12
+    roofline_s = max(flops / peak if peak else 0.0, (operands + d_bytes) / (dev.hbm_gbs * 1e9))
+    # -- where the time goes (per workgroup, then the launch)
+    mfma_clk = iters * w * loop.mfma_passes * cpp
+    parts = {"mfma": mfma_clk, "issue": iters * max(0.0, loop.total * cpp - w * loop.mfma_passes * cpp),
+             "wait_memory": iters * max(0.0, iter_issue - max(loop.total, w * loop.mfma_passes) * cpp)
+             + edge_clk,
+             "l2_bandwidth": iters * max(0.0, iter_l2 - iter_issue), "lds_bandwidth": iters * max(0.0, iter_lds -
+                                                                                                  max(iter_issue,
+                                                                                                      iter_l2))}
+    scale = rounds / clock * 1e6
+    stalls = {key: round(v * scale, 3) for key, v in parts.items() if v > 0}
+    quant = workgroups / (rounds * slots) if rounds else 1.0
+    if body_s > compute_s:
+        stalls["hbm" if hbm_s >= mall_s else "mall"] = round((body_s - compute_s) * 1e6, 3)
+    stalls["launch"] = round(p.launch_us, 3)
+    bounds = {"compute" if tr.bound == "mfma" else "latency": compute_s, "hbm": hbm_s, "mall": mall_s}
+    if iter_clk == iter_l2 and iter_l2 > iter_issue:
+        bounds = {**bounds, "l2": bounds.pop("compute", bounds.pop("latency", compute_s))}
+    bound = max(bounds, key=lambda x: bounds[x]) if body_s >= launch_s else "launch"
+    waves_total = workgroups * f.waves
+    per_wave = {c: tr.prologue.instructions.get(c, 0) + tr.epilogue.instructions.get(c, 0)
+                + iters * loop.instructions.get(c, 0) for c in set(tr.prologue.instructions)
+                | set(loop.instructions) | set(tr.epilogue.instructions)}
+    counters = {
+        "instructions": {c: v * waves_total for c, v in sorted(per_wave.items())},
+        "workgroups": workgroups, "waves": waves_total, "rounds": rounds, "wave_quantization": round(quant, 4),
+        "k_per_iteration": k_per_iter, "iterations_per_workgroup": iters,
+        "occupancy": occ, "vgprs": f.vgprs, "sgprs": f.sgprs, "lds_bytes_per_workgroup": f.lds_bytes,
+        "bytes": {"hbm": int(hbm), "l2_fill_from_mall": int(l2_fill), "l2_to_cu": int(
+            waves_total * (tr.prologue.vmem_load_bytes + iters * loop.vmem_load_bytes + tr.epilogue.vmem_load_bytes)),
+            "lds": int(waves_total * (tr.prologue.lds_bytes + iters * loop.lds_bytes + tr.epilogue.lds_bytes)),
+            "stores": int(waves_total * (tr.prologue.vmem_store_bytes + tr.epilogue.vmem_store_bytes
+                                         + iters * loop.vmem_store_bytes))},
+        "transactions": {"l2_to_cu_64B": int(waves_total * iters * loop.vmem_load_bytes / 64)},
+        "lds_bank_conflicts": None,   # not modelled by the static trace (jitgemm.timing docstring)
+        "loop": {"passes_one_wave": loop.passes, "mfma_passes": loop.mfma_passes, "bound_one_wave": tr.bound,
+                 "clocks_per_iteration": round(iter_clk, 1)},
+        "mfma_utilisation": round(min(1.0, mfma_clk / wg_clk), 4) if wg_clk else 0.0,
+    }
+    us = total_s * 1e6
+    return Prediction(f.name, dev.name, m, n, k, split_k, us, flops / total_s / 1e12, roofline_s * 1e6 + p.launch_us,
+                      bound, counters, stalls)
+
+
+def _rate_key(problem: GemmProblem, rates: dict) -> str:
+    """Which peak matrix rate applies: the wider operand's dtype; 8-bit floats of either flavour at fp8's rate;
+    fp6/fp4 at their own rate when the device lists one, else fp8's."""
+    kind = max((problem.a, problem.b), key=lambda d: d.bits)
+    if kind.name in rates:
+        return kind.name
+    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name

@@ -1,0 +1,97 @@
+"""The aiter inventory (jitgemm.aiter, issue 24): every GEMM code object of the pinned amd-aiter wheel is admitted
+with a contract made from its family's data file (specs/aiter/families/*.yaml) and listing CSV, or listed with
+the reason; the tuning tables read as measured rows labelled by library and device."""
+
+from __future__ import annotations
+
+import copy
+from collections import Counter
+
+import pytest
+
+from jitgemm.aiter import _no_pads, device_of, inventory
+from jitgemm.aiter.families import contract_data, families, load_family
+from jitgemm.contract import Contract, ContractError
+from tests.aiter_corpus import aiter_root, aiter_wheel
+
+
+@pytest.fixture(scope="module")
+def inv():
+    return inventory(aiter_wheel())
+
+
+def test_every_listed_gemm_kernel_is_admitted_or_refused_with_a_reason(inv):
+    admitted = Counter((k.arch, k.family) for k in inv.kernels if k.admitted)
+    assert admitted == {("gfx942", "bf16gemm_outf32"): 4, ("gfx950", "bf16gemm_outf32"): 4,
+                        ("gfx950", "f4gemm_bf16_per1x32Fp4"): 35}
+    listed = Counter((k.arch, k.family) for k in inv.kernels)
+    assert listed[("gfx942", "i8gemm_bf16_perTokenI8")] == 2
+    assert listed[("gfx942", "gemm_a8w8_m128")] == 2
+    assert listed[("gfx942", "flatmm_a8w8_blockscale")] == 1
+    for k in inv.refused():
+        assert k.refusal, k.label
+    # objects no family describes are listed, never guessed
+    uncovered = sorted(k.label for k in inv.kernels if k.family is None)
+    assert uncovered == [f"gfx950/f8_block_scale_mi350_x{w}" for w in (128, 32, 64, 96)]
+    assert all("no family description" in k.refusal for k in inv.kernels if k.family is None)
+    f4 = [k for k in inv.admitted("gfx950") if k.family == "f4gemm_bf16_per1x32Fp4"]
+    assert sum(k.split_k for k in f4) == 2 and sum(not k.preshuffle for k in f4) == 1
+
+
+def test_the_contract_follows_the_listing_row(inv):
+    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256")
+    c = k.contract
+    assert c.kernel == "_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256E"
+    assert c.data["operation"]["b_preshuffle"] == "16x16" and c.data["legality"]["divisible"]["n"] == 256
+    assert c.grid(300, 512, 1024, split_k=4) == (2, 2, 4)          # gdz = ceil(K / roundup(K/4, 256))
+    assert c.grid(300, 512, 1024) == (2, 2, 1)
+    assert c.split_refusal(1024, 3) and c.split_refusal(1024, 32) and not c.split_refusal(1024, 4)
+    plain = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256").contract
+    assert plain.data["operation"]["b_preshuffle"] == "none" and plain.split_k is None
+    assert "log2_k_split" not in [a["name"] for a in plain.args]
+    bf16 = inv.kernel("gfx942/bf16gemm_outf32_tn_96x64_pf3").contract
+    assert bf16.grid(100, 128, 640, split_k=5) == (2, 2, 5)
+    assert bf16.data["abi"]["strides_in"] == "bytes"
+
+
+def test_a_wrong_fact_in_a_family_file_is_refused_against_the_object(inv):
+    """The family data is checked against each code object's own metadata: an argument moved off its 16-byte slot
+    is refused, not believed."""
+    fam = next(f for f in families() if f.name == "bf16gemm_outf32")
+    data = copy.deepcopy(dict(fam.data))
+    data["abi"]["args"][4]["offset"] = 84          # beta moved inside alpha's pad
+    broken = load_family(__import__("yaml").safe_dump(data), "broken.yaml")
+    k = inv.kernel("gfx942/bf16gemm_outf32_tn_32x64_pf3")
+    row = {"name": k.name, "file": "x.co", "tile_m": 32, "tile_n": 64}
+    from jitgemm.codegen.codeobj import read
+
+    meta = next(x for x in read(k.code).kernels if x.name == k.name).metadata
+    contract = Contract.load(contract_data(broken, "gfx942", row, k.code_sha256, "test"), "broken")
+    contract.check_metadata(meta)          # offset 84 is an argument of the metadata: a pad
+    with pytest.raises(ContractError, match="offset 84 lands on a pad"):
+        _no_pads(contract, meta)
+
+
+def test_inventory_reads_the_wheel_and_the_extracted_tree_alike(inv):
+    tree = inventory(aiter_root())
+    assert sorted(k.label for k in tree.admitted()) == sorted(k.label for k in inv.admitted())
+    assert tree.tuned_rows == [] or len(tree.tuned_rows) == len(inv.tuned_rows)
+
+
+def test_tuned_rows_name_device_library_and_family(inv):
+    rows = inv.tuned_rows
+    assert len(rows) > 4000
+    asm = [r for r in rows if r.asm]
+    by_family = Counter(r.family for r in asm)
+    assert by_family == {"f4gemm_bf16_per1x32Fp4": 796, "i8gemm_bf16_perTokenI8": 35, "gemm_a8w8_m128": 34,
+                         "bf16gemm_outf32": 8}
+    assert {r.library for r in rows if not r.asm} >= {"ck"}
+    bf16 = next(r for r in rows if r.table == "bf16_tuned_gemm.csv" and r.m == 150)
+    assert (bf16.cu_num, bf16.device, bf16.arch, bf16.split_k, bf16.us) == (80, "MI308X", "gfx942", 5, 11.7)
+    assert bf16.problem is not None and bf16.problem.d.name == "fp32"
+    assert device_of(256) == ("MI355X", "gfx950") and device_of(304)[1] == "gfx942" and device_of(7) is None
+    # asm_a8w8_gemm.csv has no kernel column: the family's rule names the object by its log2 split
+    a8 = [r for r in rows if r.table == "asm_a8w8_gemm.csv"]
+    assert {r.kernel_label for r in a8} == {"gfx942/gemm_a8w8_m128_noSplitK", "gfx942/gemm_a8w8_m128_splitK"}
+    assert all((r.split_k == 1) == (r.kernel_label.endswith("noSplitK")) for r in a8)
+    assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]

@@ -1,0 +1,82 @@
+"""The timing model (jitgemm.timing): structure and consistency on our own kernels. Its accuracy against hardware
+timings is tests/jitgemm/test_timing_accuracy.py."""
+
+from __future__ import annotations
+
+import pytest
+from jitgemm.codegen.gemm_ir import GemmProblem
+
+import jitgemm
+from jitgemm import isa
+from jitgemm.timing import predict, trace
+from jitgemm.timing.trace import lane_bytes, mfma_flops
+
+
+@pytest.fixture(scope="module")
+def kernel():
+    return jitgemm.compile(GemmProblem.make(256, 256, 256, "bf16", layout="NT"))
+
+
+def test_names_give_widths_and_flops():
+    assert [lane_bytes(n) for n in ("BUFFER_LOAD_DWORDX4", "GLOBAL_LOAD_DWORD", "DS_READ_B128", "DS_WRITE_B64",
+                                    "BUFFER_LOAD_UBYTE", "GLOBAL_LOAD_SHORT_D16")] == [16, 4, 16, 8, 1, 2]
+    assert mfma_flops("V_MFMA_F32_32X32X8_BF16") == 16384 and mfma_flops("V_MFMA_F32_16X16X4_4B_F16") == 8192
+    assert mfma_flops("V_MFMA_SCALE_F32_32X32X64_F8F6F4") == 131072
+
+
+def test_trace_regions_of_our_kernel(kernel):
+    """One loop iteration of the 128x128x32 kernel: its 4 waves' MFMAs cover the tile for K per iteration, and it
+    loads exactly the A and B tiles' bytes of that K (bf16: 2 bytes) through vector memory."""
+    from jitgemm.codegen import codeobj
+
+    k = codeobj.read(kernel.code_object).kernel(kernel.name)
+    tr = trace(k.code, "gfx942")
+    tile = kernel.contract["tile"] if isinstance(kernel.contract, dict) else kernel.contract.data["tile"]
+    waves = 4
+    k_iter = tr.loop.mfma_flops * waves // (2 * tile["m"] * tile["n"])
+    assert k_iter % tile["k"] == 0 and k_iter >= tile["k"]
+    assert tr.loop.vmem_load_bytes * waves == (tile["m"] + tile["n"]) * k_iter * 2
+    assert tr.loop.instructions["mfma"] * 8 == tr.loop.mfma_passes      # 32x32x8 bf16: 8 passes each
+    assert tr.prologue.total > 0 and tr.epilogue.vmem_store_bytes > 0 and tr.loop.passes >= tr.loop.mfma_passes
+
+
+def test_prediction_is_consistent(kernel):
+    small, big = (predict(kernel, GemmProblem.make(s, s, s, "bf16", layout="NT")) for s in (512, 8192))
+    dev = isa.target_profile("gfx942").device()
+    assert small.device == dev.name == "MI300X" and small.us < big.us
+    for p in (small, big):
+        assert 0 < p.tflops <= dev.peak_matrix_tflops["bf16"] and p.us >= p.roofline_us > 0
+        assert p.tflops == pytest.approx(2 * p.m * p.n * p.k / p.us / 1e6)
+    c = big.counters
+    assert c["workgroups"] == 64 * 64 and c["rounds"] == -(-4096 // (304 * c["occupancy"]["workgroups_per_cu"]))
+    mfmas = c["instructions"]["mfma"]
+    assert mfmas * 16384 >= 2 * 8192 ** 3 and mfmas * 16384 < 2 * 8192 ** 3 * 1.1   # flops of the MFMAs issued
+    assert c["bytes"]["hbm"] >= 2 * 8192 * 8192 * 3 and big.bound in ("compute", "latency", "hbm", "mall", "l2")
+
+
+def test_devices_and_split_k_change_the_time(kernel):
+    """The MI308X (80 CUs) takes longer than the MI300X (304) on a big problem; splitting K of a tall-skinny problem
+    over more workgroups fills more CUs; past the slots a second round appears (wave quantization)."""
+    p = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NT")
+    assert predict(kernel, p, "MI308X").us > 2 * predict(kernel, p, 304).us
+    skinny = GemmProblem.make(128, 128, 65536, "bf16", layout="NT")
+    one, eight = predict(kernel, skinny), predict(kernel, skinny, split_k=8)
+    assert eight.counters["workgroups"] == 8 and eight.us < one.us
+    slots = 304 * predict(kernel, p).counters["occupancy"]["workgroups_per_cu"]
+    n_tiles = slots // 8
+    fits, spills = (predict(kernel, GemmProblem.make(128 * 8 * r, 128 * n_tiles, 1024, "bf16", layout="NT"))
+                    for r in (1, 2))
+    assert (fits.counters["rounds"], spills.counters["rounds"]) == (1, 2)
+    with pytest.raises(isa.IsaError, match="no device 'MI999'"):
+        predict(kernel, p, "MI999")
+
+
+def test_trace_is_cached_per_code(kernel):
+    import importlib
+
+    trace_module = importlib.import_module("jitgemm.timing.trace")
+
+    before = trace_module._cached.cache_info().hits
+    for m in range(64, 64 * 40, 64):
+        predict(kernel, GemmProblem.make(m, 1024, 1024, "bf16", layout="NT"))
+    assert trace_module._cached.cache_info().hits - before >= 38
