@@ -21,7 +21,7 @@ _source_checkout_layout()
 
 # Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
 # and `matmul` and friends import numpy.
-_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "compiler",
+_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "api",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
          "MXTensor": "mx"}

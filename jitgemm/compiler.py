@@ -108,27 +108,24 @@ _lock = threading.Lock()
 
 
 def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
-            use_disk_cache: bool = True, generator: str | None = None) -> Kernel:
-    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
-    Without a `config`, the kernel is the one `matmul` runs for the problem (packed operands, 256-byte aligned):
-    the default selector's best candidate among the project's generators (`selected_config`), so the API, the
-    CLI and `matmul` agree on one kernel per problem. `generator`: a registered generator ("asm": the direct
-    generator; "llvm": LLVM IR through llvmlite and LLVM's AMDGPU backend), which narrows that choice to its
-    candidates; with a `config` it defaults to "asm". Its stage table runs and every stage's text is kept in
+            use_disk_cache: bool = True, generator: str = "asm") -> Kernel:
+    """Compile (or fetch from cache) one generator's kernel for a problem's class: the suppliers' and the
+    sweep's way in (`jitgemm.compile`, in jitgemm/api.py, is the public one: without a config it compiles the
+    selector's choice). `problem` may be the IR text form; without a `config`, the generator's own default
+    (`Generator.choose_config`). `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM
+    IR through llvmlite and LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in
     `Kernel.stages`."""
+    gen = _generator(generator)
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
         config = config or parsed_config
-    if config is None:   # chosen afresh each call: the tuning database may have learnt something since
-        chosen, option = selected_config(problem, arch, generator)
-        return compile(problem, chosen, arch=arch, use_disk_cache=use_disk_cache, generator=option)
-    generator = generator or "asm"
-    gen = _generator(generator)
     fast = _by_problem.get((problem, config, arch, generator))
     if fast is not None:
         return fast
     asked = config
     spec = isa.load_spec(arch)
+    if config is None:   # the default depends on the problem's sizes; the cache keys on what was chosen
+        config = gen.choose_config(problem, spec, isa.target_profile(arch))
     ir_text = format_ir(problem.kernel_class(), config)
     key_mem = (ir_text, spec.sha256, arch, generator)
     with _lock:
@@ -178,30 +175,6 @@ def _config_data(config: GemmConfig) -> dict:
     data = asdict(config)
     data.pop("extras", None)
     return data
-
-
-def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
-                    align: dict[str, int] | None = None) -> tuple[GemmConfig, str]:
-    """(config, generator option) of the kernel the default selector ranks first for `problem` among the
-    candidates a generator of this project compiles (its own suppliers and the tuning database's variants; a
-    prebuilt or Triton kernel has no config to compile), optionally only `generator`'s. `align`: the operands'
-    pointer alignment (default 256 bytes, what numpy's large allocations and `select --align` give). One
-    ranking (`selector.rank_key`) decides for `compile`, `matmul`, `select` and `explain`."""
-    from .selector import SelectionError, default_selector
-
-    if generator is not None:
-        _generator(generator)          # a misspelt or unavailable generator is named before any work
-    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
-    for v in verdicts:
-        if not v.legal:
-            break
-        made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
-        if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
-            continue
-        return v.candidate.config, made_by.option
-    why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
-    raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
-                         f"{why or 'no candidates'}")
 
 
 def clear_memory_cache() -> None:

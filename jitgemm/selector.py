@@ -17,7 +17,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.files import read_sealed, write_sealed
 from jitgemm.isa.spec_cache import cache_root
@@ -311,6 +311,33 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     """The default selector's table for a problem: every candidate, kept or rejected (and the clause), with
     the ranking scores."""
     return default_selector(arch).explain(problem, align)
+
+
+def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
+                    align: dict[str, int] | None = None) -> tuple[GemmConfig, str]:
+    """(config, generator option) of the kernel the default selector ranks first for `problem` among the
+    candidates a generator of this project compiles (its own suppliers and the tuning database's variants; a
+    prebuilt or Triton kernel has no config to compile), optionally only `generator`'s. `align`: the operands'
+    pointer alignment (default 256 bytes, what numpy's large allocations and `select --align` give). One
+    ranking (`selector.rank_key`) decides for `compile`, `matmul`, `select` and `explain`."""
+    from jitgemm.codegen.generator import by_name
+    from jitgemm.codegen.generator import generator as registered
+
+    if generator is not None:          # a misspelt or unavailable generator is named before any work
+        ok, why = registered(generator).available()
+        if not ok:
+            raise SelectionError(f"generator={generator!r} is not available: {why}")
+    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
+    for v in verdicts:
+        if not v.legal:
+            break
+        made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
+        if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
+            continue
+        return v.candidate.config, made_by.option
+    why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
+    raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
+                         f"{why or 'no candidates'}")
 
 
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:

@@ -213,7 +213,7 @@ def test_jitgemm_compile_generators_caches_and_stages():
 
     problem = GemmProblem.make(50, 60, 70, "fp16", layout="NT")
     llvm = jitgemm.compile(problem, generator="llvm")
-    direct = jitgemm.compile(problem)
+    direct = jitgemm.compile(problem, llvm.config)      # the same config through the direct generator (default)
     assert llvm.generator == "jitgemm-llvm" and direct.generator == "jitgemm-asm"
     assert llvm.name != direct.name and llvm.code_object != direct.code_object
     assert jitgemm.compile(problem, generator="llvm") is llvm
