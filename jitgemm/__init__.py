@@ -5,16 +5,35 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 
+_CHECKOUT_FOLDERS = ("isa", "codegen", "specs")
+
+
 def _source_checkout_layout() -> None:
     """In a source checkout the folders isa/, codegen/ and specs/ sit beside jitgemm/ (the wheel installs
     them inside it, see pyproject.toml). Find them as jitgemm.isa, jitgemm.codegen and jitgemm.specs from
     *this* checkout, so that a second work tree, or a tree that is not installed, never mixes its jitgemm/
-    with another tree's isa/. An installed wheel has no pyproject.toml beside the package and is untouched."""
+    with another tree's isa/. Only those three names are mapped (a finder ahead of the others), not the whole
+    checkout: `help(jitgemm)` and `pkgutil` never see the checkout's tests/, setup.py or bench/ as parts of
+    the package. An installed wheel has no pyproject.toml beside the package and is untouched."""
+    import importlib.abc
+    import importlib.util
+    import sys
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    if (root / "pyproject.toml").is_file() and (root / "isa" / "asm_grammar.lark").is_file():
-        __path__.append(str(root))
+    if not ((root / "pyproject.toml").is_file() and (root / "isa" / "asm_grammar.lark").is_file()):
+        return
+
+    class CheckoutFolders(importlib.abc.MetaPathFinder):
+        def find_spec(self, fullname, path=None, target=None):
+            head, _, name = fullname.partition(".")
+            if head != "jitgemm" or name not in _CHECKOUT_FOLDERS:
+                return None
+            folder = root / name
+            return importlib.util.spec_from_file_location(fullname, folder / "__init__.py",
+                                                          submodule_search_locations=[str(folder)])
+
+    sys.meta_path.insert(0, CheckoutFolders())
 
 
 _source_checkout_layout()
@@ -34,6 +53,11 @@ def __getattr__(name: str):
 
         return getattr(importlib.import_module(f"jitgemm.{_LAZY[name]}"), name)
     raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    """The public API (the lazy names included), so tab completion and `dir(jitgemm)` find `matmul` and friends."""
+    return sorted(set(__all__) | {"__version__", "isa", "codegen", "specs"})
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",

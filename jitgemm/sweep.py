@@ -150,15 +150,14 @@ class SweepReport:
 
     def plot(self, path: str | None = None):
         """Two panels: predicted TFLOP/s by macro tile, and occupancy against clocks per MFMA (the Pareto front
-        marked). Saved to `path` (PNG) when given; returns the matplotlib figure."""
-        import matplotlib
-
-        if path:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        marked). Saved to `path` (PNG, SVG or PDF by its suffix) when given; returns the matplotlib figure, which a
+        notebook shows when a cell ends with it. The figure is made without pyplot, so no backend is switched
+        and no window opens (a notebook's inline display keeps working)."""
+        from matplotlib.figure import Figure
 
         rows = [r for r in self.results if not r.error]
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+        fig = Figure(figsize=(13, 5))
+        left, right = fig.subplots(1, 2)
         tiles = sorted({f"{r.config['tile_m']}x{r.config['tile_n']}" for r in rows},
                        key=lambda s: tuple(int(x) for x in s.split("x")))
         for gen, marker in (("asm", "o"), ("llvm", "s")):
@@ -184,7 +183,6 @@ class SweepReport:
         fig.tight_layout()
         if path:
             fig.savefig(path, dpi=100)
-            plt.close(fig)
         return fig
 
 

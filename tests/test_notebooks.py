@@ -1,7 +1,12 @@
-"""The notebooks' code cells run top to bottom (what a user opening them would do)."""
+"""The notebooks' code cells run top to bottom (what a user opening them would do), each cell's last expression
+displayed as Jupyter displays it: a notebook that plots shows its figure (the cell ends with it, an image a
+notebook renders inline), and a notebook writes its files into a temporary folder, never beside itself or in
+the folder it runs from."""
 
 from __future__ import annotations
 
+import ast
+import io
 import json
 
 import pytest
@@ -11,15 +16,52 @@ from tests.oracles import REPO
 NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
-@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
-def test_notebook_runs(path, tmp_path, monkeypatch):
-    monkeypatch.chdir(tmp_path)
+def run_cells(path) -> list[list[object]]:
+    """Every code cell executed in one namespace; per cell, the values Jupyter would display (the value of a
+    last expression statement, unless None)."""
     nb = json.loads(path.read_text())
     namespace: dict = {}
+    shown = []
     for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] == "code":
-            exec(compile("".join(cell["source"]), f"{path.name}[{i}]", "exec"), namespace)
+        if cell["cell_type"] != "code":
+            continue
+        tree = ast.parse("".join(cell["source"]), f"{path.name}[{i}]")
+        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
+        exec(compile(tree, f"{path.name}[{i}]", "exec"), namespace)
+        value = eval(compile(ast.Expression(last.value), f"{path.name}[{i}]", "eval"), namespace) if last else None
+        shown.append([value] if value is not None else [])
+    return shown
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_notebook_runs_shows_its_figures_and_writes_nothing_beside_itself(path, tmp_path, monkeypatch):
+    from matplotlib.figure import Figure
+
+    monkeypatch.chdir(tmp_path)
+    before = {p.name for p in path.parent.iterdir()}
+    shown = run_cells(path)
+    assert list(tmp_path.iterdir()) == []                              # nothing in the folder it runs from
+    assert {p.name for p in path.parent.iterdir()} == before           # nor beside the notebook
+    text = path.read_text()
+    if ".plot(" in text:
+        figures = [v for values in shown for v in values if isinstance(v, Figure)]
+        assert figures, "a notebook that plots ends a cell with the figure, so Jupyter shows it"
+        for fig in figures:
+            png = io.BytesIO()
+            fig.savefig(png, format="png")
+            assert png.getvalue().startswith(b"\x89PNG") and fig.axes and all(ax.has_data() for ax in fig.axes)
 
 
 def test_there_are_notebooks():
     assert NOTEBOOKS
+
+
+def test_gitignore_covers_what_the_tools_leave():
+    """Files the project's tools may leave in a working folder (tuning databases and their WAL files and
+    set-aside copies, notebook checkpoints, plots named after the README's examples) are ignored by git."""
+    import subprocess
+
+    names = ["tuning.db", "tuning.db-wal", "tuning.db-shm", "tuning.db.corrupt-20260101-000000-1",
+             "notebooks/.ipynb_checkpoints/x.ipynb", "sweep.png", "k.co"]
+    out = subprocess.run(["git", "check-ignore", *names], cwd=REPO, capture_output=True, text=True)
+    assert sorted(out.stdout.split()) == sorted(names), out.stdout
