@@ -46,13 +46,14 @@ from jitgemm.isa.targets import TargetProfile
 from .asm_emit import Emitter, RegAlloc, emit_facts
 from .gemm_asm_epilogue import EpiloguePhase
 from .gemm_asm_fragments import FragmentPhase
+from .gemm_asm_scale import ScalePhase
 from .gemm_asm_staging import StagingPhase
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
-class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
+class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
     """One kernel class and config lowered to instructions: prologue, loop and the phases' methods."""
 
     def __init__(self, problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
@@ -140,6 +141,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         self.rsrc = self._resources()
         self._zero_accumulators()
         self.oob = self.vconst(OOB)
+        self._block_setup()                       # block scales: running sums that live to the epilogue
         mark = ra.next["v"]
         self._main_loop()
         ra.release("v", mark)                     # staging, fragments and addresses are dead after the loop
@@ -157,6 +159,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes}
         if self.p.c is not None:
             sizes["c"] = self.p.c.bytes
+        if self.p.scale_mode != "none":
+            sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
         for x, eb in sizes.items():
             ptr = a[x]
             plo, phi = Reg("s", ptr.index), Reg("s", ptr.index + 1)
@@ -168,10 +172,13 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
             emit("s_addc_u32", phi, phi, hi)
 
     def _resources(self) -> dict[str, Reg]:
-        """Buffer descriptors of the matrices the kernel reads or writes."""
-        return {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
-                if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
-                (x == "bias" and self.p.bias != "none")}
+        """Buffer descriptors of the matrices the kernel reads or writes (and of its fp32 scales)."""
+        out = {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")
+               if x in ("a", "b", "d") or (x == "c" and self.p.c is not None) or
+               (x == "bias" and self.p.bias != "none")}
+        if self.p.scale_mode != "none":
+            out.update({x: self._scale_resource(x) for x in ("a_scale", "b_scale")})
+        return out
 
     def _resource(self, x: str) -> Reg:
         """A buffer descriptor whose num_records is exactly the matrix's bytes ((rows-1)*ld + cols)."""
@@ -206,7 +213,13 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
         self.emit("s_barrier")
 
     def _body(self, parity: int, guarded: bool) -> None:
-        """One K tile: LDS buffer `parity` holds it (written before the first barrier with one buffer)."""
+        """One K tile: LDS buffer `parity` holds it (written before the first barrier with one buffer). Block
+        scales: the tile is one K block, whose scales are loaded first and applied after its MFMAs."""
+        self._block_scale_loads()
+        self._tile(parity, guarded)
+        self._block_flush()
+
+    def _tile(self, parity: int, guarded: bool) -> None:
         if self.c.lds_buffers == 1:
             if self.c.prefetch == 1:
                 for th in self._load_thunks(guarded):
@@ -235,6 +248,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase):
                            [self.vtmp(per_group * m.b_regs) for _ in range(self.blocks_n)]) for _ in range(sets)]
         self.read_bases = [self.vtmp() for _ in range(c.lds_buffers * (self.blocks_m + self.blocks_n))]
         self.vaddr = self.vtmp()
+        self._block_registers()
         mark = ra.next["v"]
         temps = [self.vtmp() for _ in range(SETUP_TEMPS)]
         for stage in self.stages:

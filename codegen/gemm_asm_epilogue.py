@@ -40,17 +40,19 @@ class EpiloguePhase:
         consts = self._epilogue_constants()
         self.round_reg = consts.get("round")
         self.nan_mask = ra.take("s", 2)
+        self._scale_epilogue_setup()
         for i in range(self.blocks_m):
             for j in range(self.blocks_n):
-                acc = self._acc(i, j)
                 emit("v_add_u32", col, j * m.n, cbase)
                 emit("v_cmp_gt_u32_e64", cmask, self.args["n"], col)
+                self._scale_column(col, cmask, off)
                 for r in range(m.acc_regs):
                     drow = i * m.m + (r // 4) * 4 * groups + r % 4
                     emit("v_add_u32", row, drow, rbase)
                     emit("v_cmp_gt_u32", VCC, self.args["m"], row)
                     emit("s_and_b64", VCC, VCC, cmask)
-                    emit("v_accvgpr_read_b32", x, Reg("a", acc.index + r))
+                    self._accumulator_value(x, i, j, r)      # codegen/gemm_asm_scale.py: sums, scales
+                    self._scale_value(x, row, off)
                     self._epilogue_value(x, row, col, off, tmp, tmp2, consts)
                     self._store(x, row, col, off, tmp)
 
@@ -60,7 +62,7 @@ class EpiloguePhase:
         if p.activation == "gelu":
             consts["c3"] = self.sconst(_f32_bits(0.044715))
             consts["k"] = self.sconst(_f32_bits(0.7978845608028654 * 2.0 * math.log2(math.e)))
-        if self.mfma.acc.kind == "float" and p.d.name == "bf16":
+        if p.epilogue_float and p.d.name == "bf16":
             consts["round"] = self.sconst(0x7FFF)
         return consts
 
@@ -84,7 +86,7 @@ class EpiloguePhase:
 
     def _epilogue_value(self, x: Reg, row: Reg, col: Reg, off: Reg, tmp: Reg, tmp2: Reg, consts) -> None:
         emit, p, a = self.emit, self.p, self.args
-        integer = self.mfma.acc.kind == "int"
+        integer = not p.epilogue_float
         if p.alpha != 1.0:
             if integer:
                 emit("v_mul_lo_u32", x, x, a["alpha"])
@@ -125,7 +127,7 @@ class EpiloguePhase:
 
     def _store(self, x: Reg, row: Reg, col: Reg, off: Reg, tmp: Reg) -> None:
         emit, p = self.emit, self.p
-        if p.d.name == "bf16" and self.mfma.acc.kind == "float":
+        if p.d.name == "bf16" and p.epilogue_float:
             # round to nearest even; NaN stays NaN (quiet 0x7fc0)
             emit("v_bfe_u32", tmp, x, 16, 1)
             emit("v_add3_u32", tmp, x, tmp, self.round_reg)

@@ -20,7 +20,7 @@ from jitgemm.isa.mfma import WAVE64
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, remembered, validate_config
 from .gemm_plan_mx import SHUFFLE_COLS, weight_only_mfmas
 from .mfma_catalog import Mfma, f8f6f4_mfmas_for, mfmas_for
@@ -198,6 +198,8 @@ def default_config(problem: GemmProblem, spec: Spec, target: TargetProfile, acce
                 continue
             depth = max(mfma.k, 64 // problem.a.bytes)
             depth -= depth % mfma.k
+            if problem.scale_mode == "block":     # one K tile per 128-element scale block (gemm_plan)
+                depth = BLOCK_SCALE_K
             cfg = GemmConfig(tm, tn, depth, wm, wn, mfma.name, lds_pad=0, prefetch=2)
             try:
                 cfg = fit_vectors(problem, widest_vectors(problem, cfg), spec, target, accept)

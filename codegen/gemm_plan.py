@@ -20,7 +20,7 @@ from jitgemm.isa.mfma import WAVE64
 from jitgemm.isa.model import Spec
 from jitgemm.isa.targets import TargetProfile
 
-from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan_mx import MxPlan, check_mx, mx_vgprs
 from .kernel_abi import grid_formula
 from .mfma_catalog import Mfma, mfma_catalog, mfmas_for
@@ -154,8 +154,8 @@ def plan_staging(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[
         chunk = _chunk(load_bytes, lds_row) if k_is_col else eb
         out.append(Staging(name, eb, vec, rows_t, cols_t, k_is_col, base, lds_row, threads, pack, chunk))
         base += fixed * lds_row
-    if mfma.acc.kind == "int" and p.d.name != "int32":
-        raise IRError("int8 GEMM writes int32")
+    if mfma.acc.kind == "int" and p.d.name != "int32" and not p.epilogue_float:
+        raise IRError("int8 GEMM writes int32 (a scaled one, scale_mode tensor/rowcol/block, writes floats)")
     buffer = -(-base // 16) * 16
     return out[0], out[1], buffer
 
@@ -188,6 +188,15 @@ def _stage_vgprs(st: Staging) -> int:
     return regs
 
 
+def scale_vgprs(problem: GemmProblem, mfma: Mfma, blocks_m: int, blocks_n: int) -> int:
+    """VGPRs the scale modes add (codegen/gemm_asm_scale.py): block mode keeps a running fp32 sum per accumulator,
+    one tile's scales (one per accumulator row, one per block column), the lane's first row and column and two
+    temporaries; tensor and rowcol add two scale registers (and the tensor mode's zero) to the epilogue."""
+    if problem.scale_mode == "block":
+        return blocks_m * blocks_n * mfma.acc_regs + blocks_m * mfma.acc_regs + blocks_n + 4
+    return 3 if problem.scale_mode != "none" else 0
+
+
 def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources:
     mfma = mfma_named(spec, config.mfma)
     wave_m, wave_n = config.wave_tile
@@ -205,7 +214,7 @@ def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources
         loop = (_stage_vgprs(a) + _stage_vgprs(b) + 1                        # + guarded-load address
                 + sets * per_group * (bm * mfma.a_regs + bn * mfma.b_regs)     # fragments
                 + max(1, config.lds_buffers) * (bm + bn) + 2)                  # read bases, lane bases
-        vgprs = FIXED_VGPRS + max(loop + SETUP_TEMPS, EPILOGUE_VGPRS)
+        vgprs = FIXED_VGPRS + max(loop + SETUP_TEMPS, EPILOGUE_VGPRS) + scale_vgprs(problem, mfma, bm, bn)
     except IRError:
         pass    # validate_config reports the shape error; the lowering repeats it with details
     return Resources(lds, blocks * mfma.acc_regs, vgprs, threads, mfma)
@@ -231,6 +240,9 @@ def _check(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetP
         raise IRError(f"wave tile {wave_m}x{wave_n} is not a multiple of the MFMA shape {mfma.m}x{mfma.n}")
     if config.depth_k % mfma.k:
         raise IRError(f"depth_k={config.depth_k} is not a multiple of the MFMA's K={mfma.k}")
+    if problem.scale_mode == "block" and config.depth_k != BLOCK_SCALE_K:
+        raise IRError(f"depth_k={config.depth_k}: scale_mode=block applies its scales once per K tile, so the tile is "
+                      f"the {BLOCK_SCALE_K}-element scale block; accepted: depth_k={BLOCK_SCALE_K}")
     if config.prefetch not in (1, 2):
         raise IRError(f"prefetch={config.prefetch}; accepted: 1 (no prefetch) or 2 (next tile in flight)")
     if config.lds_buffers not in (1, 2):
@@ -323,8 +335,6 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
     """Check and plan, without the memo (`validate_config` is the memoized entry point)."""
     if problem.scaled:
         return _make_mx_plan(problem, config, spec, target)
-    if problem.scale_mode != "none":
-        raise IRError(f"scale_mode={problem.scale_mode}: this generator does not apply fp32 scales yet")
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)

@@ -796,16 +796,7 @@ class _FileAssembler:
         k.places[key] = loc
 
 
-def _walk(node: X.Node):
-    yield node
-    if isinstance(node, X.Unary):
-        yield from _walk(node.arg)
-    elif isinstance(node, X.Binary):
-        yield from _walk(node.left)
-        yield from _walk(node.right)
-    elif isinstance(node, X.Call):
-        for a in node.args:
-            yield from _walk(a)
+_walk = X.walk  # iterative: expression trees may be deeper than Python's recursion limit
 
 
 def _chain(loc: Loc):
@@ -956,16 +947,7 @@ def _d_size(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
     a.sizes.append((args[0].strip('"'), node, loc))
 
 
-def _replace_dot(node: X.Node, name: str) -> X.Node:
-    if isinstance(node, X.Dot):
-        return X.Sym(name)
-    if isinstance(node, X.Unary):
-        return X.Unary(node.op, _replace_dot(node.arg, name))
-    if isinstance(node, X.Binary):
-        return X.Binary(node.op, _replace_dot(node.left, name), _replace_dot(node.right, name))
-    if isinstance(node, X.Call):
-        return X.Call(node.name, tuple(_replace_dot(x, name) for x in node.args))
-    return node
+_replace_dot = X.replace_dot
 
 
 def _d_align(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:

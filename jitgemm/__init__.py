@@ -43,7 +43,7 @@ _source_checkout_layout()
 _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "api",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
-         "MXTensor": "mx"}
+         "MXTensor": "mx", "scaled_matmul": "api"}
 
 
 def __getattr__(name: str):
@@ -61,4 +61,4 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
-           "explain", "last_launch", "matmul", "quantize_mx", "use_prebuilt", "use_triton"]
+           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_prebuilt", "use_triton"]

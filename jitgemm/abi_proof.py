@@ -159,13 +159,17 @@ def problem_call(problem, seed: int = 0):
     import numpy as np
 
     from .api import prepare
-    from .reference import operands, reference
+    from .reference import operands, reference, stored_scales
 
     if not problem.scaled:
         a, b, c, bias = operands(problem, seed)
+        scales = stored_scales(problem, seed)      # fp32 scale modes (None, None without one)
+        mode = problem.scale_mode
         call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                       activation=problem.activation)
-        return call, reference(problem, a, b, c, bias)
+                       activation=problem.activation,
+                       scales=None if mode == "none" else
+                       (*scales, mode, {"a": problem.a_scale_order, "b": problem.b_scale_order}))
+        return call, reference(problem, a, b, c, bias, *scales)
     from . import mx
 
     rng = np.random.default_rng(seed)

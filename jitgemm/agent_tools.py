@@ -345,9 +345,13 @@ def _load(source: str | None, code_object_base64: str | None, case, arch: str | 
 
 
 def _case(case: Mapping[str, Any] | None):
+    import json
+
     from jitgemm.battery import Case, CaseError
 
     try:
+        if isinstance(case, str):      # some clients send an object argument as its JSON text
+            case = json.loads(case)
         return Case.from_json(case or {}), None
     except (CaseError, TypeError, ValueError) as exc:
         return None, _error(f"case: {exc}")
@@ -400,10 +404,15 @@ def qualify(case: Mapping[str, Any], source: str | None = None, code_object_base
         return _error(str(exc))
 
 
-def profile(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
-            kernel: str | None = None, arch: str | None = None) -> dict[str, Any]:
-    """Modelled time of the kernel on the case (jitgemm.timing.predict once it lands; until then the interim
-    estimate of `estimate_time`, labelled as such in `model`)."""
+def profile(case: Mapping[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+            kernel: str | None = None, arch: str | None = None, contract: str | Mapping[str, Any] | None = None,
+            problem: Mapping[str, Any] | None = None, device: str | int | None = None) -> dict[str, Any]:
+    """Modelled time of a kernel. A GEMM kernel with its jitgemm `contract` and a `problem` ({m, n, k, a, b?, d?,
+    layout?, batch?}) gets `jitgemm.timing.predict` (the project's one timing model: time, TFLOP/s, roofline,
+    bound, counters) on `device` (name or CU count; default the target's); a kernel with a `case` (no contract) gets
+    `estimate_time`, a roofline over its emulated instruction count, labelled as such in `model`."""
+    if contract is not None:
+        return _profile_gemm(contract, problem, source, code_object_base64, arch, device)
     from jitgemm.battery import CaseError, run_case
 
     parsed, bad = _case(case)
@@ -421,28 +430,70 @@ def profile(case: Mapping[str, Any], source: str | None = None, code_object_base
     return {"ok": True, **estimate_time(blob, kernel, parsed, out.stats)}
 
 
+def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
+    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.contract import Contract, ContractError
+    from jitgemm.isa.safe_yaml import load_yaml
+    from jitgemm.timing import TimingError, predict
+
+    try:
+        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
+        parsed = Contract.load(data, "contract")
+    except (ValueError, TypeError, ContractError) as exc:
+        return _error(f"contract: {exc}")
+    if source:
+        blob, result = assemble_text(source, arch)
+        if blob is None:
+            return result
+    else:
+        try:
+            blob = _code_object(code_object_base64)
+        except ValueError as exc:
+            return _error(str(exc))
+    if not isinstance(problem, Mapping) or not {"m", "n", "k", "a"} <= set(problem):
+        return _error("problem: give {m, n, k, a, b?, d?, layout?, batch?} for a GEMM kernel's profile")
+    keys = ("b", "d", "layout", "batch", "a_scale", "b_scale", "scale_mode")
+    try:
+        gemm = GemmProblem.make(int(problem["m"]), int(problem["n"]), int(problem["k"]), problem["a"],
+                                **{k: problem[k] for k in keys if k in problem})
+        ok, why = parsed.admits(gemm)
+        if not ok:
+            return _error(f"the contract does not admit this problem: {why}")
+        pred = predict((data, blob), gemm, device)
+    except (IRError, TimingError, ValueError, KeyError) as exc:
+        return _error(f"{type(exc).__name__}: {exc}")
+    return {"ok": True, "model": "jitgemm.timing.predict", "us": pred.us, "tflops": pred.tflops,
+            "bound": pred.bound, "roofline_us": pred.roofline_us, "device": pred.device,
+            "counters": pred.counters, "stalls_us": pred.stalls_us}
+
+
 def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[str, Any]:
-    """INTERIM (until `jitgemm.timing.predict`, PLAN interface 7, lands): a roofline over what the emulated run
-    did -- issue time of its wave-instructions spread over the device's SIMDs (4 cycles each: a wave64 VALU op
-    issues over 4 cycles on a 16-lane SIMD; MFMA passes are not counted) against the bytes of the case's buffers
-    at the HBM bandwidth, plus a launch overhead. Labelled `interim-roofline` in results."""
+    """For kernels without a GEMM contract (jitgemm.timing.predict models GEMM kernels from their contract and
+    problem; these have a case instead): a roofline over what the emulated run did -- issue time of its
+    wave-instructions spread over the device's SIMDs (4 cycles each: a wave64 VALU op issues over 4 cycles on a
+    16-lane SIMD; MFMA passes are not counted) against the bytes of the case's buffers at the HBM bandwidth (the
+    default device's, from the target profile), plus the launch overhead and efficiencies jitgemm.timing fitted."""
     import math
 
     from jitgemm.battery import numpy_dtype
     from jitgemm.emu.engine import _default_spec, _load_code_object
     from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.timing import params
 
     co = _load_code_object(code_object)
     spec = _default_spec(co)
     prof = target_profile(target_of_spec(spec) or DEFAULT_ARCH)
-    simds = 4 * prof.compute_units
+    p = params(prof)              # the timing model's fitted launch overhead, efficiencies, SIMDs per CU
+    simds = p.simds_per_cu * prof.compute_units
     issue_cycles = 4.0 * stats.wave_instructions / max(1, min(stats.waves, simds))
-    issue_us = issue_cycles / (prof.get("clock_mhz") or 2100)
+    issue_us = issue_cycles / ((prof.get("clock_mhz") or 2100) * p.clock_efficiency)
     moved = sum(math.prod(a.shape) * numpy_dtype(a.dtype).itemsize for a in case.args if a.shape is not None)
-    memory_us = moved / ((prof.hbm_bandwidth_gbs or 1000) * 1e3)
-    launch_us = 2.0
+    memory_us = moved / ((prof.hbm_bandwidth_gbs or 1000) * 1e3 * p.hbm_efficiency)
+    launch_us = p.launch_us
     us = launch_us + max(issue_us, memory_us)
-    return {"model": "interim-roofline (jitgemm.timing.predict has not landed; see agent_tools.estimate_time)",
+    return {"model": "emulated-count roofline (agent_tools.estimate_time; jitgemm.timing.predict needs a GEMM "
+                     "contract and problem)",
             "us": us, "counters": {"waves": stats.waves, "wave_instructions": stats.wave_instructions,
                                    "issue_us": issue_us, "memory_us": memory_us, "bytes": moved,
                                    "launch_us": launch_us}}
@@ -459,19 +510,19 @@ def default_supplier_folder() -> Path:
 
 def submit(contract: str | Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
            folder: str | None = None, db: str | None = None, cases: int = 3) -> dict[str, Any]:
-    """Qualify a GEMM kernel against its contract (random legal problems in strict emulation, jitgemm.qualify) and
-    the battery's limits; when it passes, write it with its sidecar contract into the supplier folder and record it
+    """Qualify a GEMM kernel against its contract (battery.gemm_battery: limits, random legal problems in strict
+    emulation with poison, three random schedules bit-identical); when it passes, write it with its sidecar contract
+    into the supplier folder and record it
     in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to `jitgemm.matmul`."""
     import yaml
 
-    from jitgemm.battery import Case, limit_findings
+    from jitgemm.battery import gemm_battery
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.qualify import qualify_candidate
-    from jitgemm.suppliers import Candidate
+    from jitgemm.isa.safe_yaml import load_yaml
 
     try:
-        data = yaml.safe_load(contract) if isinstance(contract, str) else dict(contract)
+        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
         parsed = Contract.load(data, "submitted contract")
     except (yaml.YAMLError, ContractError, TypeError, ValueError) as exc:
         return _error(f"contract: {exc}")
@@ -489,15 +540,9 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
         parsed.check_metadata(kernel.metadata)
     except (CodeObjectError, ContractError) as exc:
         return _error(str(exc))
-    findings, resources = limit_findings(blob, parsed.kernel, Case([]))
-    findings = [f for f in findings if f.severity == "error"]
+    findings = gemm_battery(blob, parsed, cases=cases)
     if findings:
-        return {"ok": False, "findings": [f.to_json() for f in findings], "resources": resources}
-    cand = Candidate("agent", parsed.kernel, parsed, lambda: (blob, parsed.kernel))
-    verdict = qualify_candidate(cand, cases=cases)
-    if verdict.failure:
-        return {"ok": False, "findings": [{"check": "qualify", "severity": "error", "message": verdict.failure}],
-                "cases": verdict.cases}
+        return {"ok": False, "findings": [f.to_json() for f in findings]}
     out = Path(folder) if folder else default_supplier_folder()
     out.mkdir(parents=True, exist_ok=True)
     sha = hashlib.sha256(blob).hexdigest()
@@ -505,7 +550,7 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
     co_path.write_bytes(blob)
     co_path.with_name(co_path.name + ".yaml").write_text(yaml.safe_dump(data, sort_keys=False))
     recorded = _record(parsed, data, blob, sha, db)
-    return {"ok": True, "path": str(co_path), "contract": str(co_path) + ".yaml", "cases": verdict.cases,
+    return {"ok": True, "path": str(co_path), "contract": str(co_path) + ".yaml", "cases": cases,
             "tuning_rows": recorded, "use": f"jitgemm.use_prebuilt({str(out)!r})"}
 
 

@@ -196,17 +196,106 @@ def _mx_operands(a, b) -> _Operands:
     return _Operands(oa.rows, ob.rows, oa.k, 1, oa.dtype, ob.dtype, "NT", oa.ld, ob.ld, values, align, fields, False)
 
 
+SCALE_MODE_SHAPES = ("tensor: two single values; rowcol: scale_a [M, 1] (or one value) and scale_b [1, N] or [N] "
+                     "(or one value); block: scale_a [M, ceil(K/128)] and scale_b [ceil(N/128), ceil(K/128)]")
+
+
+def _scale_array(x, name: str) -> np.ndarray:
+    if isinstance(x, (int, float, np.floating)) and not isinstance(x, bool):
+        return np.array([x], np.float32)
+    if not isinstance(x, np.ndarray):
+        raise MatmulError(f"{name}: expected a float32 numpy array or a number, got {type(x).__name__}")
+    if x.dtype != np.float32:
+        raise MatmulError(f"{name}: dtype {x.dtype}; the scales are fp32: pass {name}.astype(np.float32)")
+    if x.ndim > 2 or x.size == 0:
+        raise MatmulError(f"{name}: shape {x.shape}; accepted: {SCALE_MODE_SHAPES}")
+    return x
+
+
+def infer_scale_mode(scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k: int) -> str | None:
+    """The scale mode the two arrays' shapes say (None: no mode fits): both single values -> tensor; [M, 1] (or
+    one value) and [1, N] / [N] (or one value) -> rowcol; [M, KB] and [NB, KB] -> block. A shape that fits both
+    rowcol and block (K <= 128, N <= 128) computes the same product either way; rowcol is taken."""
+    kb, nb = -(-k // 128), -(-n // 128)
+    sa, sb = scale_a.shape, scale_b.shape
+    single = scale_a.size == 1, scale_b.size == 1
+    if all(single):
+        return "tensor"
+    col_a = single[0] or sa in ((m, 1), (m,)) and scale_a.ndim == 2
+    row_b = single[1] or sb in ((1, n), (n,))
+    if col_a and row_b:
+        return "rowcol"
+    if scale_a.ndim == 2 and scale_b.ndim == 2 and sa == (m, kb) and sb == (nb, kb):
+        return "block"
+    return None
+
+
+def _mode_scales(mode: str, scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k: int,
+                 orders: dict | None = None):
+    """(problem fields, argument values, pointer alignments) of the fp32 scales of a scale mode, each array
+    checked against the mode's shape. Block scales are passed as stored, row- or column-major (the strides say
+    which: the problem's a_scale_order / b_scale_order; `orders` decides for an array of one row or column, which
+    reads the same either way); per-row and per-column vectors are passed with their element stride (0 for one
+    value)."""
+    kb, nb = -(-k // 128), -(-n // 128)
+    fields: dict = {"scale_mode": mode}
+    values: dict = {"stride_a_scale": 0, "stride_b_scale": 0}
+    align: dict = {}
+    for op, x, want in (("a", scale_a, {"tensor": (1, 1), "rowcol": (m, 1), "block": (m, kb)}[mode]),
+                        ("b", scale_b, {"tensor": (1, 1), "rowcol": (1, n), "block": (nb, kb)}[mode])):
+        name = f"scale_{op}"
+        if mode == "block":
+            if x.shape != want:
+                raise MatmulError(f"{name} has shape {x.shape}; scale_mode='block' takes {name} {list(want)} "
+                                  f"(ceil(K/128) = {kb}, ceil(N/128) = {nb})")
+            if 1 in x.shape:     # one row or column: both orders hold the same bytes; take the one asked for
+                order = (orders or {}).get(op, "row")
+                flat = np.ascontiguousarray(x if order == "row" else x.T).reshape(-1)
+                ld = x.shape[1] if order == "row" else x.shape[0]
+            else:
+                layout, ld, _, flat = _storage(x, name)
+                order = "row" if layout == "N" else "col"
+            fields[f"{op}_scale_order"] = order
+        else:
+            if x.size != 1 and x.size != max(want):
+                raise MatmulError(f"{name} has shape {x.shape}; scale_mode={mode!r} takes {name} "
+                                  f"{list(want)}{' or one value' if mode == 'rowcol' else ''}")
+            flat = np.ascontiguousarray(x.reshape(-1))
+            ld = 0 if x.size == 1 else 1
+        values[f"{op}_scale"], values[f"ld_{op}_scale"] = flat, ld
+        align[f"{op}_scale"] = _alignment(flat)
+    return fields, values, align
+
+
 def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
-            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none") -> GemmCall:
+            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none",
+            scales: tuple | None = None) -> GemmCall:
     """Check the arrays and turn them into a GEMM problem plus argument values (no kernel involved). Either
-    operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout)."""
+    operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout).
+    `scales` = (scale_a, scale_b, scale_mode or None[, {"a": order, "b": order}]) makes a scaled 8-bit problem
+    (`scaled_matmul`); the orders ("row"/"col") are taken for block-scale arrays of one row or column."""
     from .mx import MXTensor
 
     if isinstance(a, MXTensor) or isinstance(b, MXTensor):
+        if scales is not None:
+            raise MatmulError("scale_a/scale_b: MXTensor operands carry their own block scales")
         ops = _mx_operands(a, b)
     else:
         ops = _plain_operands(a, b)
     m, n, k, batch = ops.m, ops.n, ops.k, ops.batch
+    scale_fields, scale_values, scale_align = {}, {}, {}
+    if scales is not None:
+        sa, sb = _scale_array(scales[0], "scale_a"), _scale_array(scales[1], "scale_b")
+        mode = scales[2]
+        if mode is None:
+            mode = infer_scale_mode(sa, sb, m, n, k)
+            if mode is None:
+                raise MatmulError(f"scale_a {sa.shape} and scale_b {sb.shape} fit no scale mode for M={m}, N={n}, "
+                                  f"K={k}; accepted: {SCALE_MODE_SHAPES}")
+        elif mode not in ("tensor", "rowcol", "block"):
+            raise MatmulError(f"scale_mode={mode!r}; accepted: tensor, rowcol, block (or None: from the shapes)")
+        scale_fields, scale_values, scale_align = _mode_scales(mode, sa, sb, m, n, k,
+                                                               scales[3] if len(scales) > 3 else None)
     if 0 in (m, n, k, batch):
         raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
     da, db = ops.a, ops.b
@@ -231,7 +320,7 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
         raise MatmulError("beta is non-zero but no c was given")
     bias_kind, fbias = "none", None
     if bias is not None:
-        want = np.int32 if (da.kind, db.kind) == ("int", "int") else np.float32
+        want = np.int32 if (da.kind, db.kind) == ("int", "int") and scales is None else np.float32
         if not isinstance(bias, np.ndarray) or bias.ndim != 1 or bias.dtype != want:
             raise MatmulError(f"bias: expected a 1-D {np.dtype(want).name} numpy array of length M or N (the "
                               f"accumulator's type)")
@@ -246,7 +335,7 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
         problem = GemmProblem.make(m, n, k, da, db, dd, c=dc, layout=ops.layout, batch=batch, lda=ops.lda,
                                    ldb=ops.ldb, ldc=ldc or None, ldd=None, alpha=alpha,
                                    beta=beta if c is not None else 0.0, bias=bias_kind, activation=activation,
-                                   **ops.fields)
+                                   **ops.fields, **scale_fields)
         # packed storage is the problem without leading dimensions, as GemmProblem.make, the CLI and the tuning
         # database spell it: one problem, one key (`jitgemm select`/`sweep` rows then match matmul's problem)
         packed = {f"ld{x}": None for x in ("a", "b", "c") if getattr(problem, f"ld{x}") is not None
@@ -257,12 +346,12 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
         raise MatmulError(str(exc)) from None
     d = np.empty((batch, m, n) if batch > 1 or ops.batched_out else (m, n), dtype=problem.d.numpy)
     d.fill(np.nan if problem.d.kind == "float" else -1)  # poison: every element must be written
-    integer = problem.acc.kind == "int"
-    values = {**ops.values, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k, "batch": batch,
-              "lda": ops.lda, "ldb": ops.ldb, "ldc": ldc or n, "ldd": n, "stride_c": sc,
+    integer = not problem.epilogue_float
+    values = {**ops.values, **scale_values, "c": fc, "d": d.reshape(-1), "bias": fbias, "m": m, "n": n, "k": k,
+              "batch": batch, "lda": ops.lda, "ldb": ops.ldb, "ldc": ldc or n, "ldd": n, "stride_c": sc,
               "stride_d": m * n, "alpha": int(alpha) if integer else float(alpha),
               "beta": int(beta) if integer else float(beta)}
-    align = {**ops.align, "c": _alignment(c), "bias": _alignment(bias)}
+    align = {**ops.align, **scale_align, "c": _alignment(c), "bias": _alignment(bias)}
     return GemmCall(problem, values, d, align)
 
 
@@ -280,9 +369,11 @@ def check_target(problem: GemmProblem, arch: str) -> None:
 
 
 def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backend: str = "emu",
-           source: str = "", strict: bool | str = False, split_k: int = 1) -> np.ndarray:
+           source: str = "", strict: bool | str = False, split_k: int = 1,
+           emu_options: dict | None = None) -> np.ndarray:
     """Run one kernel on a prepared call. The contract must admit the problem (checked, never assumed).
-    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py).
+    `strict` (emulator only) checks waits, barriers and hazards as hardware needs them (jitgemm/emu/strict.py);
+    `emu_options` passes further `jitgemm.emu.emulate` options (schedule, seed, poison: the anti-cheat battery).
     `split_k` > 1 splits K over workgroups for a kernel whose contract says it can (`launch.split_k`); D is
     zeroed first when the contract says the splits add into it."""
     start = time.perf_counter()
@@ -306,7 +397,8 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     else:
         from .emu import emulate
 
-        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes, strict=strict)
+        emulate(blob, name, grid=grid, block=block, args=args, lds_bytes=contract.lds_bytes, strict=strict,
+                **(emu_options or {}))
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
@@ -410,4 +502,30 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
+    return launch(call, blob, name, contract, backend=where, source=source)
+
+
+def default_arch(problem: GemmProblem) -> str:
+    """The target an 8-bit problem's dtypes name: OCP fp8 is gfx950's, FNUZ fp8 gfx942's; anything else gfx942."""
+    return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
+
+
+def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
+                  backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
+    """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on
+    both) with fp32 scales, as vLLM's / PyTorch's scaled_mm and aiter's a8w8 GEMMs take them:
+
+    - scale_a and scale_b single values (a number, shape () / (1,) / (1, 1)): per-tensor, D = sa * sb * (a @ b);
+    - scale_a [M, 1] (per token) and scale_b [1, N] or [N] (per channel), either may be one value: rowcol;
+    - scale_a [M, ceil(K/128)] (1x128 blocks) and scale_b [ceil(N/128), ceil(K/128)] (128x128 blocks of the
+      logical (K, N) B): block, each 128-long K block's product scaled before it is summed. Row- or column-major
+      arrays both work (a column-major one is read as stored: aiter's and DeepGEMM's transposed scales).
+
+    `scale_mode` ("tensor", "rowcol", "block") overrides what the shapes say. out_dtype: fp32 (default), fp16 or
+    bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
+    Scales are shared by every batch entry of a 3-D a or b."""
+    where = _backend(backend)
+    call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
+    target = arch or default_arch(call.problem)
+    blob, name, contract, source = _choose(call.problem, call.align, target)
     return launch(call, blob, name, contract, backend=where, source=source)

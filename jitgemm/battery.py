@@ -527,6 +527,53 @@ def battery(code_object: bytes, kernel: str | None, case: Case) -> Report:
     return Report(_dedupe(findings), max(errors) if errors else None, resources, runs)
 
 
+def gemm_battery(code_object: bytes, contract, cases: int = 3, seed: int = 0) -> list[Finding]:
+    """The battery for a GEMM kernel described by its jitgemm contract (what `submit` ships): the target's limits;
+    then random legal problems drawn from the contract (jitgemm.qualify.draw_problems) in strict mode with the
+    output and the undefined state poisoned, against jitgemm.reference; and on the first problem, three random
+    schedules that must reproduce the lockstep output bit for bit."""
+    import random
+
+    from .api import MatmulError, launch, prepare
+    from .emu import EmulatorError
+    from .qualify import draw_problems, problem_text
+    from .reference import Mismatch, check, operands, reference
+
+    findings = [f for f in limit_findings(code_object, contract.kernel, Case([]))[0] if f.severity == "error"]
+    if findings:
+        return findings
+    problems = draw_problems(contract, cases, random.Random(seed))
+    if not problems:
+        return [Finding("qualify", "its contract admits no problem that could be drawn")]
+    for i, problem in enumerate(problems):
+        a, b, c, bias = operands(problem, seed + i)
+        schedules = [{"poison": True}]
+        if i == 0:
+            schedules += [{"poison": True, "schedule": "random", "seed": s} for s in SCHEDULE_SEEDS]
+        first = None
+        for opts in schedules:
+            call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                           activation=problem.activation)
+            call.d.view(np.uint8)[...] = 0xFF
+            where = f"{problem_text(problem)}" + (f", schedule random seed {opts['seed']}" if "seed" in opts else "")
+            try:
+                d = launch(call, code_object, contract.kernel, contract, strict=True, emu_options=opts)
+                if first is None:
+                    check(problem, d, reference(problem, a, b, c, bias))
+                    first = d.copy()
+                elif not np.array_equal(first.view(np.uint8), d.view(np.uint8)):
+                    count = int((first.reshape(-1).view(np.uint8).reshape(first.size, -1)
+                                 != d.reshape(-1).view(np.uint8).reshape(d.size, -1)).any(axis=1).sum())
+                    return [Finding("determinism", f"{where}: {count} output element(s) differ in their bits from "
+                                    "the lockstep run: the result depends on timing (a race)")]
+            except Mismatch as exc:
+                return [Finding("mismatch", f"{where}: {exc}")]
+            except (EmulatorError, MatmulError) as exc:
+                kind = {"StrictViolation": "strict", "MemoryFault": "out_of_bounds"}.get(type(exc).__name__, "emulator")
+                return [Finding(kind, f"{where}: {exc}", pc=getattr(exc, "pc", None))]
+    return []
+
+
 def _dedupe(findings: Sequence[Finding]) -> list[Finding]:
     seen, out = set(), []
     for f in findings:

@@ -86,6 +86,14 @@ def problem_args(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
     p.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
                    help="B's bytes in the 16x16 pre-shuffled weight layout (jitgemm.mx.shuffle_weight; default none)")
     p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    p.add_argument("--scale-mode", choices=("none", "tensor", "rowcol", "block"), default="none",
+                   help="fp32 scales of an fp8/int8 product: tensor (one each), rowcol (A per row [M,1] x B per "
+                        "column [1,N]), block (A 1x128 [M,ceil(K/128)] x B 128x128 [ceil(N/128),ceil(K/128)]); "
+                        "default none")
+    for side, shape in (("a", "[M,KB]"), ("b", "[NB,KB]")):
+        p.add_argument(f"--{side}-scale-order", choices=("row", "col"), default="row",
+                       help=f"with --scale-mode block: {side.upper()}'s {shape} scales row-major (default) or "
+                            f"column-major (stored transposed, as aiter's asm kernels read them)")
     p.add_argument("--spec", metavar="PATH",
                    help="spec XML file (or a folder holding one) to use for --arch instead of the default")
 
@@ -104,10 +112,15 @@ def problems_from_args(args: argparse.Namespace, **fields) -> list:
         da, db = parse_dtype_list(args.dtype)
         mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
         return [GemmProblem.make(m, n, k, da, db, args.out_dtype, layout=args.layout, batch=args.batch, **mx,
-                                 **fields)
+                                 **scale_fields(args), **fields)
                 for m in listed(args.m) for n in listed(args.n) for k in listed(args.k)]
     except (IRError, ValueError) as exc:
         raise CliError(str(exc)) from None
+
+
+def scale_fields(args: argparse.Namespace) -> dict:
+    """GemmProblem fields of the shared --scale-mode / --a-scale-order / --b-scale-order options."""
+    return {"scale_mode": args.scale_mode, "a_scale_order": args.a_scale_order, "b_scale_order": args.b_scale_order}
 
 
 def use_spec_option(args: argparse.Namespace) -> None:

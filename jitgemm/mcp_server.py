@@ -33,31 +33,38 @@ def build_server():
 
     server = Server("jitgemm", instructions=INSTRUCTIONS)
 
-    def reply(result: dict[str, Any]) -> str:
+    def reply(call, *args) -> str:
+        """The tool's JSON; an error the tool did not turn into a diagnostic still comes back as `ok: false`
+        (with the exception's type), so one bad call never takes the session down."""
+        try:
+            result = call(*args)
+        except Exception as exc:  # noqa: BLE001 - the agent gets every failure as data
+            result = {"ok": False, "diagnostics": [{"severity": "error", "message": f"{type(exc).__name__}: {exc}",
+                                                    "internal": True}]}
         return json.dumps(result, default=str)
 
     @server.tool()
     def isa_lookup(name: str, arch: str = "gfx942") -> str:
         """An instruction's encodings, operands (types, widths, bit fields), flags and the spec's description;
         the closest names for a typo."""
-        return reply(tools.isa_lookup(name, arch))
+        return reply(tools.isa_lookup, name, arch)
 
     @server.tool()
     def isa_search(query: str, arch: str = "gfx942", limit: int = 15) -> str:
         """Instructions by what they do, over names, groups and descriptions ("fp8 matrix multiply", "load to
         LDS")."""
-        return reply(tools.isa_search(query, arch, limit))
+        return reply(tools.isa_search, query, arch, limit)
 
     @server.tool()
     def assemble(source: str, arch: str | None = None, args: list[dict[str, Any]] | None = None) -> str:
         """A .s file's text or a snippet -> code object (base64); file:line:col diagnostics and the accepted
         forms of a line that does not assemble. `args` (a snippet's kernel arguments) as in a case."""
-        return reply(tools.assemble(source, arch, args))
+        return reply(tools.assemble, source, arch, args)
 
     @server.tool()
     def disassemble(code_object_base64: str | None = None, path: str | None = None) -> str:
         """Every kernel of a code object (base64 or a file path): instructions with PCs, LDS, scratch, args."""
-        return reply(tools.disassemble(code_object_base64, path))
+        return reply(tools.disassemble, code_object_base64, path)
 
     @server.tool()
     def run(case: dict[str, Any], source: str | None = None, code_object_base64: str | None = None,
@@ -65,7 +72,7 @@ def build_server():
             seed: int = 0) -> str:
         """Run the kernel on the case's generated inputs in the emulator (strict: waits, barriers, hazards) and
         compare with the case's numpy reference: max error, findings with PCs."""
-        return reply(tools.run(case, source, code_object_base64, kernel, arch, strict, schedule, seed))
+        return reply(tools.run, case, source, code_object_base64, kernel, arch, strict, schedule, seed)
 
     @server.tool()
     def qualify(case: dict[str, Any], source: str | None = None, code_object_base64: str | None = None,
@@ -73,27 +80,30 @@ def build_server():
         """The anti-cheat battery: target limits (LDS, VGPR/AGPR, SGPR, scratch), strict mode, poisoned
         outputs/LDS/registers, three random schedules bit-identical, out-of-bounds accesses, two random input
         sets against the reference. ok=false lists every finding."""
-        return reply(tools.qualify(case, source, code_object_base64, kernel, arch))
+        return reply(tools.qualify, case, source, code_object_base64, kernel, arch)
 
     @server.tool()
-    def profile(case: dict[str, Any], source: str | None = None, code_object_base64: str | None = None,
-                kernel: str | None = None, arch: str | None = None) -> str:
-        """Modelled time (us) and counters of the kernel on the case; `model` names the model used."""
-        return reply(tools.profile(case, source, code_object_base64, kernel, arch))
+    def profile(case: dict[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+                kernel: str | None = None, arch: str | None = None, contract: dict[str, Any] | str | None = None,
+                problem: dict[str, Any] | None = None, device: str | None = None) -> str:
+        """Modelled time (us) and counters: a GEMM kernel with its contract and a problem {m, n, k, a, ...} through
+        jitgemm.timing.predict (bound, roofline, counters, stalls); other kernels on their case. `model` names the
+        model used."""
+        return reply(tools.profile, case, source, code_object_base64, kernel, arch, contract, problem, device)
 
     @server.tool()
     def submit(contract: dict[str, Any] | str, source: str | None = None, code_object_base64: str | None = None,
                folder: str | None = None, db: str | None = None) -> str:
         """Qualify a GEMM kernel against its jitgemm contract (specs/contract.schema.yaml) and, when it passes,
         write it into a local supplier folder and the tuning database so jitgemm.matmul can pick it."""
-        return reply(tools.submit(contract, source, code_object_base64, folder, db))
+        return reply(tools.submit, contract, source, code_object_base64, folder, db)
 
     @server.tool()
     def agent_task(index: int | None = None) -> str:
         """The agent-eval tasks (all, or one by index): statement, case (launch, args, reference), target."""
         from jitgemm import agent_eval
 
-        return reply(agent_eval.describe(index))
+        return reply(agent_eval.describe, index)
 
     @server.resource("jitgemm://card/{arch}/{name}", mime_type="text/markdown")
     def instruction_card(arch: str, name: str) -> str:

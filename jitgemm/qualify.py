@@ -57,7 +57,9 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
                 batch=rng.choice([1, 2]) if leg.get("batch") else 1, **lds,
                 alpha=rng.choice([1.0, 0.5, -2.0]) if feat.get("alpha") else 1.0,
                 beta=rng.choice([0.5, -1.0]) if c else 0.0,
-                bias=rng.choice(feat.get("bias", ["none"])), activation=rng.choice(feat.get("activation", ["none"])))
+                bias=rng.choice(feat.get("bias", ["none"])), activation=rng.choice(feat.get("activation", ["none"])),
+                scale_mode=op.get("scale_mode", "none"), a_scale_order=op.get("a_scale_order", "row"),
+                b_scale_order=op.get("b_scale_order", "row"))
         except IRError:
             continue
         if contract.admits(problem)[0]:

@@ -61,6 +61,16 @@ def scale_operands(problem: GemmProblem, seed: int = 0) -> tuple[np.ndarray, np.
     return out[0], out[1]
 
 
+def stored_scales(problem: GemmProblem, seed: int = 0) -> tuple:
+    """`scale_operands` stored as the problem's block-scale orders say (a column-major array is the transpose's
+    view), as a caller hands them to `scaled_matmul`."""
+    scales = scale_operands(problem, seed)
+    if problem.scale_mode != "block":
+        return scales
+    return tuple(x if getattr(problem, f"{op}_scale_order") == "row" else np.ascontiguousarray(x.T).T
+                 for op, x in zip("ab", scales, strict=True))
+
+
 def _scaled_product(problem: GemmProblem, a: np.ndarray, b: np.ndarray, scale_a, scale_b) -> np.ndarray:
     """sa * sb * (A @ B) in float64 for the problem's scale mode (see the module docstring for the shapes)."""
     p = problem

@@ -304,12 +304,17 @@ class TritonSupplier(Supplier):
                   "fp8_e5m2": ("e5m2", "*fp8e5", 1, 1), "bf16": ("bf16", "*bf16", 1, 2),
                   "fp16": ("fp16", "*fp16", 1, 2)}
     _SCALE_CODE = {"none": 0, "plain": 1, "shuffled": 2}
+    # scale modes (codegen/gemm_ir.py): scaled_gemm_kernel's MODE, and the 8-bit pointer types it takes (Triton's
+    # names: fp8e4b8/fp8e5b16 are the FNUZ formats of gfx942, fp8e4nv/fp8e5 the OCP ones of gfx950)
+    _MODE_CODE = {"tensor": 1, "rowcol": 2, "block": 3}
+    _SCALED_TYPES = {"fp8": "fp8e4b8", "bf8": "fp8e5b16", "fp8_e4m3": "fp8e4nv", "fp8_e5m2": "fp8e5", "int8": "i8"}
 
     def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
                  mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all",
                  mx_variants: tuple[str, ...] = ("generic", "div16")) -> None:
-        """`scope="mx"` offers kernels for block-scaled problems only (the default selectors' Triton supplier, so
-        MX problems see Triton's tl.dot_scaled beside the generators without `use_triton()`); "all": every
+        """`scope="mx"` offers kernels for scaled problems only, MX block scales and the fp32 scale modes (the
+        default selectors' Triton supplier, so these problems see Triton's tl.dot_scaled and explicit-multiply
+        kernels beside the generators without `use_triton()`); "all": every
         problem Triton can take. `mx_variants`: "generic" (any size, alignment and leading dimension) and/or
         "div16", the specialization Triton's launcher compiles when pointers, sizes and leading dimensions are
         multiples of 16 (`tt.divisibility` 16: wide loads, fewer masks), legal only for such problems."""
@@ -365,6 +370,49 @@ class TritonSupplier(Supplier):
         bm, bn, bk = block
         return self._build(key, gemm_kernel, sig, {"BLOCK_M": bm, "BLOCK_N": bn, "BLOCK_K": bk,
                                                    "ACC_INT": problem.acc.kind == "int"}, target)
+
+    def compile_scaled(self, problem: GemmProblem, target: str,
+                       block: tuple[int, int, int]) -> tuple[bytes, str, dict]:
+        """scaled_gemm_kernel for a scale-mode problem's dtypes, mode and block-scale orders (compiled once)."""
+        from .triton_gemm import scaled_gemm_kernel
+
+        p = problem
+        key = ("scaled", p.a.name, p.b.name, p.d.name, p.scale_mode, p.a_scale_order, p.b_scale_order, target, block)
+        t = self._SCALED_TYPES
+        sig = {"a_ptr": f"*{t[p.a.name]}", "b_ptr": f"*{t[p.b.name]}", "d_ptr": f"*{self._TYPES[p.d.name]}",
+               "a_scale_ptr": "*fp32", "b_scale_ptr": "*fp32"}
+        sig.update({name: "i32" for name in SCALED_TRITON_ARGS[5:]})
+        consts = {"BLOCK_M": block[0], "BLOCK_N": block[1], "BLOCK_K": block[2], "ACC_INT": p.acc.kind == "int",
+                  "MODE": self._MODE_CODE[p.scale_mode], "A_COL": p.a_scale_order == "col",
+                  "B_COL": p.b_scale_order == "col"}
+        sig.update(dict.fromkeys(consts, "constexpr"))
+        return self._build(key, scaled_gemm_kernel, sig, consts, target)
+
+    def _scaled_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+        a_n, b_n = not problem.a_transposed, not problem.b_transposed
+        roles = {"a_ptr": ("a", None), "b_ptr": ("b", None), "d_ptr": ("d", None), "a_scale_ptr": ("a_scale", None),
+                 "b_scale_ptr": ("b_scale", None), "M": ("m", None), "N": ("n", None), "K": ("k", None),
+                 "stride_am": ("lda", None) if a_n else ("const", 1),
+                 "stride_ak": ("const", 1) if a_n else ("lda", None),
+                 "stride_bk": ("ldb", None) if b_n else ("const", 1),
+                 "stride_bn": ("const", 1) if b_n else ("ldb", None),
+                 "stride_dm": ("ldd", None), "ld_a_scale": ("ld_a_scale", None), "ld_b_scale": ("ld_b_scale", None)}
+        operation = {"scale_mode": problem.scale_mode}
+        if problem.scale_mode == "block":
+            operation.update({"a_scale_order": problem.a_scale_order, "b_scale_order": problem.b_scale_order})
+        data = self._describe(problem, target, block, blob, name, info,
+                              [(arg, roles[arg]) for arg in SCALED_TRITON_ARGS], "scaled_gemm_kernel", "elements",
+                              operation)
+        data["legality"]["align_bytes"] = {"a_scale": 4, "b_scale": 4}
+        return data
+
+    def scaled_refusal(self, problem: GemmProblem) -> str | None:
+        """Why scaled_gemm_kernel does not take this scale-mode problem (None: it does)."""
+        if problem.a.name not in self._SCALED_TYPES or problem.b.name not in self._SCALED_TYPES:
+            return f"scaled_gemm_kernel takes {', '.join(self._SCALED_TYPES)}, not {problem.a.name}x{problem.b.name}"
+        if problem.batch != 1:
+            return "scaled_gemm_kernel is not batched"
+        return None
 
     def mx_refusal(self, problem: GemmProblem, target: str) -> str | None:
         """Why Triton has no tl.dot_scaled kernel for this block-scaled problem (None: it has one)."""
@@ -479,13 +527,21 @@ class TritonSupplier(Supplier):
         }
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        if self.scope == "mx" and not problem.scaled:
+        scaled = problem.scaled or problem.scale_mode != "none"
+        if self.scope == "mx" and not scaled:
             return []
         if not self.available():
-            if problem.scaled:
+            if scaled:
                 raise Refusal("Triton is not installed (pip install triton)")
             return []
-        if problem.scaled:
+        if problem.scale_mode != "none":
+            why = self.scaled_refusal(problem)
+            if why is not None:
+                raise Refusal(why)
+            # block mode: one K block per iteration (its scales apply to that iteration's dot)
+            blocks = [(bm, bn, 128 if problem.scale_mode == "block" else bk) for bm, bn, bk in self.blocks]
+            kernels = [(block, "generic", self.compile_scaled, self._scaled_contract) for block in blocks]
+        elif problem.scaled:
             why = self.mx_refusal(problem, target)
             if why is not None:
                 raise Refusal(why)
@@ -498,7 +554,14 @@ class TritonSupplier(Supplier):
             kernels = [(block, "generic", self._compile, self._contract) for block in self.blocks]
         out = []
         for block, variant, compile_, describe in kernels:
-            blob, name, info = compile_(problem, target, block)
+            try:
+                blob, name, info = compile_(problem, target, block)
+            except Exception as exc:     # Triton's own refusal (e.g. an fp8 format the target lacks)
+                if problem.scale_mode == "none":
+                    raise
+                first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
+                raise Refusal(f"Triton cannot compile scaled_gemm_kernel for {problem.a.name}x{problem.b.name} on "
+                              f"{target}: {first}") from None
             contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 
             def load(blob=blob, name=name):
@@ -513,6 +576,8 @@ class TritonSupplier(Supplier):
 # the "div16" variant takes as multiples of 16
 MX_TRITON_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb",
                   "ld_a_scale", "ld_b_scale", "ldd")
+SCALED_TRITON_ARGS = ("a_ptr", "b_ptr", "d_ptr", "a_scale_ptr", "b_scale_ptr", "M", "N", "K", "stride_am",
+                      "stride_ak", "stride_bk", "stride_bn", "stride_dm", "ld_a_scale", "ld_b_scale")
 MX_DIV16_ARGS = ("a_ptr", "a_scale_ptr", "b_ptr", "b_scale_ptr", "d_ptr", "M", "N", "K", "lda", "ldb", "ldd")
 
 

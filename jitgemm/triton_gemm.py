@@ -88,3 +88,56 @@ def mx_gemm_kernel(a_ptr, a_scale_ptr, b_ptr, b_scale_ptr, d_ptr, M, N, K, lda, 
         acc = tl.dot_scaled(a, sa, A_FMT, b, sb, B_FMT, acc)
     tl.store(d_ptr + rm[:, None] * (ldd // D_BYTES) + rn[None, :], acc.to(d_ptr.dtype.element_ty),
              mask=(rm[:, None] < M) & (rn[None, :] < N))
+
+
+@triton.jit
+def scaled_gemm_kernel(a_ptr, b_ptr, d_ptr, a_scale_ptr, b_scale_ptr, M, N, K, stride_am, stride_ak, stride_bk,
+                       stride_bn, stride_dm, ld_a_scale, ld_b_scale,
+                       BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC_INT: tl.constexpr,
+                       MODE: tl.constexpr, A_COL: tl.constexpr, B_COL: tl.constexpr):
+    """D = scaled(A @ B) for jitgemm's scale modes (codegen/gemm_ir.py), with explicit fp32 multiplies:
+    MODE 1 tensor (sa * sb after the loop), 2 rowcol (sa[m * ld_a_scale] * sb[n * ld_b_scale] after the loop),
+    3 block (BLOCK_K = 128: each K block's dot from zero, then acc += P * sb[n // 128, kb] * sa[m, kb]; A_COL /
+    B_COL: the block scales stored column-major, [KB, M] / [KB, NB])."""
+    pid_m = tl.program_id(1)
+    pid_n = tl.program_id(0)
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = pid_n * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    in_m = rm < M
+    in_n = rn < N
+    if ACC_INT and MODE != 3:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 + rk
+        a = tl.load(a_ptr + rm[:, None] * stride_am + ka[None, :] * stride_ak,
+                    mask=in_m[:, None] & (ka[None, :] < K), other=0.0)
+        b = tl.load(b_ptr + ka[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ka[:, None] < K) & in_n[None, :], other=0.0)
+        if MODE == 3:
+            kb = k0 // BLOCK_K
+            nb = rn // BLOCK_K
+            if A_COL:
+                sa = tl.load(a_scale_ptr + kb * ld_a_scale + rm, mask=in_m, other=0.0)
+            else:
+                sa = tl.load(a_scale_ptr + rm * ld_a_scale + kb, mask=in_m, other=0.0)
+            if B_COL:
+                sb = tl.load(b_scale_ptr + kb * ld_b_scale + nb, mask=in_n, other=0.0)
+            else:
+                sb = tl.load(b_scale_ptr + nb * ld_b_scale + kb, mask=in_n, other=0.0)
+            part = tl.dot(a, b)
+            acc += part.to(tl.float32) * sb[None, :] * sa[:, None]
+        else:
+            acc += tl.dot(a, b)
+    if MODE == 1:
+        out = acc.to(tl.float32) * tl.load(a_scale_ptr) * tl.load(b_scale_ptr)
+    elif MODE == 2:
+        sa = tl.load(a_scale_ptr + rm * ld_a_scale, mask=in_m, other=0.0)
+        sb = tl.load(b_scale_ptr + rn * ld_b_scale, mask=in_n, other=0.0)
+        out = acc.to(tl.float32) * sa[:, None] * sb[None, :]
+    else:
+        out = acc
+    tl.store(d_ptr + rm[:, None] * stride_dm + rn[None, :], out.to(d_ptr.dtype.element_ty),
+             mask=in_m[:, None] & in_n[None, :])

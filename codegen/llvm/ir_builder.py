@@ -41,6 +41,7 @@ from .intrinsics import (
     mfma_acc_type,
     mfma_operand_type,
 )
+from .scale_builder import ScaleIRMixin
 
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
@@ -90,9 +91,11 @@ def kernel_attributes(config: GemmConfig, accumulators: int) -> dict[str, str]:
 
 
 # --- the kernel ----------------------------------------------------------------------------------------------
-class GemmIRBuilder:
+class GemmIRBuilder(ScaleIRMixin):
     """Builds one kernel class's LLVM module. `data_layout` is the target machine's (LLVM needs it to size
-    pointers of each address space)."""
+    pointers of each address space). Scale modes: codegen/llvm/scale_builder.py."""
+
+    OOB = OOB
 
     def __init__(self, plan: GemmPlan, name: str = "jitgemm_gemm", data_layout: str = "") -> None:
         self.plan = plan
@@ -100,7 +103,7 @@ class GemmIRBuilder:
         self.mfma = plan.mfma
         self.A, self.B, self.lds_bytes = plan.a, plan.b, plan.buffer_bytes
         self.threads = plan.workgroup_size
-        self.integer = self.mfma.acc.kind == "int"
+        self.integer = not self.p.epilogue_float      # the epilogue's arithmetic (a scaled int8 GEMM's is fp32)
         self.data_layout = data_layout
         self.blocks_m, self.blocks_n = plan.blocks_m, plan.blocks_n
         self.grid = plan.grid
@@ -176,6 +179,7 @@ class GemmIRBuilder:
         self.rsrc = {x: self._resource(x, base[x]) for x in sizes}
         if p.bias != "none":
             self.rsrc["bias"] = self._resource("bias", a["bias"])
+        self._scale_resources(batch)
 
     def _resource(self, x: str, ptr: ir.Value) -> ir.Value:
         """A raw buffer resource over matrix `x` whose num_records is exactly its bytes ((rows-1)*ld + cols
@@ -311,11 +315,13 @@ class GemmIRBuilder:
         kt = b.phi(I32, name="kt")
         kt.add_incoming(c32(0), entry)
         acc_type = mfma_acc_type(self.mfma)
-        acc_phis = [[b.phi(acc_type, name=f"acc.{i}.{j}") for j in range(self.blocks_n)]
+        block = self.p.scale_mode == "block"     # K blocks' partials from zero, scaled into fp32 sums
+        sum_type = ir.VectorType(ir.FloatType(), self.mfma.acc_regs) if block else acc_type
+        acc_phis = [[b.phi(sum_type, name=f"acc.{i}.{j}") for j in range(self.blocks_n)]
                     for i in range(self.blocks_m)]
         for row in acc_phis:
             for phi in row:
-                phi.add_incoming(ir.Constant(acc_type, None), entry)
+                phi.add_incoming(ir.Constant(sum_type, None), entry)
         if prefetch:
             staged = []
             for values in first:
@@ -333,7 +339,12 @@ class GemmIRBuilder:
         kt_next = b.add(kt, c32(c.depth_k), name="kt.next")
         if prefetch:   # the next step's tile is in flight while this one is multiplied
             upcoming = [self._issue_loads(plan, kt_next) for plan in plans]
-        accs = self._mfma_step([list(row) for row in acc_phis], bases)
+        if block:
+            zero = ir.Constant(acc_type, None)
+            partial = self._mfma_step([[zero] * self.blocks_n for _ in range(self.blocks_m)], bases)
+            accs = self._block_flush(partial, acc_phis, kt)
+        else:
+            accs = self._mfma_step([list(row) for row in acc_phis], bases)
         self._barrier()
         latch = b.block
         kt.add_incoming(kt_next, latch)
@@ -359,11 +370,13 @@ class GemmIRBuilder:
             for j in range(self.blocks_n):
                 col = b.add(cbase, c32(j * m.n)) if j else cbase
                 col_in = b.icmp_unsigned("<", col, a["n"])
+                sb = self._scale_column(col, col_in)
                 for r in range(m.acc_regs):
                     drow = i * m.m + (r // 4) * 4 * groups + r % 4
                     row = b.add(rbase, c32(drow)) if drow else rbase
                     inside = b.and_(b.icmp_unsigned("<", row, a["m"]), col_in)
                     x = b.extract_element(self.accs[i][j], c32(r))
+                    x = self._scale_value(x, row, inside, sb)
                     x = self._epilogue_value(x, row, col, inside)
                     self._store(x, row, col, inside)
 

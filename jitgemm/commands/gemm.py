@@ -57,7 +57,7 @@ def _problem(args: argparse.Namespace):
         kind = parse_dtype_list(args.dtype)[0].kind
     except ValueError as exc:
         raise CliError(str(exc)) from None
-    c = ("fp32" if kind == "float" else "int32") if args.beta else None
+    c = ("fp32" if kind == "float" or args.scale_mode != "none" else "int32") if args.beta else None
     (problem,) = problems_from_args(args, c=c, alpha=args.alpha, beta=args.beta, bias=args.bias,
                                     activation=args.act)
     use_spec_option(args)
@@ -188,7 +188,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from jitgemm.codegen.gemm_ir import IRError
     from jitgemm.isa import progress
     from jitgemm.memory_budget import check_fits, gemm_run_bytes
-    from jitgemm.reference import Mismatch, check, operands, reference
+    from jitgemm.reference import Mismatch, check, operands, reference, stored_scales
 
     p = _problem(args)
     _, kernel = _compile(args)      # the kernel that runs: --tile's, else the selector's (matmul's) choice
@@ -196,19 +196,21 @@ def _cmd_run(args: argparse.Namespace) -> int:
     if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating
         check_fits(gemm_run_bytes(p, config.tile_m, config.tile_n, config.waves_m * config.waves_n),
                    f"emulating m={p.m} n={p.n} k={p.k} batch={p.batch}")
+    scales = (None, None)
     if p.scaled:
         a, b, a64, b64 = _mx_operands(p, args.seed)
         c = bias = None
     else:
         a, b, c, bias = operands(p, args.seed)
+        scales = stored_scales(p, args.seed)      # fp32 scales of --scale-mode, stored as --a/b-scale-order say
     t0 = time.perf_counter()
     try:
         with progress.task(f"running m={p.m} n={p.n} k={p.k} {p.a.name} on {args.backend} (Ctrl-C stops)"):
-            d = _run_kernel(args, p, kernel, a, b, c, bias)
+            d = _run_kernel(args, p, kernel, a, b, c, bias, scales)
     except IRError as exc:
         raise CliError(str(exc)) from None
     elapsed = time.perf_counter() - t0
-    ref = p.alpha * (a64 @ b64) if p.scaled else reference(p, a, b, c, bias)
+    ref = p.alpha * (a64 @ b64) if p.scaled else reference(p, a, b, c, bias, *scales)
     err = float(np.max(np.abs(d.astype(np.float64) - ref)) / max(1e-30, float(np.max(np.abs(ref)))))
     rec = jitgemm.last_launch()
     print(f"{rec.problem}: kernel {rec.kernel} ({rec.kernel_source}) on {rec.backend}, grid {rec.grid}, "
@@ -244,10 +246,19 @@ def _predicted(problem, arch: str, kernel_name: str) -> str:
     return ""
 
 
-def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias):
-    """D for the problem: the selector's kernel through `matmul`, or the kernel --tile/--generator named."""
+def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias, scales=(None, None)):
+    """D for the problem: the selector's kernel (through `matmul`, or for --scale-mode the same selector on the
+    scaled call), or the kernel --tile/--generator named."""
     import jitgemm
 
+    scaled = (*scales, p.scale_mode) if p.scale_mode != "none" else None
+    if not (args.generator or args.tile) and scaled:
+        from jitgemm import api
+
+        call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
+                           activation=p.activation, scales=scaled)
+        blob, name, contract, source = api._choose(call.problem, call.align, args.arch)
+        return api.launch(call, blob, name, contract, backend=api._backend(args.backend), source=source)
     if not (args.tile or args.generator):
         out_dtype = p.d.numpy if not p.scaled else None
         return jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=out_dtype, bias=bias,
@@ -255,7 +266,8 @@ def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias):
     from jitgemm import api
     from jitgemm.contract import Contract
 
-    call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation)
+    call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation,
+                       scales=scaled)
     return api.launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract),
                       backend=api._backend(args.backend), source=f"{kernel.generator}:{args.generator or 'asm'}")
 

@@ -38,8 +38,9 @@ async def _call(session, tool: str, **arguments) -> dict:
     return json.loads(result.content[0].text)
 
 
-async def _correct_agent(session) -> dict:
-    """Reads each task, looks up the instruction it means to use, assembles, runs, qualifies and profiles."""
+async def _correct_agent(session, submission=None) -> dict:
+    """Reads each task, looks up the instruction it means to use, assembles, runs, qualifies and profiles; then
+    ships a GEMM kernel with its contract (`submission`: the submit tool's arguments)."""
     listed = await session.list_tools()
     names = {t.name for t in listed.tools}
     out: dict = {"tools": names, "tasks": {}}
@@ -65,6 +66,18 @@ async def _correct_agent(session) -> dict:
     out["card"] = card.contents[0].text
     target = await session.read_resource("jitgemm://target/gfx950")
     out["target"] = json.loads(target.contents[0].text)
+    out["bad_arch"] = await _call(session, "isa_lookup", name="s_nop", arch="gfx9999")
+    out["given"] = await _call(session, "run", source=(CORRECT / "vector_add.s").read_text(), case={
+        "grid": 1, "block": 64, "reference": "a + b",
+        "args": [{"name": "a", "dtype": "f32", "shape": 64, "data": [float(i) for i in range(64)]},
+                 {"name": "b", "dtype": "f32", "shape": 64, "data": [0.5] * 64},
+                 {"name": "c", "dtype": "f32", "shape": 64, "output": True}]})
+    if submission is not None:
+        out["submit"] = await _call(session, "submit", **submission)
+        out["gemm_profile"] = await _call(session, "profile", contract=submission["contract"],
+                                          code_object_base64=submission["code_object_base64"],
+                                          problem={"m": 4096, "n": 4096, "k": 4096, "a": "bf16", "d": "fp32",
+                                                   "layout": "NN"})
     return out
 
 
@@ -77,8 +90,17 @@ def mcp_sdk():
     return require_module("mcp")
 
 
-def test_correct_agent_session(mcp_sdk):
-    out = asyncio.run(_session(_correct_agent))
+def test_correct_agent_session(mcp_sdk, tmp_path):
+    import base64
+
+    import jitgemm
+    from jitgemm.selector import Selector
+    from jitgemm.suppliers import PrebuiltSupplier
+
+    kernel = jitgemm.compile(jitgemm.GemmProblem.make(64, 64, 64, "bf16", d="fp32", layout="NN"))
+    submission = {"contract": kernel.contract, "code_object_base64": base64.b64encode(kernel.code_object).decode(),
+                  "folder": str(tmp_path / "agent-kernels"), "db": str(tmp_path / "tuning.db")}
+    out = asyncio.run(_session(lambda s: _correct_agent(s, submission)))
     assert {"isa_lookup", "isa_search", "assemble", "disassemble", "run", "qualify", "profile",
             "submit"} <= out["tools"]
     assert set(out["tasks"]) == set(SESSION_TASKS)
@@ -87,7 +109,7 @@ def test_correct_agent_session(mcp_sdk):
         assert run["ok"] and run["findings"] == [] and run["max_error"] is not None, (name, run)
         assert verdict["ok"], (name, verdict["findings"])
         assert verdict["runs"] == 5          # lockstep, three random schedules, a second input set
-        assert prof["ok"] and prof["us"] > 0 and "interim" in prof["model"], (name, prof)
+        assert prof["ok"] and prof["us"] > 0 and "roofline" in prof["model"], (name, prof)
     assert out["lookup"]["ok"] and out["lookup"]["name"] == "V_MFMA_F32_16X16X16_F16"
     assert {o["operand_type"] for e in out["lookup"]["encodings"] for o in e["operands"]} >= {"OPR_VGPR_OR_ACCVGPR"}
     assert not out["typo"]["ok"] and "V_MFMA_F32_16X16X16_F16" in out["typo"]["closest"]
@@ -101,6 +123,15 @@ def test_correct_agent_session(mcp_sdk):
     assert "v_add_f32_e32 v2, v2, v3" in texts and texts[-1] == "s_endpgm"
     assert "4 passes" in out["card"] and "hazard" in out["card"]
     assert out["target"]["lds_bytes_per_workgroup"] == 160 * 1024
+    assert not out["bad_arch"]["ok"] and "gfx9999" in out["bad_arch"]["diagnostics"][0]["message"]
+    assert out["given"]["ok"] and out["given"]["outputs"]["c"]["head"][:3] == [0.5, 1.5, 2.5]
+    assert out["given"]["findings"] == []
+    assert out["submit"]["ok"], out["submit"]
+    gemm = out["gemm_profile"]
+    assert gemm["ok"] and gemm["model"] == "jitgemm.timing.predict" and gemm["us"] > 0 and gemm["bound"], gemm
+    chosen = Selector([PrebuiltSupplier(tmp_path / "agent-kernels")]).select(
+        jitgemm.GemmProblem.make(96, 64, 32, "bf16", d="fp32", layout="NN"))
+    assert chosen.contract.kernel == kernel.name
 
 
 def test_cheating_agent_session(mcp_sdk):
