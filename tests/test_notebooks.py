@@ -5,7 +5,6 @@ the folder it runs from."""
 
 from __future__ import annotations
 
-import ast
 import io
 import json
 
@@ -17,20 +16,13 @@ NOTEBOOKS = sorted((REPO / "notebooks").glob("*.ipynb"))
 
 
 def run_cells(path) -> list[list[object]]:
-    """Every code cell executed in one namespace; per cell, the values Jupyter would display (the value of a
-    last expression statement, unless None)."""
-    nb = json.loads(path.read_text())
-    namespace: dict = {}
-    shown = []
-    for i, cell in enumerate(nb["cells"]):
-        if cell["cell_type"] != "code":
-            continue
-        tree = ast.parse("".join(cell["source"]), f"{path.name}[{i}]")
-        last = tree.body.pop() if tree.body and isinstance(tree.body[-1], ast.Expr) else None
-        exec(compile(tree, f"{path.name}[{i}]", "exec"), namespace)
-        value = eval(compile(ast.Expression(last.value), f"{path.name}[{i}]", "eval"), namespace) if last else None
-        shown.append([value] if value is not None else [])
-    return shown
+    """Per code cell, the values Jupyter would display (tools/notebooks/execute.py, the one runner)."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location("notebook_execute", REPO / "tools" / "notebooks" / "execute.py")
+    runner = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(runner)
+    return [values for _, values in runner.run_cells(path)]
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
@@ -54,6 +46,19 @@ def test_notebook_runs_shows_its_figures_and_writes_nothing_beside_itself(path, 
 
 def test_there_are_notebooks():
     assert NOTEBOOKS
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda p: p.name)
+def test_committed_notebooks_show_their_outputs(path):
+    """The committed notebooks carry what they print and show (tools/notebooks/execute.py --write), a plotting
+    notebook its figure as an inline PNG, so a viewer shows them without running anything."""
+    import base64
+
+    code = [c for c in json.loads(path.read_text())["cells"] if c["cell_type"] == "code"]
+    assert all(c.get("outputs") for c in code if "print(" in "".join(c["source"])), path.name
+    images = [o["data"]["image/png"] for c in code for o in c.get("outputs", []) if "image/png" in o.get("data", {})]
+    assert bool(images) == (".plot(" in path.read_text())
+    assert all(base64.b64decode(x).startswith(b"\x89PNG") for x in images)
 
 
 def test_gitignore_covers_what_the_tools_leave():

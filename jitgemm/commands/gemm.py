@@ -218,7 +218,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
     clock = "emulation wall time (the ISA emulator on this CPU, not kernel time)" if rec.backend == "emu" \
         else "host wall time of one launch (with the launch overhead)"
     print(f"max relative error vs numpy (float64): {err:.3e}; {clock}: {elapsed:.3f} s")
-    predicted = _predicted(p, args.arch, rec.kernel)
+    predicted = _predicted(p, args.arch, kernel, rec.kernel)
     if predicted:
         print(predicted)
     sys.stdout.write(spill_note({"tile": {"scratch": rec.scratch_bytes}}))
@@ -231,13 +231,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return 0
 
 
-def _predicted(problem, arch: str, kernel_name: str) -> str:
-    """The selector's predicted kernel time for the kernel that ran, labelled with where it comes from (empty
-    when the selector does not rank that kernel: a --tile config)."""
+def _predicted(problem, arch: str, kernel, ran: str) -> str:
+    """The predicted kernel time of the kernel that ran, labelled with where it comes from: the timing model
+    (`jitgemm.timing.predict`, on the target's default device) for the compiled kernel, else the score the
+    selector ranked that kernel by (a Triton or prebuilt kernel matmul chose); empty when neither knows it."""
+    if kernel.name == ran:
+        from jitgemm.timing import TimingError, predict
+
+        try:
+            pred = predict(kernel, problem)
+            return (f"predicted kernel time on {pred.device}: {pred.us:.2f} us ({pred.tflops:.1f} TFLOP/s, "
+                    f"{pred.bound}-bound; jitgemm.timing model)")
+        except (TimingError, ValueError, KeyError):
+            pass
     from jitgemm.selector import default_selector
 
     for v in default_selector(arch).evaluate(problem, {x: 256 for x in ("a", "b", "c", "bias")}):
-        if v.legal and v.score and v.candidate.contract.kernel == kernel_name:
+        if v.legal and v.score and v.candidate.contract.kernel == ran:
             flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
             basis = {"tuning": "measured, tuning database", "sweep": "sweep's model, tuning database",
                      "model": "selector's cost model"}.get(v.basis, v.basis)
