@@ -136,8 +136,9 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
               "refused": [{"severity": "error", "message": e} for e in sup.errors], "kernels": verdicts})
     if not as_json and sup.errors and not cands:
         print(f"nothing qualified: every kernel in {args.dir} was refused")
-    # 1: a kernel was quarantined or refused (nothing or not everything in DIR qualified), as the JSON's "ok"
-    return 1 if failed or sup.errors else 0
+    # 1: a kernel was quarantined, or nothing in DIR qualified (every file refused); refusals beside qualified
+    # kernels are listed above and leave the status 0
+    return 1 if failed or not cands else 0
 
 
 def _abi(cand, seed: int):
