@@ -3,7 +3,7 @@
 Everything else about the package is declared in pyproject.toml. `build_py` copies the package as usual (with the
 `<spec>.xml.parsed` files the source tree ships, tools/spec_preparse/build.py), then writes them afresh beside each
 bundled spec XML in the build tree, so a wheel never carries a stale one: the sealed plain-data form the
-parsed-spec cache holds (jitgemm.isa.spec_cache.pack_entry), checked at load against the XML's sha256 and the
+parsed-spec cache holds (jitgemm.isa.spec.cache.pack_entry), checked at load against the XML's sha256 and the
 payload's own hash like any cache entry. If that cannot be made, the wheel is still complete: the loader
 parses the XML on first use and caches it, as in a source checkout.
 """
@@ -27,7 +27,7 @@ class BuildPyWithParsedSpecs(build_py):
         specs = Path(self.build_lib) / "jitgemm" / "specs"
         sys.path.insert(0, str(HERE))   # this tree's jitgemm (it finds isa/ beside itself)
         try:
-            from jitgemm.isa.spec_cache import write_preparsed
+            from jitgemm.isa.spec.cache import write_preparsed
         except ImportError as exc:
             self.warn(f"bundled specs not pre-parsed ({exc}); they are parsed on first use instead")
             return
@@ -43,11 +43,12 @@ class BuildPyWithParsedSpecs(build_py):
 
 
 # The repository folders that install under the one import name `jitgemm` (pyproject.toml's package-dir).
-_ROOTS = {"jitgemm": "jitgemm", "jitgemm.isa": "isa", "jitgemm.codegen": "codegen", "jitgemm.specs": "specs"}
+_ROOTS = {"jitgemm": "jitgemm", "jitgemm.util": "util", "jitgemm.isa": "isa", "jitgemm.codegen": "codegen",
+          "jitgemm.specs": "specs"}
 
 
 def _packages() -> list[str]:
-    """Every folder holding an __init__.py under the four roots, as its installed dotted name: a new
+    """Every folder holding an __init__.py under the five roots, as its installed dotted name: a new
     sub-package installs without an edit to a hand-kept list (two branches adding one no longer collide)."""
     names = []
     for name, folder in _ROOTS.items():

@@ -41,9 +41,9 @@ def _best(fn, rounds: int = 3) -> float:
 def _real_instructions(forms, tmp: Path) -> list:
     """Instructions of clang (and Triton, if importable) kernels for gfx942, decoded by us."""
     from jitgemm.codegen import codeobj
-    from jitgemm.isa.decoder import decode
+    from jitgemm.isa.disasm.decoder import decode
 
-    from tests.test_asm_support import CLANG_KERNELS
+    from tests.fixtures.asm_support import CLANG_KERNELS
 
     paths = []
     clang = _tool("clang")
@@ -56,7 +56,7 @@ def _real_instructions(forms, tmp: Path) -> list:
                             str(obj)], check=True, capture_output=True)
             paths.append(obj)
     try:
-        from tests import test_disasm_triton_support as tri
+        from tests.fixtures import triton_kernels as tri
 
         if tri.triton is not None:
             paths += tri.build_all(tmp)
@@ -79,16 +79,16 @@ def main(argv=None) -> int:
     ap.add_argument("--repeat", type=int, default=40, help="copies of the kernels in the big input (default 40)")
     args = ap.parse_args(argv)
 
-    from jitgemm.isa.asm_fastpath import _LINES, _MODIFIERS, _OPERANDS
-    from jitgemm.isa.asm_parser import parse
-    from jitgemm.isa.assembler import assemble
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.encoder import encode, encode_word
-    from jitgemm.isa.forms import forms_of
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.asm.assembler import assemble
+    from jitgemm.isa.asm.encoder import encode, encode_word
+    from jitgemm.isa.asm.fastpath import _LINES, _MODIFIERS, _OPERANDS
+    from jitgemm.isa.asm.parser import parse
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
-    from tests.asm_corpus import corpus
+    from tests.fixtures.asm_corpus import corpus
 
     spec = isa.load_spec(args.spec)
     forms = forms_of(spec)

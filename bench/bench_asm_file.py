@@ -35,7 +35,7 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
     out = [(str(REPO / "tests/data/handwritten_kernel.s"), (REPO / "tests/data/handwritten_kernel.s").read_text(),
             REPO / "tests/data")]
     try:
-        from tests.test_emu_clang import SOURCE
+        from tests.emu.test_emu_clang import SOURCE
 
         (folder / "k.cl").write_text(SOURCE)
         subprocess.run([_tool("clang"), "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
@@ -45,7 +45,7 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
     except (ImportError, subprocess.CalledProcessError) as exc:
         print(f"(no clang input: {exc})")
     try:
-        from tests import test_disasm_triton_support as kernels
+        from tests.fixtures import triton_kernels as kernels
 
         for path in kernels.build_all(folder):
             out.append((f"triton {path.stem}", path.with_suffix(".s").read_text(), None))
@@ -57,8 +57,8 @@ def _inputs(folder: Path) -> list[tuple[str, str, Path | None]]:
 def _forget_lines(spec) -> None:
     """Empty the parser's line cache and the encoder's per-instruction cache (the spec's instruction forms stay
     built): "warm" is a long-running process assembling text it has not seen, with mnemonics it has."""
-    from jitgemm.isa import asm_fastpath
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.asm import fastpath as asm_fastpath
+    from jitgemm.isa.spec.forms import forms_of
 
     asm_fastpath._LINES.clear()
     forms_of(spec).encode_cache.clear()

@@ -92,7 +92,7 @@ def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--repeat", type=int, default=30)
     args = parser.parse_args()
-    from tests.test_codeobj_support import llvm_source
+    from tests.fixtures.codeobj_support import llvm_source
 
     mc, lld, readelf = tool("llvm-mc"), tool("ld.lld"), tool("llvm-readelf")
     rows: list[tuple[str, float, str, float | None]] = []

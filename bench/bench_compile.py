@@ -122,7 +122,7 @@ def fresh_copies(tmp: str, n: int) -> list[str]:
 def xml_only_spec_dir(tmp: str) -> str:
     """A spec folder holding the bundled gfx942 XML under its official name and nothing beside it: the loader
     must parse it (then caches it in the user cache, which each fully cold run starts without)."""
-    from jitgemm.isa import spec_sources
+    from jitgemm.isa.spec import sources as spec_sources
 
     folder = os.path.join(tmp, "xml-only-specs")
     os.makedirs(folder)
@@ -131,7 +131,7 @@ def xml_only_spec_dir(tmp: str) -> str:
 
 
 def main() -> None:
-    from jitgemm.codegen.gemm_compile import compile_gemm
+    from jitgemm.codegen.direct_generator import compile_gemm
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     import jitgemm

@@ -1,5 +1,5 @@
 """`jitgemm disasm` beside `llvm-objdump-22 -d` on AMD's hand-written kernels: every gfx942 code object of
-the pinned amd-aiter wheel (about 1,300 objects, 6.3 M instructions; tests/aiter_corpus.py fetches it).
+the pinned amd-aiter wheel (about 1,300 objects, 6.3 M instructions; tests/fixtures/aiter_corpus.py fetches it).
 
 Rows: llvm-objdump over the whole set (one process per batch of files, output discarded), and ours in one
 process (ELF read, decode, print every line, as the CLI does per file), cold (decode tables and line cache
@@ -28,11 +28,11 @@ def main(argv=None) -> int:
     ap.add_argument("--cli-sample", type=int, default=20, help="objects for the one-process-per-file row")
     args = ap.parse_args(argv)
 
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
     from jitgemm.commands import disasm
-    from tests.aiter_corpus import aiter_objects
+    from tests.fixtures.aiter_corpus import aiter_objects
 
     objdump = shutil.which("llvm-objdump-22") or shutil.which("llvm-objdump")
     paths = aiter_objects("gfx942")

@@ -9,7 +9,7 @@ Rows, each with llvm-objdump-22 timed in the same run and the ratio (ours / thei
 CPU seconds are listed beside wall seconds: on a shared 2-core machine they are the steadier number, and a
 `--jobs` row spends more CPU to take less wall time.
 
-The decode index is cached on disk (isa/decode_index.py); the first run after a change to isa/ rebuilds it, so
+The decode index is cached on disk (isa/disasm/decode_index.py); the first run after a change to isa/ rebuilds it, so
 one warm-up run precedes the timings. Each process gets the same fresh JITGEMM_CACHE_DIR (specs load from the
 pre-parsed files beside the bundled XML, see tools/spec_preparse/build.py).
 
@@ -50,7 +50,7 @@ def best(cmd: list[str], runs: int, env: dict) -> tuple[float, float]:
 
 def main() -> None:
     sys.path.insert(0, REPO)
-    from tests.aiter_corpus import aiter_objects
+    from tests.fixtures.aiter_corpus import aiter_objects
 
     count = int(sys.argv[1]) if len(sys.argv) > 1 else 300
     objdump = shutil.which("llvm-objdump-22") or shutil.which("llvm-objdump")

@@ -104,7 +104,7 @@ def own(base: str | None) -> None:
 
 
 def triton(sizes: list[int]) -> None:
-    from tests.test_emu_triton import compile_kernel, launch, matmul_kernel
+    from tests.emu.test_emu_triton import compile_kernel, launch, matmul_kernel
 
     sig = (("a_ptr", "*bf16"), ("b_ptr", "*bf16"), ("c_ptr", "*fp32"),
            *((n, "i32") for n in ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")),

@@ -32,7 +32,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jitgemm.codegen import codeobj  # noqa: E402
-from jitgemm.codegen.gemm_compile import compile_gemm  # noqa: E402
+from jitgemm.codegen.direct_generator import compile_gemm  # noqa: E402
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem  # noqa: E402
 from jitgemm.codegen.gemm_text import format_config  # noqa: E402
 

@@ -23,8 +23,8 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_emu_gfx950_kernels import _MX, compile950, mx_kernel  # noqa: E402
-from tests.test_emu_triton import compile_kernel, launch, matmul_kernel  # noqa: E402
+from tests.emu.test_emu_gfx950_kernels import _MX, compile950, mx_kernel  # noqa: E402
+from tests.emu.test_emu_triton import compile_kernel, launch, matmul_kernel  # noqa: E402
 
 
 def _kernels():
@@ -42,8 +42,8 @@ def _kernels():
 
 def _decode_rate(name: str, hsaco: bytes) -> str:
     from jitgemm.codegen.codeobj.reader import read
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.spec.forms import forms_of
 
     from jitgemm import isa
 

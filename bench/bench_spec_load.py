@@ -48,8 +48,8 @@ def median(fn, repeat: int) -> float:
 
 
 def main() -> None:
-    from jitgemm.isa.spec_data import build_spec
-    from jitgemm.isa.xml_reader import read_xml
+    from jitgemm.isa.spec.data import build_spec
+    from jitgemm.isa.spec.xml_reader import read_xml
 
     from jitgemm import isa
 

@@ -19,7 +19,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
-from tests.test_emu_triton import compile_kernel, launch, matmul_kernel  # noqa: E402
+from tests.emu.test_emu_triton import compile_kernel, launch, matmul_kernel  # noqa: E402
 
 BLOCK = (128, 128, 64)
 

@@ -27,7 +27,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 from jitgemm.codegen.gemm_ir import GemmProblem  # noqa: E402
 
-from jitgemm.compiler import clear_memory_cache  # noqa: E402
+from jitgemm.kernel import clear_memory_cache  # noqa: E402
 from jitgemm.selector import Quarantine, Selector  # noqa: E402
 from jitgemm.suppliers import DirectAsmSupplier  # noqa: E402
 from jitgemm.sweep import config_space, sweep  # noqa: E402

@@ -17,28 +17,11 @@ instruction one way. The constant bus is the encoder's to check: one way for gen
 
 from __future__ import annotations
 
-import functools
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
-from jitgemm.isa.targets import HazardRule, hazard_rule
-
-RegKey = tuple[str, int]
-SALU = frozenset({"salu"})
-# The hardware-register moves, by spec instruction name: the spec gives their register id no operand type of its
-# own (it is an OPR_SIMM16 as s_movk's), so the hazard classes setreg/getreg name them (CDNA3 ISA guide 4.5).
-HWREG_WRITERS = frozenset({"S_SETREG_B32", "S_SETREG_IMM32_B32"})
-HWREG_READERS = frozenset({"S_GETREG_B32"})
-
-
-def reg_keys(operand) -> set[RegKey]:
-    """The (kind, index) pairs a numbered register operand covers; named registers count as themselves."""
-    if isinstance(operand, SrcMods):
-        operand = operand.operand
-    if not isinstance(operand, Reg):
-        return set()
-    return {(operand.kind, operand.index + i) for i in range(operand.count)}
+from jitgemm.isa.hazards import SALU, EmitFacts, HazardRule, RegKey, hazard_rule, reg_keys
+from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg
 
 
 class RegisterFileFull(ValueError):
@@ -82,151 +65,6 @@ class RegAlloc:
 class _Pending:
     regs: set[RegKey]
     scalar: bool = False
-
-
-class EmitFacts:
-    """The spec's and the target profile's answers the emitter needs, per mnemonic (cached)."""
-
-    def __init__(self, spec, profile) -> None:
-        from jitgemm.isa.forms import forms_of
-
-        self.spec = spec
-        self._forms = forms_of(spec)
-        self._wait_table = profile.wait_counters
-        known = {name.upper() for name, _aliases, _opcodes in spec.instructions.heads}   # names: builds none
-        self._named_class: dict[str, str] = {}
-        for cls, names in profile.hazard_classes.items():
-            for name in names:
-                if str(name).upper() not in known:
-                    raise ValueError(f"specs/targets/{profile.target}.yaml: hazard_classes.{cls}: {name} is not an "
-                                     f"instruction of {spec.architecture.name}")
-                self._named_class[str(name).upper()] = cls
-        waitcnt = spec.operand_types.get("OPR_WAITCNT")
-        fields = {f.name: f.width for f in waitcnt.fields} if waitcnt is not None else {}
-        missing = [f for f in ("VM", "LGKM") if f not in fields]
-        if missing:
-            raise ValueError(f"the spec's OPR_WAITCNT has no field {', '.join(missing)}: s_waitcnt cannot be built")
-        self.max_count = {"vmcnt": (1 << fields["VM"]) - 1, "lgkmcnt": (1 << fields["LGKM"]) - 1}
-        src = spec.operand_types.get("OPR_SRC")
-        ints = set()
-        for value_name, _value, _doc in (src.raw_values if src is not None else ()):
-            try:
-                ints.add(int(value_name))
-            except ValueError:
-                continue
-        self.inline_ints = frozenset(ints)      # the integers a source operand encodes without a literal
-        self._counters = functools.cache(self._counters_of)
-        self._classes = functools.cache(self._classes_of)
-        self._writes = functools.cache(self._writes_of)
-        self._sgpr_only = functools.cache(self._sgpr_only_of)
-
-    def __call__(self, name: str) -> tuple[str, ...]:
-        return self._counters(name)
-
-    def counters(self, name: str) -> tuple[str, ...]:
-        """The wait counters `name` increments (target profile `wait_counters`, by the spec's encoding)."""
-        return self._counters(name)
-
-    def instruction(self, name: str):
-        """The spec's instruction an LLVM mnemonic (with or without an encoding suffix such as _e64) names."""
-        forms = self._forms.forms_for(name)
-        if not forms:
-            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
-        return forms[0].spec_inst
-
-    def _counters_of(self, name: str) -> tuple[str, ...]:
-        return self.counters_of(self.instruction(name))
-
-    def counters_of(self, inst) -> tuple[str, ...]:
-        """The wait counters a spec instruction increments (the first of its encodings the profile lists)."""
-        for ie in inst.encodings:
-            if ie.encoding_name in self._wait_table:
-                return tuple(self._wait_table[ie.encoding_name])
-        return ()
-
-    def scalar_memory(self, name: str) -> bool:
-        """Scalar memory returns out of order (a pending one forces lgkmcnt(0))."""
-        return self.instruction(name).functional_group == "SMEM"
-
-    def hazard_classes(self, name: str) -> frozenset[str]:
-        """The classes of the target profile's hazard table `name` belongs to (see `classes_of`)."""
-        return self._classes(name)
-
-    def _classes_of(self, name: str) -> frozenset[str]:
-        return self.classes_of(self.instruction(name))
-
-    def classes_of(self, inst) -> frozenset[str]:
-        """The hazard-table classes of a spec instruction (`_group_classes_of`), plus the class the target
-        profile's `hazard_classes` names it in (one the functional groups cannot tell apart, e.g. gfx950's
-        v_permlane*_swap)."""
-        named = self._named_class.get(inst.name.upper())
-        classes = self._group_classes_of(inst)
-        return classes | {named} if named else classes
-
-    def _group_classes_of(self, inst) -> frozenset[str]:
-        """The hazard-table classes of a spec instruction, from the spec alone (one instruction may be in several):
-        `mfma` (functional subgroup MFMA); `valu` (group VALU) plus `trans` (subgroup TRANSCENDENTAL) or
-        `valu_nontrans`, plus `readlane` for a VALU whose result is a 32-bit value of an SGPR-only operand type
-        (v_readlane, v_readfirstlane) and `lanesel` for one whose SRC1 is SGPR-only (the lane select of
-        v_readlane/v_writelane); `memory` (group VMEM, LDS included) plus `vmem` outside subgroup DATA_SHARE;
-        `smem`; `setreg`/`getreg` beside `salu` for the hardware-register moves; `salu` for the rest."""
-        group = (inst.functional_group or "").upper()
-        sub = {x.upper() for x in inst.functional_subgroups}
-        if "MFMA" in sub:
-            return frozenset({"mfma"})
-        if group == "VALU":
-            out = {"valu", "trans" if "TRANSCENDENTAL" in sub else "valu_nontrans"}
-            for ie in inst.encodings:
-                for o in ie.operands:
-                    if o.implicit or not self._sgpr_only(o.operand_type):
-                        continue
-                    if o.output and o.size == 32:
-                        out.add("readlane")      # a VALU result in an SGPR: v_readlane, v_readfirstlane
-                    elif not o.output and o.field_name == "SRC1":
-                        out.add("lanesel")       # an SGPR lane select: v_readlane, v_writelane
-            return frozenset(out)
-        if group == "VMEM":
-            return frozenset({"memory"} if "DATA_SHARE" in sub else {"memory", "vmem"})
-        if group == "SMEM":
-            return frozenset({"smem"})
-        name = inst.name.upper()
-        if name in HWREG_WRITERS:
-            return frozenset({"salu", "setreg"})
-        if name in HWREG_READERS:
-            return frozenset({"salu", "getreg"})
-        return SALU
-
-    def _sgpr_only_of(self, operand_type: str | None) -> bool:
-        """An operand type that names SGPRs (s0) but no VGPR (v0)."""
-        t = self.spec.operand_types.get(operand_type or "")
-        return t is not None and t.value_of("s0") is not None and t.value_of("v0") is None
-
-    def written(self, name: str, count: int) -> tuple[int, ...]:
-        """Positions (in syntax order) of the operands `name` writes when written with `count` operands."""
-        return self._writes(name, count)
-
-    def _writes_of(self, name: str, count: int) -> tuple[int, ...]:
-        forms = self._forms.forms_for(name)
-        if not forms:
-            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
-        for form in forms:
-            visible = sorted((o for o in form.ie.operands if not o.implicit), key=lambda o: o.order)
-            if len(visible) == count:
-                return tuple(i for i, o in enumerate(visible) if o.output)
-        counts = sorted({len([o for o in f.ie.operands if not o.implicit]) for f in forms})
-        raise ValueError(f"{name} takes {' or '.join(map(str, counts))} operands, not {count}")
-
-
-def emit_facts(spec, profile) -> EmitFacts:
-    """The emitter's facts for a spec and target, made once per pair (the forms are the spec's own cache)."""
-    key = (id(spec), profile.target)
-    hit = _FACTS.get(key)
-    if hit is None or hit.spec is not spec:
-        hit = _FACTS[key] = EmitFacts(spec, profile)
-    return hit
-
-
-_FACTS: dict[tuple, EmitFacts] = {}
 
 
 def _in_file(keys: set[RegKey], regs: str) -> set[RegKey]:

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgemm.isa.model import DataFormat
+from jitgemm.isa.spec.model import DataFormat
 
 
 @dataclass(frozen=True)

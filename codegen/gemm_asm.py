@@ -39,11 +39,12 @@ block-scaled, sub-byte and weight-only problems are lowered by codegen/gemm_asm_
 
 from __future__ import annotations
 
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import Reg
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, emit_facts
+from .asm_emit import Emitter, RegAlloc
 from .gemm_asm_epilogue import EpiloguePhase
 from .gemm_asm_fragments import FragmentPhase
 from .gemm_asm_scale import ScalePhase
@@ -214,12 +215,14 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
 
     def _body(self, parity: int, guarded: bool) -> None:
         """One K tile: LDS buffer `parity` holds it (written before the first barrier with one buffer). Block
-        scales: the tile is one K block, whose scales are loaded first and applied after its MFMAs."""
-        self._block_scale_loads()
-        self._tile(parity, guarded)
+        scales: the tile is one K block, whose scales are loaded first and applied after its MFMAs, or, with two
+        accumulator sets (`pingpong`, codegen/gemm_asm_scale.py), during the next tile's MFMAs."""
+        self._block_scale_loads(parity)
+        self._tile(parity, guarded, self._flush_thunks(1 - parity))
         self._block_flush()
 
-    def _tile(self, parity: int, guarded: bool) -> None:
+    def _tile(self, parity: int, guarded: bool, flush: list = ()) -> None:
+        flush = list(flush)
         if self.c.lds_buffers == 1:
             if self.c.prefetch == 1:
                 for th in self._load_thunks(guarded):
@@ -227,14 +230,14 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
             for th in self._write_thunks(0):
                 th()
             self._barrier()
-            self._compute(0, early=self._load_thunks(guarded) if self.c.prefetch == 2 else [])
+            self._compute(0, early=(self._load_thunks(guarded) if self.c.prefetch == 2 else []) + flush)
             self._barrier()
             return
         other = 1 - parity
         if self.c.prefetch == 1:
-            self._compute(parity, early=self._load_thunks(guarded), late=self._write_thunks(other))
+            self._compute(parity, early=self._load_thunks(guarded) + flush, late=self._write_thunks(other))
         else:
-            self._compute(parity, early=self._write_thunks(other) + self._load_thunks(guarded))
+            self._compute(parity, early=self._write_thunks(other) + self._load_thunks(guarded) + flush)
         self._barrier()
 
     def _main_loop(self) -> None:
@@ -294,7 +297,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_cmp_eq_u32", fast, 0)
         e.branch("s_cbranch_scc1", "tail0")
         e.label("main_loop")
-        if c.lds_buffers == 1:
+        if c.lds_buffers == 1 and not self.pingpong:
             self._body(0, guarded=False)
             emit("s_add_u32", cnt, cnt, 1)
             e.branch("s_cbranch_scc0", "main_loop")
@@ -324,6 +327,7 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         e.label("loop_done")
         e.wait(vmcnt=0)
         self._in_loop = False
+        self._block_final_flush()
 
 def lower_gemm(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile,
                name: str = "jitgemm_gemm") -> LoweredKernel:

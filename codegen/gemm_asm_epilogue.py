@@ -40,19 +40,18 @@ class EpiloguePhase:
         consts = self._epilogue_constants()
         self.round_reg = consts.get("round")
         self.nan_mask = ra.take("s", 2)
-        self._scale_epilogue_setup()
+        self._scale_epilogue_setup(rbase, cbase, off)    # codegen/gemm_asm_scale.py
         for i in range(self.blocks_m):
             for j in range(self.blocks_n):
                 emit("v_add_u32", col, j * m.n, cbase)
                 emit("v_cmp_gt_u32_e64", cmask, self.args["n"], col)
-                self._scale_column(col, cmask, off)
                 for r in range(m.acc_regs):
                     drow = i * m.m + (r // 4) * 4 * groups + r % 4
                     emit("v_add_u32", row, drow, rbase)
                     emit("v_cmp_gt_u32", VCC, self.args["m"], row)
                     emit("s_and_b64", VCC, VCC, cmask)
                     self._accumulator_value(x, i, j, r)      # codegen/gemm_asm_scale.py: sums, scales
-                    self._scale_value(x, row, off)
+                    self._scale_value(x, i, j, r)
                     self._epilogue_value(x, row, col, off, tmp, tmp2, consts)
                     self._store(x, row, col, off, tmp)
 

@@ -18,11 +18,12 @@ pre-shuffled weights (jitgemm.mx.shuffle_weight: byte k of column n at (n//16)*1
 
 from __future__ import annotations
 
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import VCC, Reg
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
-from .asm_emit import Emitter, RegAlloc, emit_facts
+from .asm_emit import Emitter, RegAlloc
 from .gemm_asm import GemmLowering
 from .gemm_asm_staging import BUFFER_LOAD, Thunk
 from .gemm_ir import GemmConfig, GemmProblem

@@ -16,9 +16,9 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import replace
 
-from jitgemm.isa.mfma import WAVE64
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.mfma import WAVE64
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan import GemmPlan, fragment_plan, mfma_named, plan_staging, remembered, validate_config

@@ -45,7 +45,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from jitgemm.isa.mfma import WAVE64
+from jitgemm.isa.spec.mfma import WAVE64
 
 from .dtypes import MX_ELEMENTS, DType, dtype
 
@@ -257,7 +257,12 @@ class GemmProblem:
             raise IRError("weight-only problem (16-bit A, MX B) needs B's scales: b_scale plain or shuffled")
         if not self.scaled:
             if self.b_preshuffle != "none":
-                raise IRError("b_preshuffle applies to MX weights (an MX element type for B)")
+                # aiter's a8w8 / I8gemm assembly GEMMs read 8-bit B pre-shuffled 16x16 too (aiter/ops/shuffle.py
+                # shuffle_weight on 1-byte elements: the same byte permutation as MX weights')
+                if self.scale_mode == "none" or self.b.bits != 8 or self.layout != "NT":
+                    raise IRError("b_preshuffle applies to MX weights (an MX element type for B) or to the 8-bit B "
+                                  "of a scaled (scale_mode) NT problem")
+                self._check_preshuffle()
             return
         if self.scale_block != SCALE_BLOCK:
             raise IRError(f"scale_block {self.scale_block}: the scaled MFMAs take one scale per {SCALE_BLOCK} "
@@ -274,10 +279,13 @@ class GemmProblem:
                 raise IRError(f"ld{op}={ld}: rows of packed {kind.name} must start on a byte; accepted: a multiple "
                               f"of {8 // math.gcd(8, kind.bits)} elements")
         if self.b_preshuffle == "16x16":
-            kb = self.b.storage_bytes(self.lead["b"])
-            if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
-                raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
-                              f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
+            self._check_preshuffle()
+
+    def _check_preshuffle(self) -> None:
+        kb = self.b.storage_bytes(self.lead["b"])
+        if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
+            raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
+                          f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
 
     def _validate_scale_mode(self) -> None:
         if self.scale_mode not in SCALE_MODES:

@@ -6,7 +6,7 @@ limit is exceeded; the answer (either) is memoized, so asking again is a diction
 
 The resource model is the direct generator's: accumulators live in AGPRs; A/B fragments, global-load staging
 and addresses in VGPRs; A and B tiles in LDS with K contiguous (+ padding), one or two buffers. `resources()`
-is an upper bound of what the lowering allocates (tests/test_gemm_config.py checks it against the lowering
+is an upper bound of what the lowering allocates (tests/codegen/test_gemm_config.py checks it against the lowering
 for a sweep of configs).
 """
 
@@ -16,9 +16,9 @@ import threading
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from jitgemm.isa.mfma import WAVE64
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.mfma import WAVE64
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan_mx import MxPlan, check_mx, mx_vgprs
@@ -191,10 +191,12 @@ def _stage_vgprs(st: Staging) -> int:
 def scale_vgprs(problem: GemmProblem, mfma: Mfma, blocks_m: int, blocks_n: int) -> int:
     """VGPRs the scale modes add (codegen/gemm_asm_scale.py): block mode keeps a running fp32 sum per accumulator,
     one tile's scales (one per accumulator row, one per block column), the lane's first row and column and two
-    temporaries; tensor and rowcol add two scale registers (and the tensor mode's zero) to the epilogue."""
-    if problem.scale_mode == "block":
-        return blocks_m * blocks_n * mfma.acc_regs + blocks_m * mfma.acc_regs + blocks_n + 4
-    return 3 if problem.scale_mode != "none" else 0
+    temporaries; rowcol the epilogue's scales (one per accumulator row and per block column), tensor two."""
+    if problem.scale_mode == "block":       # two scale sets with ping-pong accumulators (prefetch=2)
+        return blocks_m * blocks_n * mfma.acc_regs + 2 * (blocks_m * mfma.acc_regs + blocks_n) + 4
+    if problem.scale_mode == "rowcol":
+        return blocks_m * mfma.acc_regs + blocks_n
+    return 2 if problem.scale_mode == "tensor" else 0
 
 
 def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources:
@@ -217,7 +219,8 @@ def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources
         vgprs = FIXED_VGPRS + max(loop + SETUP_TEMPS, EPILOGUE_VGPRS) + scale_vgprs(problem, mfma, bm, bn)
     except IRError:
         pass    # validate_config reports the shape error; the lowering repeats it with details
-    return Resources(lds, blocks * mfma.acc_regs, vgprs, threads, mfma)
+    sets = 2 if problem.scale_mode == "block" else 1     # block scales: ping-pong accumulators (gemm_asm_scale)
+    return Resources(lds, sets * blocks * mfma.acc_regs, vgprs, threads, mfma)
 
 
 def _check(problem: GemmProblem, config: GemmConfig, spec: Spec, target: TargetProfile) -> Resources:
@@ -335,6 +338,9 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
     """Check and plan, without the memo (`validate_config` is the memoized entry point)."""
     if problem.scaled:
         return _make_mx_plan(problem, config, spec, target)
+    if problem.b_preshuffle != "none":     # (a scaled 8-bit B in aiter's pre-shuffled layout: aiter's kernels)
+        raise IRError(f"b_preshuffle={problem.b_preshuffle}: this generator reads 8-bit B as stored (layouts NN/NT/"
+                      "TN/TT); accepted: b_preshuffle=none")
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
     bm, bn, groups = fragment_plan(config, res.mfma)

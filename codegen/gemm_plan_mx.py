@@ -29,9 +29,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgemm.isa.mfma import WAVE64
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.mfma import WAVE64
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .dtypes import DType
 from .gemm_ir import GemmConfig, GemmProblem, IRError

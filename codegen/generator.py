@@ -2,8 +2,8 @@
 chooser, a plan and an ordered stage table, as Triton's backends declare theirs in `add_stages`. Adding a
 generator adds a registry entry; nothing outside this module asks which generator it is.
 
-    direct:  ir -> asm -> co          (codegen/gemm_compile.py: lowering, encoder, code-object writer)
-    llvm:    ir -> llir -> co         (codegen/llvm/compile.py: llvmlite IR, LLVM's AMDGPU backend, linker)
+    direct:  ir -> asm -> co          (codegen/direct_generator.py: lowering, encoder, code-object writer)
+    llvm:    ir -> llir -> co         (codegen/llvm/llvm_generator.py: llvmlite IR, LLVM's AMDGPU backend, linker)
              + amdgcn on demand       (LLVM's assembly text: another backend run, for people)
 
 Every stage reads the `Build` (problem, config, plan, spec, target) and the texts of the stages before it
@@ -17,8 +17,8 @@ import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .gemm_config import default_config
 from .gemm_ir import GemmConfig, GemmProblem, IRError
@@ -207,8 +207,8 @@ class _LazyStages(dict):
 
 # option -> (module, class): imported on first use (the LLVM generator needs llvmlite)
 _REGISTRY: dict[str, tuple[str, str]] = {
-    "asm": ("jitgemm.codegen.gemm_compile", "DirectGenerator"),
-    "llvm": ("jitgemm.codegen.llvm.compile", "LlvmGenerator"),
+    "asm": ("jitgemm.codegen.direct_generator", "DirectGenerator"),
+    "llvm": ("jitgemm.codegen.llvm.llvm_generator", "LlvmGenerator"),
 }
 _instances: dict[str, Generator] = {}
 

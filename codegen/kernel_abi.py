@@ -6,10 +6,10 @@ what a lowering hands to the code-object writer. No generator owns it, so neithe
 Facts and their authorities:
 - Kernel arguments are one by-value kernarg segment (AMDGPUUsage, "Kernel Argument Passing"): 8-byte
   global pointers, then 4-byte integers/floats, naturally aligned. LLVM lays out the LLVM generator's
-  `amdgpu_kernel` arguments by the same rule; codegen/llvm/compile.py checks that it did (`_check_abi`).
+  `amdgpu_kernel` arguments by the same rule; codegen/llvm/llvm_generator.py checks that it did (`_check_abi`).
 - A raw buffer resource's word 3 (CDNA 3 ISA guide, "Buffer resource descriptor"): DST_SEL/NUM_FORMAT zero
   and DATA_FORMAT 32 (bits 15..18 = 4 in the 0x00020000 that LLVM and Triton use on gfx942 for raw buffers;
-  tests/test_llvm_codegen.py compares with LLVM's own kernels).
+  tests/codegen/test_llvm_codegen.py compares with LLVM's own kernels).
 - Out of range: a buffer access whose offset is at or past num_records reads 0 and drops a store (ISA guide,
   "Buffer addressing: range checking", raw buffers with stride 0), so every matrix's num_records is exactly
   its bytes, `(rows - 1) * ld + cols` elements, and a lane that must not touch memory uses offset OOB.

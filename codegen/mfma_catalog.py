@@ -7,9 +7,9 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgemm.isa.mfma import WAVE64, parse_mfma_name
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import target_of_spec, target_profile
+from jitgemm.isa.spec.mfma import WAVE64, parse_mfma_name
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
 from .dtypes import DType, element_of
 
@@ -89,8 +89,9 @@ def mfmas_for(spec: Spec, a: DType, b: DType) -> tuple[Mfma, ...]:
 # --- gfx950's f8f6f4 MFMAs --------------------------------------------------------------------------------------
 # CBSZ (A) / BLGP (B) code of each element format an f8f6f4 MFMA reads (CDNA 4 ISA guide, matrix-core chapter,
 # "V_MFMA_*_F8F6F4"; LLVM AMDGPU's cbsz/blgp operand of llvm.amdgcn.mfma.scale.f32.*.f8f6f4). The spec types these
-# operands FMT_NUM_PK8_B32 and does not enumerate the codes, so they are this named table; tests/test_mx_catalog.py
-# checks it against llvm-mc-22 (register tuple size per code) and the emulator's formats.
+# operands FMT_NUM_PK8_B32 and does not enumerate the codes, so they are this named table;
+# tests/codegen/test_mx_catalog.py checks it against llvm-mc-22 (register tuple size per code) and the emulator's
+# formats.
 F8F6F4_FORMAT_CODES = {"fp8_e4m3": 0, "fp8_e5m2": 1, "fp6_e2m3": 2, "fp6_e3m2": 3, "fp4": 4}
 F8F6F4_ELEMENTS_PER_LANE = 32        # every f8f6f4 shape: M * K / 64 = 32 (16x16x128, 32x32x64)
 

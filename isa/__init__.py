@@ -1,12 +1,18 @@
-"""The instruction model, learned from AMD's machine-readable ISA (MR-ISA) XML. Depends on nothing else
-in the project."""
+"""The instruction model, learned from AMD's machine-readable ISA (MR-ISA) XML. Depends on nothing else in the
+project but `util`.
+
+Sub-packages by concern: `spec` (the spec model: loading, the XML reader, caches, target profiles, the instruction
+table, encoding conditions and fields, forms), `asm` (the assembler), `disasm` (the disassembler). Beside them, what
+all three share: `instruction` (AsmInstruction objects), `operand_syntax`/`operand_values`/`modifiers` (LLVM's
+spelling of operands and modifiers), `errors`/`asm_errors`, and `hazards` (the machine facts the direct generator's
+emitter and strict emulation share)."""
 
 from __future__ import annotations
 
 from .errors import IsaError, SpecError
-from .model import Encoding, Instruction, OperandType, Spec, SpecLookupError
-from .spec_sources import SpecLocation, load_spec, locate_spec
-from .targets import TargetProfile, target_profile
+from .spec.model import Encoding, Instruction, OperandType, Spec, SpecLookupError
+from .spec.sources import SpecLocation, load_spec, locate_spec
+from .spec.targets import TargetProfile, target_profile
 
 __all__ = [
     "Encoding",
@@ -27,8 +33,8 @@ __all__ = [
 # that only reads specs. `isa.Instruction` above is the spec's instruction; the assembly-level instruction
 # object is `isa.AsmInstruction`.
 _ASM_EXPORTS = {
-    "assemble": "assembler", "encode": "encoder", "decode": "decoder", "disassemble": "printer",
-    "format_instruction": "printer", "AsmError": "asm_errors", "EncodeError": "asm_errors",
+    "assemble": "asm.assembler", "encode": "asm.encoder", "decode": "disasm.decoder", "disassemble": "disasm.printer",
+    "format_instruction": "disasm.printer", "AsmError": "asm_errors", "EncodeError": "asm_errors",
     "AsmInstruction": "instruction", "Reg": "instruction", "Imm": "instruction", "Label": "instruction",
     "LabelDef": "instruction", "Off": "instruction", "OFF": "instruction", "SrcMods": "instruction",
     "Counters": "instruction", "Data": "instruction", "Align": "instruction",

@@ -9,12 +9,13 @@ import re
 from collections.abc import Callable
 from typing import TYPE_CHECKING
 
+from jitgemm.isa.spec.field_codec import Mismatch, signed_to_field
+
 from . import operand_syntax as syn
-from .field_codec import Mismatch, signed_to_field
 from .instruction import Imm
 
 if TYPE_CHECKING:  # forms imports this module
-    from .forms import Form
+    from jitgemm.isa.spec.forms import Form
 
 
 def _m_flag(form: Form, name: str, value, fields: dict) -> None:

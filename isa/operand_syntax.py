@@ -32,7 +32,7 @@ NAMED_REGISTERS = frozenset({
 # Read-only sources that are as wide as the operand reading them: llvm-mc accepts them in 32- and 64-bit
 # operands alike (`s_mov_b64 s[0:1], src_shared_base`), where every other named register has one width
 # (`m0`, `vcc_lo` are 32-bit, `exec`, `vcc` 64-bit). LLVM: SIRegisterInfo.td, the SRC_* registers are in
-# both the SReg_32 and SReg_64 source classes; checked against llvm-mc-22 in tests/test_asm_llvm_verdicts.py.
+# both the SReg_32 and SReg_64 source classes; checked against llvm-mc-22 in tests/isa/test_asm_llvm_verdicts.py.
 ANY_WIDTH_REGISTERS = frozenset({
     "src_shared_base", "src_shared_limit", "src_private_base", "src_private_limit", "src_pops_exiting_wave_id",
     "src_vccz", "src_execz", "src_scc", "shared_base", "shared_limit", "private_base", "private_limit",
@@ -234,7 +234,7 @@ OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef
 # VOP3 instructions with 16-bit parts whose LLVM profile has no op_sel operand (VOP3Instructions.td: the GFX8
 # opcodes kept as *_legacy_* on GFX9, v_sad_u16 and the packing conversions from 32-bit sources): llvm-objdump-22
 # prints no op_sel for them and llvm-mc-22 rejects one ("not a valid operand"); their OP_SEL bits are kept
-# unprinted (keep_bits). Checked against both by tests/test_disasm_llvm_random.py::test_op_sel_where_llvm_has_it.
+# unprinted (keep_bits). Checked against both by tests/isa/test_disasm_llvm_random.py::test_op_sel_where_llvm_has_it.
 NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
                       "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
                       "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
@@ -517,7 +517,7 @@ def hwreg_value(args: tuple) -> int | None:
 # s_sendmsg/s_sendmsghalt take their SIMM16 as sendmsg(MSG[, OP[, STREAM]]). The field positions are the spec's
 # OPR_SENDMSG partition (MSG [3:0], GSOP [5:4], STREAMID [9:8]; a system message's operation is 3 bits at [6:4] in
 # LLVM's SIDefines.h); the names and which a GFX9 target accepts are LLVM's (AMDGPUAsmUtils.cpp), each checked
-# against llvm-mc -mcpu=gfx942 in tests/test_asm_file.py.
+# against llvm-mc -mcpu=gfx942 in tests/isa/test_asm_file.py.
 SENDMSG_IDS = {"MSG_INTERRUPT": 1, "MSG_GS": 2, "MSG_GS_DONE": 3, "MSG_SAVEWAVE": 4, "MSG_STALL_WAVE_GEN": 5,
                "MSG_HALT_WAVES": 6, "MSG_ORDERED_PS_DONE": 7, "MSG_EARLY_PRIM_DEALLOC": 8, "MSG_GS_ALLOC_REQ": 9,
                "MSG_GET_DOORBELL": 10, "MSG_SYSMSG": 15}
@@ -569,7 +569,7 @@ def sendmsg_text(value: int) -> str:
     """sendmsg(...) as llvm-objdump prints the SIMM16 of s_sendmsg (AMDGPUInstPrinter::printSendMsg): names when
     the message, operation and stream are valid for the target (bits outside them ignored, as LLVM 22 does), else
     `sendmsg(M, O, S)` in numbers when only those fields are set, else the plain number (checked against
-    llvm-objdump-22 on every 16-bit value in tests/test_disasm_llvm_random.py)."""
+    llvm-objdump-22 on every 16-bit value in tests/isa/test_disasm_llvm_random.py)."""
     msg, op, stream = value & 0xF, value >> SENDMSG_OP_SHIFT & 0x7, value >> SENDMSG_STREAM_SHIFT & 0x3
     named = _sendmsg_names(msg, op, stream)
     if named is not None:

@@ -11,13 +11,14 @@ import math
 import struct
 from typing import TYPE_CHECKING
 
+from jitgemm.isa.spec.field_codec import Mismatch
+from jitgemm.isa.spec.model import OperandType
+
 from . import operand_syntax as syn
-from .field_codec import Mismatch
 from .instruction import Imm, Reg
-from .model import OperandType
 
 if TYPE_CHECKING:  # forms imports this module
-    from .forms import Slot
+    from jitgemm.isa.spec.forms import Slot
 
 ACC_BIT = 9  # operand values: bit 9 set means an AGPR (acc0 = 512, SRC acc0 = 768)
 

@@ -5,14 +5,14 @@ from __future__ import annotations
 __version__ = "0.1.0"
 
 
-_CHECKOUT_FOLDERS = ("isa", "codegen", "specs")
+_CHECKOUT_FOLDERS = ("isa", "codegen", "util", "specs")
 
 
 def _source_checkout_layout() -> None:
-    """In a source checkout the folders isa/, codegen/ and specs/ sit beside jitgemm/ (the wheel installs
-    them inside it, see pyproject.toml). Find them as jitgemm.isa, jitgemm.codegen and jitgemm.specs from
+    """In a source checkout the folders isa/, codegen/, util/ and specs/ sit beside jitgemm/ (the wheel installs
+    them inside it, see pyproject.toml). Find them as jitgemm.isa, jitgemm.codegen, jitgemm.util and jitgemm.specs from
     *this* checkout, so that a second work tree, or a tree that is not installed, never mixes its jitgemm/
-    with another tree's isa/. Only those three names are mapped (a finder ahead of the others), not the whole
+    with another tree's isa/. Only those four names are mapped (a finder ahead of the others), not the whole
     checkout: `help(jitgemm)` and `pkgutil` never see the checkout's tests/, setup.py or bench/ as parts of
     the package. An installed wheel has no pyproject.toml beside the package and is untouched."""
     import importlib.abc
@@ -21,7 +21,7 @@ def _source_checkout_layout() -> None:
     from pathlib import Path
 
     root = Path(__file__).resolve().parent.parent
-    if not ((root / "pyproject.toml").is_file() and (root / "isa" / "asm_grammar.lark").is_file()):
+    if not ((root / "pyproject.toml").is_file() and (root / "isa" / "asm" / "grammar.lark").is_file()):
         return
 
     class CheckoutFolders(importlib.abc.MetaPathFinder):
@@ -40,10 +40,10 @@ _source_checkout_layout()
 
 # Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
 # and `matmul` and friends import numpy.
-_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "compiler", "compile": "api",
+_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "kernel", "compile": "api",
          "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
          "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
-         "MXTensor": "mx", "scaled_matmul": "api"}
+         "MXTensor": "mx", "scaled_matmul": "api", "use_aiter": "aiter"}
 
 
 def __getattr__(name: str):
@@ -57,8 +57,9 @@ def __getattr__(name: str):
 
 def __dir__() -> list[str]:
     """The public API (the lazy names included), so tab completion and `dir(jitgemm)` find `matmul` and friends."""
-    return sorted(set(__all__) | {"__version__", "isa", "codegen", "specs"})
+    return sorted(set(__all__) | {"__version__", *_CHECKOUT_FOLDERS})
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
-           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_prebuilt", "use_triton"]
+           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_aiter", "use_prebuilt",
+           "use_triton"]

@@ -14,6 +14,9 @@ in ROCm/rocm-libraries). The findings here are that proof's failures, each namin
   its middle);
 - `short_segment`: a load reads past the end of the kernarg segment the contract and metadata declare.
 
+Kernarg bytes the kernel descriptor preloads into SGPRs (gfx950's kernarg preload) count as read, at the
+pseudo-PC -1 ("the kernarg preload").
+
 Reads depend on the path taken (beta != 0 reads C), so `prove` runs every problem it is given (by default two
 drawn from the contract's legal region, one with alpha/beta/C when the contract takes them).
 """
@@ -37,7 +40,7 @@ class Finding:
     message: str
 
     def __str__(self) -> str:
-        where = f" at PC 0x{self.pc:x}" if self.pc is not None else ""
+        where = "" if self.pc is None else " at the kernarg preload" if self.pc < 0 else f" at PC 0x{self.pc:x}"
         return f"{self.severity}: {self.kind}: {self.argument}{where}: {self.message}"
 
 
@@ -120,11 +123,15 @@ def compare(contract: Contract, reads: Iterable[KernargRead], metadata: Mapping[
                                     f"{r.text} reads byte(s) {span} that no declared argument covers"
                                     + (" (a wide load across arguments: " + ", ".join(a["name"] for a in real) + ")"
                                        if real else "")))
-    batched = bool(contract.data.get("legality", {}).get("batch"))
+    leg = contract.data.get("legality", {})
+    batched = bool(leg.get("batch"))
+    one_row = leg.get("max", {}).get("m") == 1     # D (and C) one row: their leading dimension changes nothing
     for a in args:
         if not read_by[a["name"]]:
-            # a batch stride of a kernel that takes one batch, a constant or padding: the value changes nothing
-            value_role = a["role"] not in ("const", "unused") and (batched or not a["role"].startswith("stride_"))
+            # a batch stride of a kernel that takes one batch, the leading dimension of a one-row C/D, a constant or
+            # padding: the value changes nothing
+            value_role = a["role"] not in ("const", "unused") and (batched or not a["role"].startswith("stride_")) \
+                and not (one_row and a["role"] in ("ldc", "ldd"))
             findings.append(Finding("never_read", "error" if value_role else "warning", a["name"], None,
                                     f"declared (role {a['role']}, bytes {a['offset']}..{a['offset'] + a['size'] - 1})"
                                     f" but no load reads it" + (": the kernel ignores the value the problem gives"
@@ -138,7 +145,7 @@ def trace(contract: Contract, code_object: bytes, kernel: str, problems: Sequenc
     import random
 
     from .api import launch
-    from .qualify import draw_problems, problem_text
+    from .qualify import draw_problems, problem_call, problem_text
 
     if problems is None:
         problems = draw_problems(contract, 2, random.Random(seed), max_size=96)
@@ -151,37 +158,6 @@ def trace(contract: Contract, code_object: bytes, kernel: str, problems: Sequenc
             launch(call, code_object, kernel, contract, backend="emu", strict=strict)
             texts.append(problem_text(problem))
     return list(reads), texts
-
-
-def problem_call(problem, seed: int = 0):
-    """(prepared call, numpy float64 reference) for random operands of `problem`; a block-scaled problem's
-    operands are MXTensors quantized by jitgemm.mx in the scale and weight layouts the problem names."""
-    import numpy as np
-
-    from .api import prepare
-    from .reference import operands, reference, stored_scales
-
-    if not problem.scaled:
-        a, b, c, bias = operands(problem, seed)
-        scales = stored_scales(problem, seed)      # fp32 scale modes (None, None without one)
-        mode = problem.scale_mode
-        call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                       activation=problem.activation,
-                       scales=None if mode == "none" else
-                       (*scales, mode, {"a": problem.a_scale_order, "b": problem.b_scale_order}))
-        return call, reference(problem, a, b, c, bias, *scales)
-    from . import mx
-
-    rng = np.random.default_rng(seed)
-    qa = mx.quantize_mx(rng.standard_normal((problem.m, problem.k)), problem.a.name, axis=1)
-    qb = mx.weights(rng.standard_normal((problem.n, problem.k)), problem.b.name)
-    if problem.a_scale == "shuffled":
-        qa = qa.shuffle(scales=True)
-    if problem.b_scale == "shuffled" or problem.b_preshuffle != "none":
-        qb = qb.shuffle(scales=problem.b_scale == "shuffled", weight=problem.b_preshuffle != "none")
-    want = qa.dequantize() @ qb.dequantize()
-    call = prepare(qa, qb, out_dtype=problem.d.numpy)
-    return call, want
 
 
 def prove(contract: Contract, code_object: bytes, kernel: str | None = None, problems: Sequence | None = None, *,
@@ -200,6 +176,7 @@ def prove(contract: Contract, code_object: bytes, kernel: str | None = None, pro
         except EmulatorError as exc:     # e.g. a load past the kernarg segment faults: the reads so far still count
             failure, texts = str(exc).split("\n")[0], []
     findings = compare(contract, reads, meta)
-    if failure:
+    if failure:    # the loads after the fault never ran: "never read" says nothing then
+        findings = [f for f in findings if f.kind != "never_read"]
         findings.append(Finding("run_failed", "error", "(none)", None, failure))
     return Proof(name, list(reads), findings, texts)

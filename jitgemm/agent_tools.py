@@ -55,7 +55,15 @@ def isa_lookup(name: str, arch: str = DEFAULT_ARCH) -> dict[str, Any]:
         return {"ok": False, "arch": arch, "closest": close, "diagnostics": [{
             "severity": "error", "message": f"{name!r} is not an instruction of {spec.architecture.name}"
             + (f"; closest: {', '.join(close)}" if close else ""), "accepted": close}]}
-    return {"ok": True, "arch": arch, "spec": str(spec.source), **instruction_facts(spec, inst)}
+    from jitgemm import spec_cards
+
+    try:
+        facts = spec_cards.card(spec, inst, isa.target_profile(arch))
+        timing = {"latency": facts["latency"], "counters": facts["counters"], "passes": facts["passes"],
+                  "hazard_classes": facts["classes"], "hazards": facts["hazards"]}
+    except (isa.SpecError, ValueError, KeyError):   # a spec given as a path has no target profile
+        timing = {}
+    return {"ok": True, "arch": arch, "spec": str(spec.source), **instruction_facts(spec, inst), **timing}
 
 
 # query words -> what the spec's names and prose say for them (names abbreviate: mfma, ds_, f8, ...)
@@ -229,7 +237,7 @@ amdhsa.kernels:
 def _accepted_forms(message: str, source_line: str | None, arch: str | None) -> list[str]:
     """The forms the spec accepts for the mnemonic of a line that did not assemble (operand kinds and widths per
     encoding), so an agent can fix the operands without guessing."""
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     text = (source_line or "").strip()
     mnemonic = text.split()[0].lower() if text else ""
@@ -296,7 +304,7 @@ def _code_object(code_object_base64: str | None = None, path: str | None = None)
         except ValueError as exc:
             raise ValueError(f"code_object_base64 is not base64 ({exc})") from None
     if path:
-        from jitgemm.isa.files import read_bounded
+        from jitgemm.util.files import read_bounded
 
         return read_bounded(path, 512 << 20)
     raise ValueError("give code_object_base64 or path")
@@ -306,9 +314,9 @@ def disassemble(code_object_base64: str | None = None, path: str | None = None) 
     """Every kernel of a code object: its instructions (PC, text, bytes) and descriptor facts."""
     from jitgemm import isa
     from jitgemm.codegen.codeobj import CodeObjectError, read
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.printer import format_instruction
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
+    from jitgemm.isa.spec.targets import base_target
 
     try:
         co = read(_code_object(code_object_base64, path))
@@ -319,8 +327,8 @@ def disassemble(code_object_base64: str | None = None, path: str | None = None) 
     for k in co.kernels:
         insts = []
         for d in decode(k.code, spec):
-            text = format_instruction(d.instruction) if d.instruction is not None else f".long 0x{d.word:08x}" \
-                if hasattr(d, "word") else "<undecodable>"
+            text = format_instruction(d.instruction) if d.instruction is not None else \
+                ".long " + ", ".join(f"0x{w:08x}" for w in d.words)
             insts.append({"pc": d.offset, "text": text})
         desc = k.descriptor
         kernels.append({"name": k.name, "instructions": insts, "lds_bytes": desc.group_segment_fixed_size,
@@ -386,11 +394,22 @@ def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: 
     return result
 
 
-def qualify(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
-            kernel: str | None = None, arch: str | None = None) -> dict[str, Any]:
+def qualify(case: Mapping[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+            kernel: str | None = None, arch: str | None = None,
+            contract: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The anti-cheat battery (jitgemm/battery.py): limits, strict emulation, poison, three random schedules
-    bit-identical, two random input sets against the reference."""
+    bit-identical, two random input sets against the reference. A GEMM kernel may give its jitgemm `contract`
+    instead of a case: then random legal problems of the contract are its cases (battery.gemm_battery)."""
     from jitgemm.battery import CaseError, battery
+
+    if contract is not None:
+        loaded = _gemm_kernel(contract, source, code_object_base64, arch)
+        if isinstance(loaded, dict):
+            return loaded
+        from jitgemm.battery import gemm_battery
+
+        findings = gemm_battery(loaded[1], loaded[0])
+        return {"ok": not findings, "findings": [f.to_json() for f in findings]}
 
     parsed, bad = _case(case)
     if bad:
@@ -430,12 +449,12 @@ def profile(case: Mapping[str, Any] | None = None, source: str | None = None, co
     return {"ok": True, **estimate_time(blob, kernel, parsed, out.stats)}
 
 
-def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
-    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
-    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+def _gemm_kernel(contract, source, code_object_base64, arch):
+    """(Contract, code object) of a GEMM kernel given with its contract, or a result dict saying what is wrong;
+    the contract is checked against the kernel's metadata."""
+    from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.isa.safe_yaml import load_yaml
-    from jitgemm.timing import TimingError, predict
+    from jitgemm.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
@@ -451,6 +470,22 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
             blob = _code_object(code_object_base64)
         except ValueError as exc:
             return _error(str(exc))
+    try:
+        parsed.check_metadata(read(blob).kernel(parsed.kernel).metadata)
+    except (CodeObjectError, ContractError) as exc:
+        return _error(str(exc))
+    return parsed, blob
+
+
+def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
+    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.timing import TimingError, predict
+
+    loaded = _gemm_kernel(contract, source, code_object_base64, arch)
+    if isinstance(loaded, dict):
+        return loaded
+    parsed, blob = loaded
     if not isinstance(problem, Mapping) or not {"m", "n", "k", "a"} <= set(problem):
         return _error("problem: give {m, n, k, a, b?, d?, layout?, batch?} for a GEMM kernel's profile")
     keys = ("b", "d", "layout", "batch", "a_scale", "b_scale", "scale_mode")
@@ -460,7 +495,7 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
         ok, why = parsed.admits(gemm)
         if not ok:
             return _error(f"the contract does not admit this problem: {why}")
-        pred = predict((data, blob), gemm, device)
+        pred = predict((parsed.data, blob), gemm, device)
     except (IRError, TimingError, ValueError, KeyError) as exc:
         return _error(f"{type(exc).__name__}: {exc}")
     return {"ok": True, "model": "jitgemm.timing.predict", "us": pred.us, "tflops": pred.tflops,
@@ -478,7 +513,7 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
 
     from jitgemm.battery import numpy_dtype
     from jitgemm.emu.engine import _default_spec, _load_code_object
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
     from jitgemm.timing import params
 
     co = _load_code_object(code_object)
@@ -503,7 +538,7 @@ def estimate_time(code_object: bytes, kernel: str | None, case, stats) -> dict[s
 
 def default_supplier_folder() -> Path:
     """Where `submit` puts kernels unless told: `<jitgemm cache>/agent-kernels` (use_prebuilt reads it)."""
-    from jitgemm.isa.spec_cache import cache_root
+    from jitgemm.isa.spec.cache import cache_root
 
     return cache_root() / "agent-kernels"
 
@@ -512,34 +547,17 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
            folder: str | None = None, db: str | None = None, cases: int = 3) -> dict[str, Any]:
     """Qualify a GEMM kernel against its contract (battery.gemm_battery: limits, random legal problems in strict
     emulation with poison, three random schedules bit-identical); when it passes, write it with its sidecar contract
-    into the supplier folder and record it
-    in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to `jitgemm.matmul`."""
+    into the supplier folder and record it in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to
+    `jitgemm.matmul`."""
     import yaml
 
     from jitgemm.battery import gemm_battery
-    from jitgemm.codegen.codeobj import CodeObjectError, read
-    from jitgemm.contract import Contract, ContractError
-    from jitgemm.isa.safe_yaml import load_yaml
 
-    try:
-        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
-        parsed = Contract.load(data, "submitted contract")
-    except (yaml.YAMLError, ContractError, TypeError, ValueError) as exc:
-        return _error(f"contract: {exc}")
-    if source:
-        blob, result = assemble_text(source, parsed.target if hasattr(parsed, "target") else None)
-        if blob is None:
-            return result
-    else:
-        try:
-            blob = _code_object(code_object_base64)
-        except ValueError as exc:
-            return _error(str(exc))
-    try:
-        kernel = read(blob).kernel(parsed.kernel)
-        parsed.check_metadata(kernel.metadata)
-    except (CodeObjectError, ContractError) as exc:
-        return _error(str(exc))
+    loaded = _gemm_kernel(contract, source, code_object_base64, None)
+    if isinstance(loaded, dict):
+        return loaded
+    parsed, blob = loaded
+    data = parsed.data
     findings = gemm_battery(blob, parsed, cases=cases)
     if findings:
         return {"ok": False, "findings": [f.to_json() for f in findings]}
@@ -560,7 +578,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
     import random
 
     from jitgemm.qualify import draw_problems
-    from jitgemm.selector import predicted_tflops
+    from jitgemm.selector import predicted
     from jitgemm.suppliers import Candidate
     from jitgemm.tuning_db import TuningDB, problem_key
 
@@ -572,6 +590,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        rows.append({**common, "metric": "tflops", "value": predicted_tflops(cand, p, contract.target),
+        pred = predicted(cand, p, contract.target)   # the one timing model (a string: it cannot time the kernel)
+        rows.append({**common, "metric": "tflops", "value": 0.0 if isinstance(pred, str) else pred.tflops,
                      "source": "model"})
     return base.add(rows) if rows else 0

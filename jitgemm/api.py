@@ -17,7 +17,7 @@ from jitgemm.codegen.kernel_abi import extent
 from .contract import Contract
 
 if TYPE_CHECKING:
-    from .compiler import Kernel
+    from .kernel import Kernel
 from .packing import packed_segment
 
 BACKENDS = ("auto", "emu", "hip")
@@ -473,7 +473,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     `Kernel.stages`."""
     from jitgemm.codegen.gemm_text import parse
 
-    from .compiler import compile as compile_config
+    from .kernel import compile as compile_config
     from .selector import selected_config
 
     if isinstance(problem, str):
@@ -502,7 +502,22 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
-    return launch(call, blob, name, contract, backend=where, source=source)
+    return launch(call, blob, name, contract, backend=where, source=source,
+                  split_k=_split_k(contract, blob, call.problem))
+
+
+def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
+    """The split-K count for the chosen kernel: the timing model's fastest (`jitgemm.timing.best_split`) when the
+    contract lets the kernel split K, else 1."""
+    if not contract.split_k:
+        return 1
+    from jitgemm.timing import TimingError, best_split
+    from jitgemm.timing.pipeline import PipelineModelError
+
+    try:
+        return best_split((contract, blob), problem).split_k
+    except (TimingError, PipelineModelError):
+        return 1
 
 
 def default_arch(problem: GemmProblem) -> str:
@@ -528,4 +543,5 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)
     blob, name, contract, source = _choose(call.problem, call.align, target)
-    return launch(call, blob, name, contract, backend=where, source=source)
+    return launch(call, blob, name, contract, backend=where, source=source,
+                  split_k=_split_k(contract, blob, call.problem))

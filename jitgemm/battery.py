@@ -288,10 +288,10 @@ def run_case(code_object: bytes, kernel: str | None, case: Case, *, seed: int, s
              schedule: str = "lockstep", schedule_seed: int = 0, poison: bool = True, compare: bool = True) -> Outcome:
     """Emulate the kernel on the case's inputs drawn with `seed`; findings for strict violations, faults, launch
     errors, outputs never written and mismatches against the reference."""
+    from jitgemm.codegen.codeobj.launch import LaunchError
     from jitgemm.emu import EmulatorError, MemoryFault, StrictViolation, StrictWarning, emulate
     from jitgemm.emu.errors import StepLimitExceeded, UnsupportedInstruction
     from jitgemm.isa.errors import IsaError
-    from jitgemm.launch import LaunchError
 
     values = make_inputs(case, seed)
     argv = [values[a.name] for a in case.args]
@@ -314,8 +314,8 @@ def run_case(code_object: bytes, kernel: str | None, case: Case, *, seed: int, s
             return Outcome({}, [Finding("unsupported", str(exc), pc=exc.pc)])
         except StepLimitExceeded as exc:
             return Outcome({}, [Finding("step_limit", str(exc))])
-        except LaunchError as exc:
-            return Outcome({}, [Finding("launch", str(exc))])
+        except (LaunchError, MemoryError) as exc:      # MemoryError: emulate() refuses what will not fit
+            return Outcome({}, [Finding("launch", str(exc) or "out of memory")])
         except (EmulatorError, IsaError) as exc:
             return Outcome({}, [Finding("emulator", str(exc))])
     for w in caught:
@@ -402,7 +402,7 @@ def limit_findings(code_object: bytes, kernel: str | None, case: Case) -> tuple[
     """The target's limits against what the metadata and descriptor declare and what the code names."""
     from jitgemm.emu.engine import _default_spec, _load_code_object, _pick_kernel, program_for
     from jitgemm.isa.instruction import Reg, SrcMods
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     co = _load_code_object(code_object)
     k = _pick_kernel(co, kernel)

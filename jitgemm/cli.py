@@ -13,7 +13,7 @@ import sys
 
 # Sub-command modules, in the order `jitgemm --help` lists them, with the commands each registers. A command line
 # that names one of these commands imports only its module (`jitgemm disasm X.co` never loads the compiler);
-# tests/test_cold_start.py checks that every module registers exactly the commands listed here.
+# tests/jitgemm/test_cold_start.py checks that every module registers exactly the commands listed here.
 COMMANDS = {
     "jitgemm.commands.spec": ("spec",),
     "jitgemm.commands.codeobj": ("readobj", "contract"),
@@ -23,6 +23,9 @@ COMMANDS = {
     "jitgemm.commands.emulate": ("emulate",),
     "jitgemm.commands.sweep": ("sweep", "tune", "tuning"),
     "jitgemm.commands.mcp": ("mcp", "agent-eval"),
+    "jitgemm.commands.aiter": ("aiter", "inventory"),
+    "jitgemm.commands.gfa": ("gfa",),
+    "jitgemm.commands.profile": ("profile",),
 }
 COMMAND_MODULES = tuple(COMMANDS)
 
@@ -128,7 +131,7 @@ def use_spec_option(args: argparse.Namespace) -> None:
     if getattr(args, "spec", None):
         from jitgemm import isa
 
-        isa.spec_sources.use_spec_file(args.arch, args.spec)
+        isa.spec.sources.use_spec_file(args.arch, args.spec)
 
 
 def check_output_path(path: str, option: str, suffixes: tuple[str, ...] = ()) -> str:
@@ -155,7 +158,7 @@ def check_output_path(path: str, option: str, suffixes: tuple[str, ...] = ()) ->
 def read_input(path: str, limit: int = MAX_INPUT_BYTES) -> bytes:
     """The bytes of an input file named on the command line, refused by size or type before reading (a device,
     a FIFO, a folder, a file over `limit`): CliError naming the file and the reason."""
-    from jitgemm.isa.files import read_bounded
+    from jitgemm.util.files import read_bounded
 
     try:
         return read_bounded(path, limit)
@@ -204,7 +207,7 @@ def build_parser(argv: list[str] | None = None) -> argparse.ArgumentParser:
 
 def _user_errors() -> tuple[type[BaseException], ...]:
     from jitgemm.isa.errors import IsaError
-    from jitgemm.memory_budget import OutOfMemory
+    from jitgemm.util.memory_budget import OutOfMemory
 
     errors: list[type[BaseException]] = [CliError, IsaError, OutOfMemory]
     for module, name in (("jitgemm.api", "MatmulError"), ("jitgemm.codegen.gemm_ir", "IRError"),

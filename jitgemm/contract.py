@@ -146,7 +146,7 @@ class Contract:
         """Validate a mapping or YAML text; ContractError names the key and what is allowed."""
         if isinstance(obj, (str, bytes)):
             try:
-                from jitgemm.isa.safe_yaml import load_yaml
+                from jitgemm.util.safe_yaml import load_yaml
 
                 obj = load_yaml(obj)
             except yaml.YAMLError as exc:

@@ -1,9 +1,9 @@
 """Running kernels on a real AMD GPU through hip-python (imported lazily).
 
 The launch is the emulator's: the same `LaunchDescription` and the same kernarg packing from the kernel's
-metadata (`jitgemm.launch.pack_kernargs`); only where the bytes go differs. Every HIP call's return code is
-checked and a failure names the call. Modules are cached per device and code object. Without ROCm (no
-`libamdhip64.so`) or without a GPU, `hip_available()` says why and `backend="auto"` uses the emulator.
+metadata (`jitgemm.codegen.codeobj.launch.pack_kernargs`); only where the bytes go differs. Every HIP call's
+return code is checked and a failure names the call. Modules are cached per device and code object. Without ROCm
+(no `libamdhip64.so`) or without a GPU, `hip_available()` says why and `backend="auto"` uses the emulator.
 """
 
 from __future__ import annotations
@@ -16,9 +16,8 @@ from typing import Any
 
 import numpy as np
 
+from jitgemm.codegen.codeobj.launch import LaunchDescription, PackedSegment, pack_kernargs
 from jitgemm.isa.errors import IsaError
-
-from .launch import LaunchDescription, PackedSegment, pack_kernargs
 
 
 class HipError(IsaError):

@@ -3,7 +3,7 @@ binary (IR text of the kernel class and config, spec sha256, target, generator a
 
 Each entry is two files written atomically: `<key>.co` (the code object, kept a plain ELF so tools can read
 it) and `<key>.json` (what was compiled, and the sha256 of the code object), the record sealed with the
-sha256 of its own bytes (`isa.files.seal`). An entry whose files are missing, unreadable, over the size
+sha256 of its own bytes (`util.files.seal`). An entry whose files are missing, unreadable, over the size
 limit, fail either hash, or whose record lacks a field the compiler needs is ignored and overwritten: a
 corrupt cache costs a recompile, never a wrong kernel or a KeyError.
 """
@@ -15,8 +15,8 @@ import hashlib
 import json
 from pathlib import Path
 
-from jitgemm.isa.files import MAX_CACHE_BYTES, atomic_write, read_bounded, read_sealed, write_sealed
-from jitgemm.isa.spec_cache import cache_root
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.util.files import MAX_CACHE_BYTES, atomic_write, read_bounded, read_sealed, write_sealed
 
 FORMAT = 2   # 2: records sealed with their own sha256
 

@@ -110,7 +110,7 @@ def target_has_mx(arch: str) -> bool:
     from jitgemm.codegen.dtypes import element_of
 
     spec = isa.load_spec(arch)
-    flavour = isa.target_profile(isa.targets.base_target(arch)).fp8_flavour
+    flavour = isa.target_profile(isa.spec.targets.base_target(arch)).fp8_flavour
     used = {o.data_format for inst in spec.instructions for enc in inst.encodings for o in enc.operands
             if o.data_format}
     for name in used:

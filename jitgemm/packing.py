@@ -18,10 +18,10 @@ import struct
 from collections.abc import Callable, Mapping
 from typing import Any
 
+from jitgemm.codegen.codeobj.launch import PackedSegment
 from jitgemm.codegen.dtypes import dtype
 
 from .contract import Contract, ContractError
-from .launch import PackedSegment
 
 _FORMATS = {("i32", 4): "<i", ("u32", 4): "<I", ("i64", 8): "<q", ("f32", 4): "<f", ("f64", 8): "<d"}
 # the operand whose element size scales a stride role when strides are in bytes; scale arrays hold one E8M0 byte
@@ -92,7 +92,7 @@ def pack_segment(contract: Contract, values: Mapping[str, Any], pointer_of: Call
 
 
 def packed_segment(contract: Contract, values: Mapping[str, Any]) -> PackedSegment:
-    """The launch argument for a contract-described kernel (see jitgemm.launch.PackedSegment)."""
+    """The launch argument for a contract-described kernel (see jitgemm.codegen.codeobj.launch.PackedSegment)."""
     pointers = [a for a in sorted(contract.args, key=lambda a: a["offset"]) if a.get("type") == "ptr"]
     buffers = tuple(v for a in pointers if (v := _value(a, values, contract)) is not None)
     return PackedSegment(buffers, lambda pointer_of: pack_segment(contract, values, pointer_of))

@@ -4,6 +4,7 @@ never selected."""
 
 from __future__ import annotations
 
+import math
 import random
 from dataclasses import dataclass
 
@@ -39,6 +40,10 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
             lo = leg.get("min", {}).get(dim, 1)
             hi = min(leg.get("max", {}).get(dim, max_size), max(max_size, lo))
             div = leg.get("divisible", {}).get(dim, 1)
+            if dim == "k" and any(op.get(key, "none") != "none" for key in ("a_scale", "b_scale", "b_preshuffle")):
+                # block-scaled rows: whole 32-element scale blocks, 16x16 pre-shuffled rows of 32 bytes
+                div = math.lcm(div, 64)
+                hi = max(hi, 256)
             dims[dim] = _round_up(rng.randint(lo, hi), div)
         ldm = leg.get("ld_multiple", {})
         transposed = {"a": op["layout"][0] == "T", "b": op["layout"][1] == "T"}
@@ -47,7 +52,7 @@ def draw_problems(contract: Contract, count: int, rng: random.Random, max_size: 
         c = op.get("c") if feat.get("c_input") and not (feat.get("c_alias_d") and rng.random() < 0.5) else None
         mx = {key: op[key] for key in ("a_scale", "b_scale", "b_preshuffle") if key in op}
         if mx:
-            lds = {}    # block-scaled operands are quantized packed (jitgemm.abi_proof.problem_call)
+            lds = {}    # block-scaled operands are quantized packed (problem_call)
         for operand, want in leg.get("ld_equal", {}).items():
             if f"ld{operand}" in lds:
                 lds[f"ld{operand}"] = want
@@ -71,7 +76,6 @@ def qualify_candidate(candidate: Candidate, cases: int = 3, seed: int = 0,
                       quarantine: Quarantine | None = None, strict: bool | str = True) -> QualifyResult:
     """Run `cases` random legal problems; on the first mismatch, fault or (strict, the default) missing wait,
     barrier or wait state, quarantine the kernel: a kernel that races on hardware is refused, not passed."""
-    from .abi_proof import problem_call
     from .api import MatmulError, launch
     from .emu import EmulatorError
 
@@ -99,3 +103,34 @@ def problem_text(problem: GemmProblem) -> str:
     from jitgemm.codegen.gemm_text import format_problem
 
     return format_problem(problem)
+
+
+def problem_call(problem, seed: int = 0):
+    """(prepared call, numpy float64 reference) for random operands of `problem`; a block-scaled problem's
+    operands are MXTensors quantized by jitgemm.mx in the scale and weight layouts the problem names."""
+    import numpy as np
+
+    from .api import prepare
+    from .reference import operands, reference, stored_scales
+
+    if not problem.scaled:
+        a, b, c, bias = operands(problem, seed)
+        scales = stored_scales(problem, seed)      # fp32 scale modes (None, None without one)
+        mode = problem.scale_mode
+        call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
+                       activation=problem.activation,
+                       scales=None if mode == "none" else
+                       (*scales, mode, {"a": problem.a_scale_order, "b": problem.b_scale_order}))
+        return call, reference(problem, a, b, c, bias, *scales)
+    from . import mx
+
+    rng = np.random.default_rng(seed)
+    qa = mx.quantize_mx(rng.standard_normal((problem.m, problem.k)), problem.a.name, axis=1)
+    qb = mx.weights(rng.standard_normal((problem.n, problem.k)), problem.b.name)
+    if problem.a_scale == "shuffled":
+        qa = qa.shuffle(scales=True)
+    if problem.b_scale == "shuffled" or problem.b_preshuffle != "none":
+        qb = qb.shuffle(scales=problem.b_scale == "shuffled", weight=problem.b_preshuffle != "none")
+    want = qa.dequantize() @ qb.dequantize()
+    call = prepare(qa, qb, out_dtype=problem.d.numpy)
+    return call, want

@@ -2,16 +2,15 @@
 
 `select(problem)` first asks every candidate's contract whether the problem is legal — never by trying the
 kernel — then ranks the legal ones: measured results from the tuning database when there are some for the
-problem class, else a cost model (tile and wave-quantization efficiency, occupancy from registers and LDS,
-the target's peak MFMA rate for the dtype). Ties break on the kernel's identity, so the choice is
-deterministic. The direct generator's fallback kernel (scalar loads) is legal for every shape and
-alignment, so selection never comes back empty for a supported dtype pair.
+problem class, else the one timing model (`jitgemm.timing.predict`: the kernel's own instructions, occupancy,
+rounds over the CUs, the memory hierarchy; on the target's default device). Ties break on the kernel's
+identity, so the choice is deterministic. The direct generator's fallback kernel (scalar loads) is legal for
+every shape and alignment, so selection never comes back empty for a supported dtype pair.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,8 +18,8 @@ from pathlib import Path
 from jitgemm import isa
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
-from jitgemm.isa.files import read_sealed, write_sealed
-from jitgemm.isa.spec_cache import cache_root
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.util.files import read_sealed, write_sealed
 
 from .contract import Contract
 from .suppliers import Candidate, DirectAsmSupplier, LlvmSupplier, Refusal, Supplier
@@ -39,6 +38,7 @@ class Verdict:
     score: float | None = None      # predicted or measured TFLOP/s; higher is better
     basis: str = ""                 # "tuning" (measured), "sweep" (the database's static model) or "model"
     row: Row | None = None          # the tuning-database row that decided the score
+    predicted_us: float | None = None   # the timing model's time of one launch (basis "model")
 
 
 def _json_load(path: Path) -> dict:
@@ -71,47 +71,17 @@ class Quarantine:
         _json_store(self.path, data)
 
 
-def _rate_key(problem: GemmProblem, rates: dict) -> str:
-    """Which of the profile's peak matrix rates applies: the wider operand's dtype (a mixed or weight-only GEMM
-    runs at the rate of its wider side); an 8-bit float of either flavour (bf8, OCP e4m3/e5m2) at the fp8 rate;
-    fp6/fp4 at their own rate when the profile lists one, else at fp8's (gfx950's f8f6f4 MFMAs are never slower)."""
-    kind = max((problem.a, problem.b), key=lambda d: d.bits)
-    if kind.name in rates:
-        return kind.name
-    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+def predicted(candidate: Candidate, problem: GemmProblem, target: str):
+    """The timing model's prediction for a candidate on the target's default device, at the split-K count the
+    model finds fastest for a kernel that splits K (`jitgemm.timing.best_split`), or the reason it has none (a
+    kernel the model cannot time: no MFMA loop, no tile in its contract)."""
+    from jitgemm.timing import TimingError, best_split
+    from jitgemm.timing.pipeline import PipelineModelError
 
-
-def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
-    """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
-    quantization, against memory time for the bytes the tiles read; the slower one decides."""
-    profile = isa.target_profile(target)
-    rates = profile.peak_matrix_tflops
-    peak = float(rates.get(_rate_key(problem, rates), 100.0)) * 1e12
-    bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
-    tile = candidate.contract.data.get("tile", {})
-    tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
-    m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
-    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-    cus = profile.compute_units
-    waves = max(1, math.prod(candidate.contract.workgroup) // 64)
-    regs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
-    waves_per_simd = max(1, min(8, 512 // max(8, math.ceil(regs / 8) * 8)))
-    wgs_by_regs = max(1, 4 * waves_per_simd // waves)
-    lds = int(tile.get("lds", 0)) or int(candidate.contract.data["launch"].get("lds_bytes", 0))
-    wgs_by_lds = max(1, profile.lds_bytes_per_workgroup // lds) if lds else 16
-    resident = max(1, min(wgs_by_regs, wgs_by_lds, math.ceil(tiles / cus)))
-    simd_use = min(1.0, resident * waves / 4)
-    rounds = math.ceil(tiles / (cus * resident))
-    quantization = tiles / (rounds * cus * resident)
-    padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
-    flops = 2.0 * m * n * k * batch
-    compute = 2.0 * padded * batch / (peak * simd_use * quantization)
-    width = _load_width(candidate)
-    load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
-    moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
-             + m * n * batch * problem.d.bytes)
-    memory = moved / (bandwidth * load_efficiency)
-    return flops / max(compute, memory) / 1e12
+    try:
+        return best_split(candidate, problem)
+    except (TimingError, PipelineModelError, isa.IsaError) as exc:
+        return f"model: {exc}"
 
 
 def spills(candidate: Candidate) -> bool:
@@ -192,7 +162,7 @@ class Selector:
     def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
         """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
         verdicts = []
-        base = isa.targets.base_target(self.target)
+        base = isa.spec.targets.base_target(self.target)
         for supplier in self.suppliers:
             try:
                 cands = supplier.candidates(problem, self.target)
@@ -205,7 +175,7 @@ class Selector:
                                         False, f"supplier error: {exc}"))
                 continue
             for cand in cands:
-                if isa.targets.base_target(cand.contract.target) != base:
+                if isa.spec.targets.base_target(cand.contract.target) != base:
                     verdicts.append(Verdict(cand, False, f"identity.target: kernel is for {cand.contract.target}, "
                                                          f"selecting for {self.target}"))
                     continue
@@ -230,7 +200,11 @@ class Selector:
             return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
         if row is not None:
             return Verdict(cand, True, "", row.value, "sweep", row)
-        return Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model")
+        pred = predicted(cand, problem, self.target)
+        if isinstance(pred, str):
+            return Verdict(cand, True, pred, 0.0, "model")
+        return Verdict(cand, True, f"split_k={pred.split_k}" if pred.split_k > 1 else "", pred.tflops, "model",
+                       predicted_us=pred.us)
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)
@@ -249,7 +223,8 @@ class Selector:
                 rank += 1
             rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
                          "kept" if v.legal else "rejected",
-                         f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
+                         (f"{v.score:.1f} TF/s" + (f" {v.predicted_us:.1f} us" if v.predicted_us else "")
+                          + f" ({v.basis})") if v.score is not None else "",
                          v.reason or ("selected" if v.legal and rank == 1 else "")
                          + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -277,13 +252,16 @@ def default_suppliers() -> list[Supplier]:
 
             _suppliers = [DirectAsmSupplier(), LlvmSupplier(), TunedSupplier(TuningDB()),
                           TritonSupplier(scope="mx")]
+            from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
+
+            _suppliers += registered_suppliers()
         return _suppliers
 
 
 def default_selector(target: str = "gfx942") -> Selector:
     """The process-wide selector for a target (`matmul(..., arch=target)`), built from `default_suppliers()`:
     every target sees the same suppliers."""
-    base = isa.targets.base_target(target)
+    base = isa.spec.targets.base_target(target)
     suppliers = default_suppliers()
     with _registry_lock:
         sel = _selectors.get(base)

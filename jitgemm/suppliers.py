@@ -20,7 +20,7 @@ from jitgemm.codegen.gemm_contract import gemm_contract
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.generator import generator, target_id
 from jitgemm.codegen.kernel_abi import LoweredKernel
-from jitgemm.isa.files import read_bounded
+from jitgemm.util.files import read_bounded
 
 from .contract import Contract, ContractError
 
@@ -126,7 +126,7 @@ class GeneratorSupplier(Supplier):
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         if not self.available():
             return []
-        from .compiler import compile as jit_compile
+        from jitgemm.kernel import compile as jit_compile
 
         if problem.scaled:
             why = block_scaled_refusal(self.option, problem, target)
@@ -196,7 +196,10 @@ class PrebuiltSupplier(Supplier):
     def _files(self) -> list[Path]:
         if self.folder.is_file():
             return [self.folder]
-        return sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        found = sorted(self.folder.glob("*.co")) + sorted(self.folder.glob("*.hsaco")) + sorted(self.folder.glob("*.s"))
+        if not found:    # a GFA CustomKernels tree: its kernels sit in one folder per origin
+            found = sorted(self.folder.glob("*/*.s")) + sorted(self.folder.glob("*/*.co"))
+        return found
 
     def _bytes(self, path: Path) -> bytes:
         """A code object's bytes; an assembly file is assembled (once) by the project's assembler and linker, for
@@ -215,14 +218,14 @@ class PrebuiltSupplier(Supplier):
 
     def _gfa_contract(self, path: Path, kernel: str) -> tuple[Any, str] | None:
         """(contract, source) of a GFA kernel, None when the file carries no custom.config; GfaError refuses."""
-        from .gfa import read_kernel
+        from .gfa import read_kernel, to_contract
         from .gfa.source import has_custom_config
 
         if self.custom_yaml is None and not has_custom_config(path):
             return None
         gk = read_kernel(path, custom_yaml=self.custom_yaml, name=kernel)
         gk._code = self._bytes(path)
-        return gk.contract(), f"{path} (GFA custom.config of {kernel})"
+        return to_contract(gk), f"{path} (GFA custom.config of {kernel})"
 
     def _scan(self) -> list[tuple[Contract, Path, str]]:
         from jitgemm.codegen import codeobj
@@ -237,14 +240,16 @@ class PrebuiltSupplier(Supplier):
                 obj = codeobj.read(self._bytes(path))
             except (OSError, UnicodeDecodeError, codeobj.CodeObjectError, IsaError) as exc:
                 # an assembly error already names file:line:col (its first line; the rest shows the source)
-                self.errors.append(str(exc).split("\n")[0] if getattr(exc, "line", None) else f"{path}: {exc}")
+                text = str(exc)
+                self.errors.append(text.split("\n")[0] if getattr(exc, "line", None) or text.startswith(str(path))
+                                   else f"{path}: {text}")
                 continue
             for kernel in obj.kernels:
                 data = kernel.contract
                 source = f"{path} (embedded contract of {kernel.name})"
                 for sidecar in (path.with_name(f"{path.name}.{kernel.name}.yaml"), path.with_name(f"{path.name}.yaml"),
                                 path.with_suffix(".yaml")):
-                    if data is None and sidecar.exists():
+                    if data is None and _exists(sidecar):
                         try:  # a regular file of bounded size (a FIFO here would block the scan forever)
                             data, source = read_bounded(sidecar, MAX_CONTRACT_BYTES), str(sidecar)
                         except OSError as exc:
@@ -285,6 +290,15 @@ class PrebuiltSupplier(Supplier):
 
             out.append(Candidate(self.name, f"{path.name}:{kernel}", contract, load))
         return out
+
+
+def _exists(path: Path) -> bool:
+    """Path.exists, False for a name the file system refuses (a sidecar name of a kernel with a 200-character
+    symbol, as Triton's GFA demo kernel has, is too long for it)."""
+    try:
+        return path.exists()
+    except OSError:
+        return False
 
 
 class TritonSupplier(Supplier):
@@ -350,7 +364,7 @@ class TritonSupplier(Supplier):
             src = ASTSource(fn, sig, constexprs=constexprs, attrs=attrs)
             with warnings.catch_warnings():
                 warnings.simplefilter("ignore")     # Triton warns about its own deprecations
-                compiled = triton_compile(src, target=GPUTarget("hip", isa.targets.base_target(target), 64),
+                compiled = triton_compile(src, target=GPUTarget("hip", isa.spec.targets.base_target(target), 64),
                                           options={"num_warps": self.num_warps})
             blob = compiled.asm["hsaco"]
             meta = compiled.metadata
@@ -510,7 +524,7 @@ class TritonSupplier(Supplier):
         return {
             "contract_version": 1,
             "identity": {"generator": "triton", "generator_version": _triton_version(), "kernel": name,
-                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.targets.base_target(target),
+                         "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.spec.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
                           "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},

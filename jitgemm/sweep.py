@@ -9,13 +9,8 @@ matches numpy in the emulator on a small problem (one tile, two K tiles); and pr
 full problem (below). Variants run in local worker processes (`workers`) or as Ray tasks (`ray`): the same
 evaluation function, results in the variant order, identical apart from the measured compile time.
 
-Predicted TFLOP/s: one wave's main-loop iteration takes C clocks of which X keep its SIMD's matrix pipe busy;
-with w waves resident per SIMD, a SIMD completes w iterations per max(C, w*X) clocks. The problem's waves are
-spread over all SIMDs (compute_units x 4) in rounds; compute time = rounds x iterations per wave x
-max(C, w*X) / clock. Memory time: when A and B fit the last-level cache (`last_level_cache_bytes`, MI300X:
-256 MB Infinity Cache), the slower of A, B and D once at the HBM bandwidth and every workgroup's tiles of A
-and B plus D at the cache's bandwidth (`last_level_cache_gbs`); otherwise the tiles' bytes at the HBM
-bandwidth. The prediction is flops / max(compute, memory). Rates from the target profile.
+Predicted TFLOP/s: `jitgemm.timing.predict` on the target's default device -- the one timing model the
+selector, `explain` and `profile` read too (its module docstring says what it models).
 """
 
 from __future__ import annotations
@@ -23,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import itertools
 import json
-import math
 import random
 import time
 from collections.abc import Callable, Iterable, Sequence
@@ -35,7 +29,7 @@ from jitgemm.isa.errors import IsaError
 
 if TYPE_CHECKING:
     from jitgemm.codegen.generator import Generator
-    from jitgemm.isa.targets import TargetProfile
+    from jitgemm.isa.spec.targets import TargetProfile
 
 TILES = (32, 64, 128, 256)
 WAVES = ((1, 1), (2, 1), (1, 2), (2, 2), (4, 1), (1, 4), (4, 2), (2, 4))
@@ -357,34 +351,6 @@ def occupancy(vgprs: int, agprs: int, lds_bytes: int, workgroup: int, profile: T
     return max(0, wgs * per_simd_per_wg if wgs else 0)
 
 
-def predict_tflops(problem: GemmProblem, config: GemmConfig, passes: float, mfma_passes: float, waves_per_simd: int,
-                   profile: TargetProfile, clocks_per_pass: int, mfmas_per_iteration: int,
-                   mfmas_per_tile: int) -> float:
-    """Predicted TFLOP/s of the full problem (see the module docstring)."""
-    p, c = problem, config
-    clock = float(profile.get("clock_mhz")) * 1e6
-    simds = profile.compute_units * int((profile.get("pipeline") or {}).get("simds_per_cu", 4))
-    tiles = math.ceil(p.m / c.tile_m) * math.ceil(p.n / c.tile_n) * p.batch
-    waves_total = tiles * c.waves_m * c.waves_n
-    k_tiles_per_iteration = max(1, mfmas_per_iteration // max(1, mfmas_per_tile))
-    iterations = math.ceil(math.ceil(p.k / c.depth_k) / k_tiles_per_iteration)
-    w = max(1, min(waves_per_simd, math.ceil(waves_total / simds)))
-    rounds = math.ceil(waves_total / (simds * w))
-    per_iteration = max(passes, w * mfma_passes) * clocks_per_pass / clock
-    compute = rounds * iterations * per_iteration
-    operands = (p.m * p.a.bytes + p.n * p.b.bytes) * p.k * p.batch
-    result = p.m * p.n * p.batch * p.d.bytes
-    tile_reads = tiles * (c.tile_m * p.a.bytes + c.tile_n * p.b.bytes) * p.k
-    hbm = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
-    if operands <= int(profile.get("last_level_cache_bytes", 0) or 0):
-        # A and B stay in the last-level cache: read from HBM once, every tile's reads served by the cache
-        llc = float(profile.get("last_level_cache_gbs") or hbm / 1e9) * 1e9
-        memory = max((operands + result) / hbm, (tile_reads + result) / llc)
-    else:
-        memory = (tile_reads + result) / hbm
-    return 2.0 * p.m * p.n * p.k * p.batch / max(compute, memory) / 1e12
-
-
 def check_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
     """The small problem a variant is checked on in the emulator: one macro tile of M x N and two K tiles
     (so the main loop runs and its prefetch and LDS buffers turn over), same dtypes, layout and epilogue."""
@@ -402,7 +368,7 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     from jitgemm.codegen.gemm_text import format_problem
     from jitgemm.timing.pipeline import PipelineModelError, model_kernel
 
-    from .compiler import compile as jit_compile
+    from .kernel import compile as jit_compile
 
     cfg = variant.config
     res = Result(variant.index, format_problem(variant.problem), variant.generator, _config_dict(cfg))
@@ -432,11 +398,9 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
     res.loop_instructions, res.loop_mfmas = len(loop.instructions), loop.mfmas
     res.passes_per_iteration, res.cycles_per_mfma = loop.passes_per_iteration, loop.cycles_per_mfma
     res.mfma_utilisation, res.bound, res.loop_text = loop.mfma_utilisation, loop.bound, loop.instructions
-    plan = _generator(variant.generator).plan(variant.problem, cfg, spec, profile)   # memoized: compile made it
-    per_tile = plan.blocks_m * plan.blocks_n * (cfg.depth_k // plan.mfma.k)      # MFMAs per wave and K tile
-    res.predicted_tflops = predict_tflops(variant.problem, cfg, loop.passes_per_iteration, loop.mfma_passes,
-                                          max(1, res.waves_per_simd), profile, loop.clocks_per_pass, loop.mfmas,
-                                          per_tile)
+    from jitgemm.timing import predict
+
+    res.predicted_tflops = predict(kernel, variant.problem).tflops   # the one timing model (selector's too)
     if res.waves_per_simd == 0:
         res.error = "occupancy: the kernel's registers or LDS do not fit one workgroup on a compute unit"
     if emulate:

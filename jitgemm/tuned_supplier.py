@@ -28,7 +28,7 @@ class TunedSupplier(Supplier):
         self.errors: list[str] = []
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
-        from .compiler import compile as jit_compile
+        from jitgemm.kernel import compile as jit_compile
 
         out = []
         for row in self.db.tuned(target, problem):

@@ -32,8 +32,8 @@ from pathlib import Path
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
-from jitgemm.isa.spec_cache import cache_root
-from jitgemm.isa.targets import base_target, known_targets
+from jitgemm.isa.spec.cache import cache_root
+from jitgemm.isa.spec.targets import base_target, known_targets
 
 from .cache_notice import notice
 
@@ -124,8 +124,14 @@ def default_path() -> Path:
 
 
 def problem_key(problem: GemmProblem) -> str:
-    """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue)."""
-    return format_problem(problem)
+    """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue), leading dimensions that
+    equal packed storage left out: `matmul` states them, a table's row and `jitgemm select` do not, and they are
+    the same problem."""
+    import dataclasses
+
+    packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
+    same = {f"ld{x}": None for x in packed if getattr(problem, f"ld{x}") == packed[x]}
+    return format_problem(dataclasses.replace(problem, **same) if same else problem)
 
 
 def contract_identity(contract: dict) -> tuple[str, str, str]:

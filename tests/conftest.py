@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from tests.oracles import require_excerpt
+from tests.fixtures.oracles import require_excerpt
 
 
 @pytest.fixture(autouse=True, scope="session")

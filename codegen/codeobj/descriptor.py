@@ -13,7 +13,7 @@ columns apply to gfx90a/gfx942/gfx950):
 
 How the register counts are granulated follows what llvm-mc computes for the `.amdhsa_next_free_vgpr`,
 `.amdhsa_next_free_sgpr`, `.amdhsa_reserve_*` and `.amdhsa_accum_offset` directives (checked in
-tests/test_codeobj_llvm.py): blocks = ceil(max(1, count) / granule) - 1; SGPRs include VCC, the flat
+tests/codegen/test_codeobj_llvm.py): blocks = ceil(max(1, count) / granule) - 1; SGPRs include VCC, the flat
 scratch pair and the XNACK mask the way LLVM's getNumExtraSGPRs accounts them.
 """
 

@@ -1,4 +1,4 @@
-"""An assembled `.s` file (isa.asm_file.AsmObject) -> a relocatable AMDGPU object, as `llvm-mc -filetype=obj`
+"""An assembled `.s` file (isa.asm.file.AsmObject) -> a relocatable AMDGPU object, as `llvm-mc -filetype=obj`
 writes it, and -> a loadable code object through the project's linker (what `ld.lld -shared` makes of it).
 
 Three things are computed here rather than in the front end, because they are code-object knowledge:
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jitgemm.isa.asm_file import AsmObject, KernelBlock, Relocation
-from jitgemm.isa.asm_macros import AsmFileError, Loc
+from jitgemm.isa.asm.file import AsmObject, KernelBlock, Relocation
+from jitgemm.isa.asm.macros import AsmFileError, Loc
 
 from . import elf_format as E
 from .description import KernelDescription
@@ -137,7 +137,7 @@ def kernel_descriptor(block: KernelBlock, settings: TargetSettings) -> bytes:
                          f"({processor.name})", loc)
         if not processor.architected_flat_scratch and key in _ARCHITECTED_ONLY:
             raise _error(f".amdhsa_{key} directive requires architected flat scratch (gfx940+)", loc)
-        if key == "reserve_xnack_mask" and settings.xnack != "any" and value != (settings.xnack == "on"):
+        if key == "reserve_xnack_mask" and value != (settings.xnack != "off"):   # llvm-mc: xnack on or any
             raise _error(".amdhsa_reserve_xnack_mask does not match target id (xnack is "
                          f"{settings.xnack} in the .amdgcn_target)", loc)
         dest, bits = _FIELDS[key]
@@ -181,7 +181,7 @@ def yaml_metadata(obj: AsmObject, contracts: Mapping[str, Any] | None = None) ->
 
     loc = obj.metadata_loc
     try:
-        from jitgemm.isa.safe_yaml import load_yaml
+        from jitgemm.util.safe_yaml import load_yaml
 
         value = _llvm_scalars(load_yaml(obj.metadata, loader=_loader()))
     except yaml.YAMLError as exc:
@@ -470,7 +470,7 @@ def assemble_source(text: str, *, file: str = "<input>", arch: str | None = None
     A file whose `.amdgcn_target` names another processor than `arch` is refused, as llvm-mc refuses a
     target directive that contradicts -mcpu.
     """
-    from jitgemm.isa.asm_file import assemble_file, find_target
+    from jitgemm.isa.asm.file import assemble_file, find_target
 
     from jitgemm import isa
 

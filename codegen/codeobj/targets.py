@@ -6,7 +6,7 @@ v4+ EF_AMDGPU_FEATURE_XNACK_V4 / EF_AMDGPU_FEATURE_SRAMECC_V4 fields), "Target I
 "Register Allocation"/kernel descriptor notes (VGPR encoding granule 8 and the unified VGPR/AGPR file with
 ACCUM_OFFSET on gfx90a and later; architected flat scratch on gfx940 and later). The numbers live in the
 target profiles (specs/targets/*.yaml, `code_object`); every one is checked against llvm-mc's output in
-tests/test_codeobj_targets.py and tests/test_codeobj_accounting.py.
+tests/codegen/test_codeobj_targets.py and tests/codegen/test_codeobj_accounting.py.
 """
 
 from __future__ import annotations
@@ -43,7 +43,7 @@ class Target:
 
 
 def _from_profile(name: str) -> Target | None:
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec.targets import target_profile
 
     profile = target_profile(name)
     facts = profile.code_object
@@ -55,7 +55,7 @@ def _from_profile(name: str) -> Target | None:
 
 
 def _targets() -> dict[str, Target]:
-    from jitgemm.isa.targets import known_targets
+    from jitgemm.isa.spec.targets import known_targets
 
     found = {}
     for name in known_targets():

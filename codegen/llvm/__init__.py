@@ -8,7 +8,7 @@ Block-scaled (MX) and weight-only problems on gfx950 follow the shared plan (`Ge
 f8f6f4 MFMAs of the catalog, the same ABI and epilogue.
 """
 
-from .compile import GENERATOR, LlvmGenerator, compile_gemm_llvm
 from .errors import LLVMCompileError
+from .llvm_generator import GENERATOR, LlvmGenerator, compile_gemm_llvm
 
 __all__ = ["GENERATOR", "LLVMCompileError", "LlvmGenerator", "compile_gemm_llvm"]

@@ -24,7 +24,7 @@ import math
 from jitgemm.codegen.gemm_ir import GemmConfig
 from jitgemm.codegen.gemm_plan import GemmPlan, Staging, log2_exact
 from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3, kernargs, matrix_extent
-from jitgemm.isa.mfma import WAVE64
+from jitgemm.isa.spec.mfma import WAVE64
 from llvmlite import ir
 
 from .intrinsics import (

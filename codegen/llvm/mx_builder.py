@@ -35,7 +35,7 @@ from .ir_builder import GemmIRBuilder, c32
 
 NO_SCALE = 127          # E8M0 2^0: a side without scales, and the blocks past K in the masked step
 UNSCALED = 0            # both scale operands constant 0: LLVM selects the unscaled f8f6f4 MFMA (the plan's, when
-                        # neither side has scales; llc-22 -mcpu=gfx950, tests/test_llvm_mx.py)
+                        # neither side has scales; llc-22 -mcpu=gfx950, tests/codegen/test_llvm_mx.py)
 
 
 class MxGemmIRBuilder(GemmIRBuilder):

@@ -21,7 +21,7 @@ register sets with prefetch=2, and LLVM schedules and allocates the rest. So:
   accumulators in VGPRs (each MFMA's partial product is scaled into them by one fma per register), which the shared
   plan's bound (the direct lowering's, accumulators in AGPRs) does not count. Above the budget LLVM 22 moves values
   to AGPRs inside the loop or spills to scratch (measured on gfx950 for every format and scale layout; the default
-  configs that stay inside it compile without scratch: tests/test_llvm_mx.py).
+  configs that stay inside it compile without scratch: tests/codegen/test_llvm_mx.py).
 """
 
 from __future__ import annotations

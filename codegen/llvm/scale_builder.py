@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from jitgemm.codegen.gemm_plan import log2_exact
 from jitgemm.codegen.kernel_abi import RSRC_WORD3, mode_scale_extent
-from jitgemm.isa.mfma import WAVE64
+from jitgemm.isa.spec.mfma import WAVE64
 from llvmlite import ir
 
 from .intrinsics import F32, I16, I32, I64

@@ -23,6 +23,8 @@ from typing import Any
 
 import yaml
 
+from jitgemm.util.safe_yaml import load_yaml
+
 _FIELD = re.compile(r"\{([A-Za-z_][A-Za-z0-9_]*)\}")
 TEMPLATE_KEYS = ("operation", "abi", "launch", "legality", "features", "tile")
 
@@ -66,7 +68,7 @@ def families() -> tuple[Family, ...]:
 def load_family(text: str, path: str) -> Family:
     """Parse and check one family file (the keys the reader needs; the contract schema checks the rest)."""
     try:
-        data = yaml.safe_load(text)
+        data = load_yaml(text)
     except yaml.YAMLError as exc:
         raise FamilyError(f"{path}: not valid YAML: {exc}") from None
     if not isinstance(data, dict):

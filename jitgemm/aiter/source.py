@@ -1,5 +1,5 @@
 """Where an aiter release is read from: its wheel (a zip, read in place) or a folder (the unpacked wheel, or the
-`aiter_meta/hsa` tree alone as tests/aiter_corpus.py extracts it). Two roots matter: the code objects and their
+`aiter_meta/hsa` tree alone as tests/fixtures/aiter_corpus.py extracts it). Two roots matter: the code objects and their
 per-family listings under `aiter_meta/hsa/` and the tuning tables under `aiter/configs/`."""
 
 from __future__ import annotations
@@ -40,7 +40,7 @@ class AiterSource:
             if (self.path / HSA).is_dir():
                 self._hsa, self._configs = self.path / HSA, self.path / CONFIGS
             elif any((self.path / a).is_dir() for a in ("gfx942", "gfx950")):
-                self._hsa = self.path          # the hsa tree alone (tests/aiter_corpus.py)
+                self._hsa = self.path          # the hsa tree alone (tests/fixtures/aiter_corpus.py)
                 self._configs = self.path / CONFIGS if (self.path / CONFIGS).is_dir() else None
             else:
                 raise AiterSourceError(f"{self.path}: no {HSA} and no gfx*/ folders; pass an amd-aiter wheel, the "

@@ -13,7 +13,7 @@ class AiterSupplier(Supplier):
         self.name = name
 
     def candidates(self, problem, target: str) -> list[Candidate]:
-        from jitgemm.isa.targets import base_target
+        from jitgemm.isa.spec.targets import base_target
 
         base = base_target(target)
         out = []

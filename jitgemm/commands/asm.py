@@ -66,7 +66,7 @@ def _read(args: argparse.Namespace) -> tuple[str, str]:
 def _contracts(specs: list[str]) -> dict:
     import yaml
 
-    from jitgemm.isa.safe_yaml import load_yaml
+    from jitgemm.util.safe_yaml import load_yaml
 
     out = {}
     for item in specs:
@@ -83,8 +83,8 @@ def _contracts(specs: list[str]) -> dict:
 
 
 def _encodings(obj, forms) -> list[dict]:
-    from jitgemm.isa.decoder import decode
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.disasm.decoder import decode
+    from jitgemm.isa.disasm.printer import format_instruction
 
     out = []
     for item in obj.listing:
@@ -100,7 +100,7 @@ def run(args: argparse.Namespace) -> int:
     from jitgemm.codegen.codeobj import CodeObjectError
     from jitgemm.codegen.codeobj.relocatable import assemble_source
     from jitgemm.isa.errors import IsaError
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     text, name = _read(args)
     contracts = _contracts(args.contract)
@@ -108,7 +108,7 @@ def run(args: argparse.Namespace) -> int:
     try:
         if spec is None:
             from jitgemm import isa
-            from jitgemm.isa.asm_file import find_target
+            from jitgemm.isa.asm.file import find_target
 
             named = find_target(text)
             processor = named.split("--", 1)[1].split(":")[0] if named and "--" in named else "gfx942"

@@ -143,8 +143,8 @@ def _list_run(data: bytes, end: int, base: int, forms, memo: dict, near, labels,
     word could change (the decoder's own rule for its low-word cache); an instruction of the longest size
     (decided with every form in view) is keyed by its whole bytes, looked up when the 4-byte key misses.
     """
-    from jitgemm.isa.decoder import decode_at
-    from jitgemm.isa.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
+    from jitgemm.isa.disasm.decoder import decode_at
+    from jitgemm.isa.disasm.printer import disassembly_lines, format_instruction, objdump_line, objdump_parts
 
     bad = []
     append = lines.append
@@ -396,7 +396,7 @@ def _list_share(args: argparse.Namespace, share: list[str], turn, next_turn) -> 
 def _unprinted(target: str) -> dict[str, frozenset[str]]:
     """The target profile's modifiers a listing leaves out ({} for a target without a profile)."""
     from jitgemm.isa.errors import SpecError
-    from jitgemm.isa.targets import target_profile
+    from jitgemm.isa.spec.targets import target_profile
 
     try:
         return target_profile(target).unprinted_modifiers
@@ -407,7 +407,7 @@ def _unprinted(target: str) -> dict[str, frozenset[str]]:
 def _render(args: argparse.Namespace, file: str) -> tuple[str, str]:
     """The listing of one file as llvm-objdump prints it, and the warning line (or "") for stderr."""
     from jitgemm import isa
-    from jitgemm.isa.forms import forms_of
+    from jitgemm.isa.spec.forms import forms_of
 
     data = read_input(file)
     if args.raw:

@@ -54,6 +54,8 @@ def register(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--schedule", default="lockstep", choices=["lockstep", "random"],
                    help="random: delay load results and interleave waves at random (with --seed)")
     p.add_argument("--seed", type=int, default=0, help="seed of --schedule random (default 0)")
+    p.add_argument("--poison", action="store_true", help="fill LDS and the registers the launch ABI leaves undefined "
+                   "with a NaN pattern instead of zeros (what the anti-cheat battery runs with)")
     p.set_defaults(func=_emulate)
 
 
@@ -136,7 +138,7 @@ def _where(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.emu.registry import names as registered
     from jitgemm.emu.where import where, why_not
-    from jitgemm.isa.targets import known_targets
+    from jitgemm.isa.spec.targets import known_targets
 
     if args.file is not None:
         raise CliError(f"--where takes an instruction name, not a code object ({args.file!r} given as well)")
@@ -226,8 +228,8 @@ def _run(args: argparse.Namespace) -> int:
             for op in ops:
                 print(f"  0x{op.pc:04x}  {op.text:<48}  {op.problem}")
         return 1 if bad else 0
-    from jitgemm.isa import progress
-    from jitgemm.memory_budget import check_fits, emulation_bytes
+    from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
 
     grid, block = _dims(args.grid, "grid"), _dims(args.block, "block")
     from jitgemm.emu.state import WAVE
@@ -247,6 +249,7 @@ def _run(args: argparse.Namespace) -> int:
         with progress.task(f"emulating {args.kernel or 'the kernel'}: {waves} waves (Ctrl-C stops)"):
             stats = engine.emulate(co, args.kernel, grid=grid, block=block, args=values, lds_bytes=args.lds,
                                    spec=spec, strict=args.strict or False, schedule=args.schedule, seed=args.seed,
+                                   poison=args.poison,
                                    **kwargs)
     except StrictViolation as exc:
         if args.json:

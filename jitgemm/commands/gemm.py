@@ -186,9 +186,9 @@ def _cmd_run(args: argparse.Namespace) -> int:
 
     import jitgemm
     from jitgemm.codegen.gemm_ir import IRError
-    from jitgemm.isa import progress
-    from jitgemm.memory_budget import check_fits, gemm_run_bytes
     from jitgemm.reference import Mismatch, check, operands, reference, stored_scales
+    from jitgemm.util import progress
+    from jitgemm.util.memory_budget import check_fits, gemm_run_bytes
 
     p = _problem(args)
     _, kernel = _compile(args)      # the kernel that runs: --tile's, else the selector's (matmul's) choice
@@ -285,7 +285,7 @@ def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias, scales=(None
 def _cmd_inspect(args: argparse.Namespace) -> int:
     from jitgemm import isa
     from jitgemm.codegen.codeobj import CodeObjectError
-    from jitgemm.inspect import annotated_listing
+    from jitgemm.listing import annotated_listing
 
     blob, co = read_code_object(args.file)
     arch = args.arch

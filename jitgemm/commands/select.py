@@ -20,9 +20,10 @@ def _folder(text: str, option: str) -> Path:
 
 def _custom_yaml(args: argparse.Namespace) -> str | None:
     text = getattr(args, "custom_yaml", None)
-    if text is not None and not Path(text).expanduser().is_file():
-        raise CliError(f"--custom-yaml {text}: no such file (expected a Tensile test YAML with the kernel's "
-                       f"CustomKernel and ProblemType, e.g. Tensile/Tests/custom/custom_aiter_bf16.yaml)")
+    if text is not None and not Path(text).expanduser().exists():
+        raise CliError(f"--custom-yaml {text}: no such file or folder (expected a Tensile test YAML with the "
+                       f"kernel's CustomKernel and ProblemType, e.g. Tensile/Tests/custom/custom_aiter_bf16.yaml, or "
+                       f"a folder of them)")
     return text
 
 
@@ -70,10 +71,10 @@ def _cmd_select(args: argparse.Namespace) -> int:
 
 
 def _cmd_qualify(args: argparse.Namespace) -> int:
-    from jitgemm.isa import progress
     from jitgemm.qualify import qualify_candidate
     from jitgemm.selector import Quarantine
     from jitgemm.suppliers import PrebuiltSupplier
+    from jitgemm.util import progress
 
     sup = PrebuiltSupplier(_folder(args.dir, "qualify"), custom_yaml=_custom_yaml(args))
     entries = sup._scan()

@@ -23,7 +23,7 @@ def _location(args: argparse.Namespace):
 def _info(args: argparse.Namespace) -> int:
     from jitgemm import isa
     loc = _location(args)
-    spec = isa.spec_sources.load_spec_file(loc.path)
+    spec = isa.spec.sources.load_spec_file(loc.path)
     doc = spec.document
     counts = spec.counts()
     rows = [
@@ -51,10 +51,10 @@ def _info(args: argparse.Namespace) -> int:
 
 def _show(args: argparse.Namespace) -> int:
     from jitgemm import isa
-    from jitgemm.isa import expr
+    from jitgemm.isa.spec import conditions as expr
 
     loc = _location(args)
-    spec = isa.spec_sources.load_spec_file(loc.path)
+    spec = isa.spec.sources.load_spec_file(loc.path)
     inst = spec.find_instruction(args.name)
     if inst is None:
         close = spec.closest_instruction_names(args.name)
@@ -102,7 +102,7 @@ def _show(args: argparse.Namespace) -> int:
 def instruction_facts(spec, inst) -> dict:
     """An instruction as the spec describes it, JSON-ready: names, flags, and per encoding its opcode,
     condition and operands (field, bit ranges, operand type, data format, size, direction)."""
-    from jitgemm.isa import expr
+    from jitgemm.isa.spec import conditions as expr
 
     encodings = []
     for ie in inst.encodings:
@@ -142,7 +142,7 @@ def _card(args: argparse.Namespace) -> int:
 
 
 def _fetch(args: argparse.Namespace) -> int:
-    from jitgemm.isa import spec_release
+    from jitgemm.isa.spec import release as spec_release
 
     for path in spec_release.fetch(args.release):
         print(f"verified and extracted {path}")
@@ -150,7 +150,7 @@ def _fetch(args: argparse.Namespace) -> int:
 
 
 def _import(args: argparse.Namespace) -> int:
-    from jitgemm.isa import spec_release
+    from jitgemm.isa.spec import release as spec_release
 
     for path in spec_release.import_archive(args.file, args.release):
         print(f"verified and extracted {path}")

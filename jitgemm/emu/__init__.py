@@ -1,7 +1,7 @@
 """The ISA emulator: runs gfx942 and gfx950 code objects on the CPU, all waves of a grid vectorized with numpy;
 numeric rules that differ by target (fp8 flavour, LDS size) come from the target profile.
 
-Instructions are decoded from the loaded MR-ISA spec (isa.decoder); their semantics are this package's own
+Instructions are decoded from the loaded MR-ISA spec (isa.disasm.decoder); their semantics are this package's own
 (semantics_alu.py holds the ALU statements as data, semantics_mem.py the memory families, mfma.py the matrix
 instructions). `emulate()` is the entry point; `check()` lists what a code object needs that is missing.
 """

@@ -17,7 +17,7 @@ import ml_dtypes
 import numpy as np
 
 from jitgemm.isa.instruction import Imm, Reg, SrcMods
-from jitgemm.isa.model import Spec
+from jitgemm.isa.spec.model import Spec
 
 from . import registry
 from . import semantics_buffer as _semantics_buffer  # noqa: F401 - registers the buffer family

@@ -32,7 +32,7 @@ from typing import Any
 
 import numpy as np
 
-from jitgemm.launch import LaunchDescription, LaunchError, pack_kernargs
+from jitgemm.codegen.codeobj.launch import LaunchDescription, LaunchError, pack_kernargs
 
 from . import kernarg_trace
 from .dispatch import Builder, Op
@@ -199,7 +199,7 @@ def _load_code_object(code_object) -> Any:
     if isinstance(code_object, CodeObject):
         return code_object
     if isinstance(code_object, (str, os.PathLike)):
-        from jitgemm.isa.files import read_bounded
+        from jitgemm.util.files import read_bounded
 
         path = Path(code_object)
         try:
@@ -238,7 +238,7 @@ def program_for(kernel, spec) -> Program:
 def _default_spec(co=None):
     """The spec of the code object's own target (its ELF e_flags / amdhsa.target), else gfx942's."""
     from jitgemm import isa
-    from jitgemm.isa.targets import base_target
+    from jitgemm.isa.spec.targets import base_target
 
     target = getattr(co, "processor", None) or getattr(co, "target", None)
     if target:
@@ -289,7 +289,7 @@ def emulate(code_object, kernel: str | None = None, grid: int | Sequence[int] = 
                        poison=poison)
 
 
-POISON = 0x7FBADBAD  # a quiet-NaN f32 (and two odd f16/bf16 halves): uninitialized state used by poison=True
+POISON = 0x7FBADBAD  # a (signalling) NaN as f32, odd values as f16/bf16 halves: uninitialized state used by poison=True
 
 
 def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int = DEFAULT_MAX_STEPS,
@@ -307,7 +307,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                           f"at most {max_wg} (.max_flat_workgroup_size)")
     if desc.enable_wavefront_size32:
         raise LaunchError(f"kernel {k.name!r} is compiled for wave32; the emulator runs wave{WAVE} (gfx9) code")
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     target = target_of_spec(prog.spec)
     if target is not None and target_profile(target).wavefront_size != WAVE:
@@ -319,14 +319,14 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     lds_size = desc.group_segment_fixed_size + launch.lds_bytes
     limit = lds_limit(prog.spec)
     if lds_size > limit:
-        from jitgemm.isa.targets import target_of_spec
+        from jitgemm.isa.spec.targets import target_of_spec
 
         raise LaunchError(f"kernel {k.name!r}: {desc.group_segment_fixed_size} bytes of static LDS + "
                           f"{launch.lds_bytes} dynamic = {lds_size} exceed the {limit} bytes of a "
                           f"{target_of_spec(prog.spec)} workgroup")
 
     # --- memory: checked against what the machine has before anything is allocated ----------------------
-    from jitgemm.memory_budget import check_fits, emulation_bytes
+    from jitgemm.util.memory_budget import check_fits, emulation_bytes
 
     waves_total = launch.workgroup_count * -(-wg_size // WAVE)
     buffer_bytes = sum(a.nbytes for a in launch.args if isinstance(a, np.ndarray))
@@ -414,6 +414,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                               f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
                               f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
+        kernarg_trace.preloaded(mem, 4 * first, 4 * count)
         s += count
         entry = PRELOAD_ENTRY
     s = max(s, desc.user_sgpr_count)

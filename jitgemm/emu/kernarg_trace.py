@@ -13,10 +13,12 @@ from dataclasses import dataclass
 
 import numpy as np
 
+PRELOAD_PC = -1   # the pc of the reads the descriptor's kernarg preload makes (before the first instruction)
+
 
 @dataclass(frozen=True)
 class KernargRead:
-    pc: int          # byte offset of the load in the kernel's code
+    pc: int          # byte offset of the load in the kernel's code (PRELOAD_PC: preloaded into SGPRs)
     offset: int      # first byte read, relative to the kernarg segment
     width: int       # bytes read
     text: str        # the instruction
@@ -41,6 +43,7 @@ def kernarg_reads(reuse: bool = False) -> Iterator[list[KernargRead]]:
 def attach(mem, address: int, size: int) -> None:
     """Called by the engine once the kernarg segment is mapped at `address` (`size` bytes)."""
     reads = getattr(_active, "reads", None)
+    mem.kernarg_reads = reads
     if reads is None:
         mem.read_hook = None
         return
@@ -58,3 +61,10 @@ def attach(mem, address: int, size: int) -> None:
                     reads.append(KernargRead(pc, a - address, width, text))
 
     mem.read_hook = hook
+
+
+def preloaded(mem, offset: int, width: int) -> None:
+    """Called by the engine when the descriptor preloads kernarg bytes into SGPRs (a read of them all)."""
+    reads = getattr(mem, "kernarg_reads", None)
+    if reads is not None and not any(r.pc == PRELOAD_PC and r.offset == offset for r in reads):
+        reads.append(KernargRead(PRELOAD_PC, offset, width, "kernarg preload (kernel descriptor)"))

@@ -218,6 +218,6 @@ def _align(value: int, align: int) -> int:
 def lds_limit(spec) -> int:
     """Bytes of LDS one workgroup may allocate on the spec's target (its profile's lds_bytes_per_workgroup:
     64 KiB on gfx942, 160 KiB on gfx950)."""
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     return target_profile(target_of_spec(spec)).lds_bytes_per_workgroup

@@ -6,7 +6,7 @@ types and per-lane register counts from the operands' data formats, the shape fr
 
 Lane layouts (AMD's matrix instruction calculator, `--detail-instruction` output for CDNA3, and the CDNA3
 ISA guide, section "Dependency and Layout" of the matrix arithmetic chapter; the authority that confirms
-them in this project is Triton-compiled GEMMs matching numpy, tests/test_emu_triton.py):
+them in this project is Triton-compiled GEMMs matching numpy, tests/emu/test_emu_triton.py):
 
 - A (M x K): lane l holds row i = l % M; with G = 64 / M lane groups, group g = l // M holds
   k = g * kper + j for element j of its registers (one block), or is block g with k = j (G blocks).
@@ -29,8 +29,8 @@ from functools import cache
 
 import numpy as np
 
-from jitgemm.isa.mfma import WAVE64 as WAVE
-from jitgemm.isa.mfma import parse_mfma_name
+from jitgemm.isa.spec.mfma import WAVE64 as WAVE
+from jitgemm.isa.spec.mfma import parse_mfma_name
 
 from .values import Fmt
 

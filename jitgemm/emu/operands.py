@@ -17,7 +17,7 @@ import struct
 import numpy as np
 
 from jitgemm.isa.instruction import Imm, Label, Off, Reg, SrcMods
-from jitgemm.isa.model import Spec
+from jitgemm.isa.spec.model import Spec
 
 from .errors import EmulatorError
 from .state import LANE_BITS, WAVE, Waves

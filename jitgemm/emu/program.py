@@ -1,15 +1,15 @@
 """A kernel's code decoded for the emulator: the disassembler's instruction objects, each paired with the spec
-operands of the form it was decoded from (the thin adapter this package needs on top of `isa.decoder`)."""
+operands of the form it was decoded from (the thin adapter this package needs on top of `isa.disasm.decoder`)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
-from jitgemm.isa.decoder import decode
-from jitgemm.isa.forms import Form, forms_of
+from jitgemm.isa.disasm.decoder import decode
 from jitgemm.isa.instruction import AsmInstruction
-from jitgemm.isa.model import Instruction as SpecInstruction
-from jitgemm.isa.model import Operand, Spec
+from jitgemm.isa.spec.forms import Form, forms_of
+from jitgemm.isa.spec.model import Instruction as SpecInstruction
+from jitgemm.isa.spec.model import Operand, Spec
 
 
 @dataclass(frozen=True)

@@ -30,8 +30,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from jitgemm.isa.forms import Form
-    from jitgemm.isa.model import Encoding, Instruction
+    from jitgemm.isa.spec.forms import Form
+    from jitgemm.isa.spec.model import Encoding, Instruction
 
 Build = Callable[[Any, Any], Any]   # (Builder, Decoded) -> run(ctx, w)
 

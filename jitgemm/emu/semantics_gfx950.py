@@ -3,7 +3,7 @@ the f8f6f4 and block-scaled MFMAs, v_bitop3 (its truth table is a modifier), the
 destinations across lanes).
 
 Lane layouts of the f8f6f4 MFMAs (CDNA 4 ISA guide, matrix-core chapter; exercised by the Triton-compiled
-gfx950 GEMMs of tests/test_emu_gfx950_kernels.py and the llvmlite-built kernels there):
+gfx950 GEMMs of tests/emu/test_emu_gfx950_kernels.py and the llvmlite-built kernels there):
 - A (M x K, K = 128 for 16x16, 64 for 32x32): lane l holds row i = l % M and 32 elements packed from bit 0 of
   its first register (8 registers for fp8/bf8, 6 for fp6/bf6, 4 for fp4); which K they are is
   `k_of_element`. B (K x N) the same with column n = l % N. C/D as the other MFMAs (mfma.py).
@@ -55,7 +55,7 @@ def k_of_element(bits: int, m: int, k: int) -> np.ndarray:
     Which K a lane holds is invisible to an unscaled GEMM (A and B are permuted alike) but decides which
     elements a block scale multiplies; Triton's gfx950 tl.dot_scaled kernels (mxfp8, mxfp4, mixed) fix it for
     8 and 4 bits, and LLVM 22's mfma.scale intrinsics with fp6/bf6 operands and per-block random scales
-    (tests/test_emu_gfx950_rules.py) check the guide's 6-bit order (Triton 3.9's dot_scaled rejects e2m3/e3m2,
+    (tests/emu/test_emu_gfx950_rules.py) check the guide's 6-bit order (Triton 3.9's dot_scaled rejects e2m3/e3m2,
     "NYI", so no second compiler produces them)."""
     lane = np.arange(WAVE)[:, None]
     j = np.arange(32)[None, :]
@@ -192,7 +192,7 @@ def permlane_swap(b: Builder, d: Decoded) -> RunFn:
     """v_permlane32_swap: VDST lanes 32-63 and SRC0 lanes 0-31 trade places; v_permlane16_swap: the odd
     16-lane rows of VDST trade with the even rows of SRC0 (LLVM IntrinsicsAMDGPU.td, llvm.amdgcn.permlane32.swap:
     "rows 2 and 3 of the first operand are swapped with rows 0 and 1 of the second operand", permlane16.swap: "odd
-    rows of the first operand are swapped with even rows of the second operand"; tests/test_emu_gfx950_llvm.py)."""
+    rows of the first operand are swapped with even rows of the second operand"; tests/emu/test_emu_gfx950_llvm.py)."""
     from .errors import NoSemantics
 
     pairs = d.operand_pairs()
@@ -230,7 +230,7 @@ def lds_transpose(words: np.ndarray, bits: int) -> np.ndarray:
     (words (G, 64, regs) uint32). Within each 16-lane row the 16 lanes' data form an E x 16 tile of
     `bits`-bit elements (E elements per lane, 16/E lanes per tile row) and lane i receives column i
     (CDNA 4 ISA guide, "LDS transpose loads"; LLVM llvm.amdgcn.ds.read.tr{4,6,8,16}.b{64,96}; exercised by
-    Triton's gfx950 bf16 / fp8 GEMMs, tests/test_emu_gfx950_kernels.py):
+    Triton's gfx950 bf16 / fp8 GEMMs, tests/emu/test_emu_gfx950_kernels.py):
     out[lane i][j] = in[lane 16*(i // 16) + j * (16 // E) + (i % 16) // E][(i % 16) % E]."""
     g, lanes, regs = words.shape
     count = regs * 32 // bits
@@ -254,7 +254,7 @@ def cvt_scale_up(b: Builder, d: Decoded) -> RunFn:
     selects (two values, low nibble first), pk_*_fp8/bf8 the 16-bit word op_sel[0] selects, the scalar forms the
     byte op_sel[0] | op_sel[1] << 1, pk32 all 32 values of 6 registers. f16/bf16 results are rounded to nearest
     even and packed low value first (LLVM llvm.amdgcn.cvt.scalef32.*; the bf16/fp4 form is Triton's gfx950
-    mxfp4 x bf16 upcast, tests/test_emu_gfx950_kernels.py)."""
+    mxfp4 x bf16 upcast, tests/emu/test_emu_gfx950_kernels.py)."""
     import ml_dtypes
 
     from .errors import NoSemantics

@@ -281,7 +281,7 @@ def smem(b, d):
 def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offset: int, m0_mask: int) -> None:
     """A load-to-LDS writes each lane's data at M0 + instruction offset + lane * max(4, size): dword and smaller
     loads fill one dword per lane, CDNA 4's dwordx3/x4 loads 12/16 bytes per lane (CDNA 3/4 ISA guides,
-    "Global and buffer loads to LDS"; Triton's gfx950 GEMMs with async copies, tests/test_emu_gfx950_kernels.py).
+    "Global and buffer loads to LDS"; Triton's gfx950 GEMMs with async copies, tests/emu/test_emu_gfx950_kernels.py).
     M0 holds the LDS byte address in as many low bits as the target's LDS needs (profile lds size)."""
     stride = max(4, nbytes)
     regs = max(1, nbytes // 4)

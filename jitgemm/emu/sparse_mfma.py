@@ -21,7 +21,7 @@ for the gfx942 shapes):
 - Rounding: products and the K-sum in float64, one rounding to f32 (RNE, denormals kept); i8 forms accumulate
   in int32 with the carry dropped (guide: "I32 ... otherwise the carry out bits are dropped").
 
-Checked by LLVM 22's llvm.amdgcn.smfmac.* intrinsics compiled for gfx950 and gfx942 (tests/test_emu_smfmac.py)
+Checked by LLVM 22's llvm.amdgcn.smfmac.* intrinsics compiled for gfx950 and gfx942 (tests/emu/test_emu_smfmac.py)
 against numpy of these tables.
 """
 
@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from jitgemm.isa.mfma import parse_smfmac_name
+from jitgemm.isa.spec.mfma import parse_smfmac_name
 
 from .mfma import WAVE, _d_flat, _elements
 from .registry import register_pattern
@@ -133,5 +133,5 @@ def smfmac(b: Builder, d: Decoded) -> RunFn:
     return run
 
 
-# --- registration (jitgemm/emu/registry.py): every V_SMFMAC_* the name parser reads (isa.mfma.parse_smfmac_name)
+# --- registration (jitgemm/emu/registry.py): every V_SMFMAC_* the name parser reads (isa.spec.mfma.parse_smfmac_name)
 register_pattern(r"^V_SMFMAC_", smfmac)

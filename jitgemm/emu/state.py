@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitgemm.isa.mfma import WAVE64 as WAVE  # the one owner of the wave size (gfx9 targets are wave64 only)
+from jitgemm.isa.spec.mfma import WAVE64 as WAVE  # the one owner of the wave size (gfx9 targets are wave64 only)
 
 SGPR_SLOTS = 128
 LANE_BITS = np.uint64(1) << np.arange(WAVE, dtype=np.uint64)

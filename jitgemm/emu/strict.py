@@ -38,9 +38,8 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from jitgemm.codegen.asm_emit import HWREG_READERS, HWREG_WRITERS
+from jitgemm.isa.hazards import HWREG_READERS, HWREG_WRITERS, HazardRule, emit_facts, hazard_gap, mfma_timing
 from jitgemm.isa.instruction import Counters, Imm, Reg, SrcMods
-from jitgemm.isa.targets import HazardRule
 
 from .errors import EmulatorError
 from .state import WAVE
@@ -69,39 +68,6 @@ class StrictWarning(UserWarning):
 
 
 # --- the profile's tables ---------------------------------------------------------------------------------
-
-def mfma_timing(spec_inst, profile, formats: tuple[int, int] | None = None) -> tuple[int, str]:
-    """(passes, kind) of an MFMA: passes from the profile's `mfma.passes` (0 when it has none: the rule's
-    worst case applies), kind `dgemm` for f64 inputs, `smfma` for the profile's non-XDL input formats (f32),
-    else `xdl` (LLVM SIInstrInfo::isXDL, GCNHazardRecognizer for gfx940).
-
-    `formats`: the instruction's (CBSZ, BLGP); for gfx950's f8f6f4 MFMAs, whose A and B formats they are, an
-    FP8/BF8 operand (code 0 or 1) takes the profile's `mfma.fp8_operand_passes` (CDNA 4 ISA guide 7.1.2: "Larger
-    cycle count if either matrix A or B is F8"); unknown formats take that, the larger, count."""
-    name = spec_inst.name.upper()
-    passes = int(profile.mfma_passes.get(name, 0))
-    if name in profile.mfma_fp8_operand_passes and (formats is None or min(formats) < 2):
-        passes = int(profile.mfma_fp8_operand_passes[name])
-    src = next((o for ie in spec_inst.encodings for o in ie.operands if o.field_name == "SRC0"), None)
-    fmt = (src.data_format or "") if src is not None else ""
-    if fmt.endswith("_F64"):
-        return passes, "dgemm"
-    return passes, "smfma" if fmt in profile.smfma_input_formats else "xdl"
-
-
-def hazard_gap(profile) -> str | None:
-    """Why the profile's hazard table cannot be checked dynamically, or None when it can.
-
-    The table's MFMA rows are `passes + N` by the writer's pass count, so checking them needs the profile's
-    `mfma.passes`; without it every MFMA would be held to the row's worst case and correct compiler output
-    refused. Such a profile gets waits, barriers, LDS races and uninitialized reads checked, and strict mode
-    says that hazards were not (`RunStats.strict`, a StrictWarning). gfx942 and gfx950 have their tables (gfx950's
-    with its own GCNHazardRecognizer terms and the f8f6f4 MFMAs' format-dependent passes, `mfma_timing`)."""
-    if profile.hazard_rules and not profile.mfma_passes:
-        return (f"specs/targets/{profile.target}.yaml has no mfma.passes, so its MFMA hazard rows cannot be checked "
-                "per pass count")
-    return None
-
 
 # --- facts of one instruction ------------------------------------------------------------------------------
 
@@ -224,12 +190,21 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         f.to_lds = bool(d.modifier("lds"))
         if gpumem_out:
             f.store_data = np.array(sorted(set(data)), np.int64)
-            f.wide_store = "vmem" in classes and data_bits > 64   # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT
+            # LLVM createsVALUHazard: MUBUF/MTBUF/FLAT stores of more than 64 bits; a MUBUF/MTBUF store whose
+            # SOFFSET is a register has no hazard ("this hazard only exists if the instruction is not using a
+            # register in the soffset field"), as AMD's hand-written aiter GEMM epilogues rely on
+            f.wide_store = "vmem" in classes and data_bits > 64 and not len(by_field.get("SOFFSET", ()))
             f.scalar_store = group == "SMEM"
         f.lds_write = dsmem_out or f.to_lds
         f.lds_read = dsmem_in
         f.lds_atomic = dsmem_in and dsmem_out
         pend = [r for r in f.writes if r >= VREG_BASE or r < SGPR_SLOTS]
+        if "ATOMIC" in name and not (d.modifier("sc0") or d.modifier("glc")):
+            # an atomic without SC0/GLC returns nothing (semantics_buffer._atomic): its data registers are only
+            # read, as a store's, and may be rewritten after issue (the store-data wait states still apply)
+            quiet = set(data)
+            pend = [r for r in pend if r not in quiet]
+            f.writes = np.array([r for r in f.writes if r not in quiet], np.int64)
         f.pending_dst = np.array(pend, np.int64)
     if name == "S_NOP":
         imm = d.inst.operands[0] if d.inst.operands else Imm(0)
@@ -841,8 +816,7 @@ def program_facts(prog) -> tuple[dict[int, Facts], tuple[HazardRule, ...], objec
     cached = getattr(prog, "_strict_facts", None)
     if cached is not None:
         return cached
-    from jitgemm.codegen.asm_emit import emit_facts
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     from .operands import Operands
 

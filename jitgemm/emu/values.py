@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from jitgemm.isa.model import DataFormat, Spec
+from jitgemm.isa.spec.model import DataFormat, Spec
 
 # (exponent bits, mantissa bits) -> numpy dtype, for the formats whose meaning is the same on every target.
 FLOAT_DTYPES = {
@@ -39,7 +39,7 @@ FP8_DTYPES = {
 
 def fp8_flavour(spec: Spec | None) -> str:
     """'fnuz' or 'ocp': the fp8 meaning of the target the spec describes (its target profile says)."""
-    from jitgemm.isa.targets import target_of_spec, target_profile
+    from jitgemm.isa.spec.targets import target_of_spec, target_profile
 
     if spec is None:
         return "fnuz"

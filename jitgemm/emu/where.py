@@ -7,14 +7,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from jitgemm.isa.mfma import parse_mfma_name
+from jitgemm.isa.spec.mfma import parse_mfma_name
 
 from . import dispatch  # noqa: F401 - every semantics module registers on import
 from .registry import family_entry, family_of_spec, location, named, source_of
 from .semantics_alu import statement_source
 
 if TYPE_CHECKING:
-    from jitgemm.isa.model import Instruction, Spec
+    from jitgemm.isa.spec.model import Instruction, Spec
 
 
 @dataclass(frozen=True)

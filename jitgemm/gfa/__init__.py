@@ -5,6 +5,7 @@
 
 from __future__ import annotations
 
+from .reader import to_contract
 from .source import GfaError, GfaKernel, assembly_target, read_kernel, target_of
 
-__all__ = ["GfaError", "GfaKernel", "assembly_target", "read_kernel", "target_of"]
+__all__ = ["GfaError", "GfaKernel", "assembly_target", "read_kernel", "target_of", "to_contract"]

@@ -243,6 +243,11 @@ def _legality(config: Mapping[str, Any], args: list[dict], grid: list[str], op: 
         if arg["type"] in ("u32", "i32") and arg["role"] in ("m", "n", "k"):
             cap = (1 << 31) - 1
             leg["max"][arg["role"]] = min(leg["max"].get(arg["role"], cap), cap)
+    # an operand without a leading-dimension argument: the kernel cannot know a padded row length, so only packed
+    # storage is right (Wave's demo kernel takes sizes only; with a padded B it reads the wrong rows)
+    packed = [x for x in ("a", "b", "c", "d") if x in roles and f"ld{x}" not in roles]
+    if packed:
+        leg["packed"] = packed
     for dim in ("m", "n", "k"):
         if dim not in roles and not (dim in leg["min"] and leg["min"][dim] == leg["max"].get(dim)):
             raise GfaError(f"{where}.args: no argument gives {dim} (SizeFree1/SizeFree0/SizeSum) and no predicate "
@@ -250,8 +255,32 @@ def _legality(config: Mapping[str, Any], args: list[dict], grid: list[str], op: 
     return {k: v for k, v in leg.items() if v != {}}
 
 
-def to_contract(kernel: GfaKernel) -> Contract:
-    """jitgemm's contract of a GFA kernel, checked against its code object's metadata."""
+def comparable(contract: Contract) -> dict:
+    """A contract without what a GFA round trip renames (argument names, the GFA semantic, the source path, the
+    gfa record itself), stride units made explicit: export -> import must give the same."""
+    import copy
+
+    data = copy.deepcopy(dict(contract.data))
+    data.pop("gfa", None)
+    data["identity"].pop("source", None)
+    for arg in data["abi"]["args"]:
+        arg.pop("name", None)
+        arg.pop("semantic", None)
+        if arg["role"].startswith(("ld", "stride_")):
+            arg.setdefault("unit", data["abi"]["strides_in"])
+        arg.setdefault("type", "i32")
+    data["abi"]["strides_in"] = "elements"
+    data["abi"]["args"].sort(key=lambda a: a["offset"])
+    # defaults said or left out are the same contract
+    data["operation"] = {k: v for k, v in data["operation"].items() if v not in (None, "none")}
+    data["features"] = {k: v for k, v in data["features"].items() if v not in (False, ["none"])}
+    return data
+
+
+def to_contract(kernel: GfaKernel, errata: bool = True) -> Contract:
+    """jitgemm's contract of a GFA kernel, checked against its code object's metadata; with `errata`, narrowed
+    where jitgemm found the record promises what the binary does not do (specs/gfa.yaml `errata`, each with its
+    evidence, listed in the contract's gfa.errata)."""
     config = kernel.config
     where = f"{kernel.path}: custom.config"
     for key in config:
@@ -325,6 +354,38 @@ def to_contract(kernel: GfaKernel) -> Contract:
                 "matrix_instruction": list(mi) if isinstance(mi, list) else [],
                 "kernarg_end": end},
     }
+    applied = []
+    if errata:     # what jitgemm found a demo kernel's record claims and its binary does not do (specs/gfa.yaml)
+        for fix in gfa_data().get("errata", {}).get(kernel.name, []):
+            for key, value in (fix.get("legality") or {}).items():
+                if isinstance(value, Mapping):
+                    merged = dict(data["legality"].get(key, {}))
+                    for dim, v in value.items():
+                        merged[dim] = math.lcm(merged.get(dim, 1), v) if key == "divisible" else v
+                    data["legality"][key] = merged
+                else:
+                    data["legality"][key] = value
+            data["features"].update(fix.get("features") or {})
+            applied.append(fix["why"])
+        if applied:
+            data["gfa"]["errata"] = applied
+    extra = (config.get("Source") or {}).get("jitgemm") if kernel.origin == "jitgemm" else None
+    if isinstance(extra, Mapping):     # what jitgemm's GFA writer kept beside the record (jitgemm/gfa/writer.py)
+        for key, value in (extra.get("legality") or {}).items():
+            data["legality"][key] = value
+        data["features"].update(extra.get("features") or {})
+        for arg in data["abi"]["args"]:
+            role = (extra.get("roles") or {}).get(arg["offset"])
+            if role is not None:
+                arg["role"] = role
+                arg["type"] = "ptr"
+                arg["size"] = 8
+        data["abi"]["args"] = [a for a in data["abi"]["args"]
+                               if not any(b is not a and b["offset"] < a["offset"] < b["offset"] + b["size"]
+                                          for b in data["abi"]["args"])]
+        data["identity"].update(extra.get("identity") or {})
+        if extra.get("tile"):
+            data["tile"] = dict(extra["tile"])
     if kernarg < end:
         raise GfaError(f"{where}.CustomKernel.args: the arguments end at byte {end}, beyond the kernel's "
                        f".kernarg_segment_size {kernarg}")

@@ -22,6 +22,7 @@ from typing import Any
 import yaml
 
 from jitgemm.isa.errors import IsaError
+from jitgemm.util.safe_yaml import load_yaml
 
 
 class GfaError(IsaError):
@@ -31,7 +32,7 @@ class GfaError(IsaError):
 @functools.cache
 def gfa_data() -> dict:
     """specs/gfa.yaml: what every GFA name means in jitgemm's contract."""
-    return yaml.safe_load(resources.files("jitgemm.specs").joinpath("gfa.yaml").read_text(encoding="utf-8"))
+    return load_yaml(resources.files("jitgemm.specs").joinpath("gfa.yaml").read_text(encoding="utf-8"))
 
 
 @dataclass
@@ -70,12 +71,6 @@ class GfaKernel:
 
         return codeobj.read(self.code).kernel(self.name).metadata
 
-    def contract(self):
-        """jitgemm's contract of this kernel (jitgemm.gfa.reader.to_contract)."""
-        from .reader import to_contract
-
-        return to_contract(self)
-
 
 # -- the .amdgpu_metadata YAML of a .s file -----------------------------------------------------------------
 _BLOCK = re.compile(r"^[ \t]*\.amdgpu_metadata\b.*?$(.*?)^[ \t]*\.end_amdgpu_metadata\b", re.M | re.S)
@@ -87,7 +82,7 @@ def _metadata_of_text(text: str, where: str) -> dict:
         raise GfaError(f"{where}: no .amdgpu_metadata block (a GFA kernel carries custom.config there)")
     body = m.group(1)
     try:
-        data = yaml.safe_load(body)
+        data = load_yaml(body)
     except yaml.YAMLError as exc:
         mark = getattr(exc, "problem_mark", None)
         line = text[:m.start(1)].count("\n") + (mark.line + 1 if mark else 1)
@@ -108,7 +103,7 @@ def _manifest(path: Path) -> dict:
     if not file.is_file():
         return {}
     try:
-        data = yaml.safe_load(file.read_text())
+        data = load_yaml(file.read_text())
     except yaml.YAMLError as exc:
         raise GfaError(f"{file}: not valid YAML: {exc}") from None
     return data if isinstance(data, dict) else {}
@@ -126,12 +121,34 @@ def _bool(value: Any, where: str) -> bool:
 
 
 # -- Tensile test / logic YAML -------------------------------------------------------------------------------
+def yaml_files(custom_yaml: str | Path | list) -> list[Path]:
+    """The Tensile test YAMLs named: a file, a folder of them (every *.yaml, e.g. Tensile/Tests/custom), or a
+    list of either."""
+    items = custom_yaml if isinstance(custom_yaml, list | tuple) else [custom_yaml]
+    out: list[Path] = []
+    for item in items:
+        p = Path(item)
+        out.extend(sorted(p.glob("*.yaml")) if p.is_dir() else [p])
+    return out
+
+
 def test_records(path: Path) -> list[dict]:
     """Every CustomKernel of a Tensile test YAML with the ProblemType and fork parameters around it:
     [{"name", "ProblemType", "params" (single-valued fork parameters, CustomKernel included), "sizes",
-    "arch"}]."""
+    "arch"}] (read once per file version: the hipKittens test YAMLs are 300 KB)."""
+    import copy
+
     try:
-        data = yaml.safe_load(path.read_text())
+        stat = path.stat()
+    except OSError as exc:
+        raise GfaError(f"{path}: cannot read the CustomKernel YAML: {exc.strerror or exc}") from None
+    return copy.deepcopy(_test_records(path, stat.st_mtime_ns, stat.st_size))
+
+
+@functools.lru_cache(maxsize=64)
+def _test_records(path: Path, _mtime: int, _size: int) -> list[dict]:
+    try:
+        data = load_yaml(path.read_text())
     except (OSError, yaml.YAMLError) as exc:
         raise GfaError(f"{path}: cannot read the CustomKernel YAML: {exc}") from None
     if not isinstance(data, dict) or not isinstance(data.get("BenchmarkProblems"), list):
@@ -205,13 +222,15 @@ def read_kernel(path: str | Path, *, custom_yaml: str | Path | None = None, arch
     manifest = _manifest(path)
     record = None
     if custom_yaml is not None:
-        records = test_records(Path(custom_yaml))
+        files = yaml_files(custom_yaml)
+        records = [r for f in files for r in test_records(f)]
         wanted = name or (config.get("CustomKernel") or {}).get("name") or (kernels[0] if len(kernels) == 1 else None)
         matches = [r for r in records if wanted is None or r["name"] in (wanted, path.stem)]
-        if not matches:
+        if not matches and len(files) == 1 and Path(custom_yaml).is_file():
             raise GfaError(f"{custom_yaml}: no CustomKernel named {wanted!r} (it names: "
                            f"{', '.join(str(r['name']) for r in records) or 'none'})")
-        record = matches[0]
+        record = matches[0] if matches else None
+    if record is not None:
         config.update(record["params"])   # the test YAML is merged on top of custom.config (README)
         config["ProblemType"] = {**(config.get("ProblemType") or {}), **(record["ProblemType"] or {})}
     target = arch or named_target or (manifest.get("Target") or {}).get("ISA") or (record or {}).get("arch")
@@ -257,13 +276,18 @@ def has_custom_config(path: Path) -> bool:
 def assembly_target(path: Path, text: str, custom_yaml: str | Path | None = None) -> str | None:
     """The target to assemble a `.s` for: None when it names one in `.amdgcn_target` (the assembler reads it),
     else the GFA target (manifest Target.ISA, the test YAML's ArchitectureName), else None."""
-    if _target_of_text(text) is not None or "custom.config" not in text and custom_yaml is None:
+    named = _target_of_text(text)
+    if named in gfa_data()["refused_targets"]:
+        raise GfaError(f"{path}: target {named} refused: {gfa_data()['refused_targets'][named]}")
+    if named is not None or "custom.config" not in text and custom_yaml is None:
         return None
     manifest = _manifest(path)
     target = (manifest.get("Target") or {}).get("ISA")
     if target is None and custom_yaml is not None:
-        records = test_records(Path(custom_yaml))
-        target = next((r["arch"] for r in records if r["arch"]), None)
+        names = {path.stem}
+        records = [r for f in yaml_files(custom_yaml) for r in test_records(f)]
+        target = next((r["arch"] for r in records if r["arch"] and (r["name"] in names or
+                                                                      Path(custom_yaml).is_file())), None)
     return str(target).split(":")[0] if target else None
 
 

@@ -4,7 +4,7 @@ so how many clocks each MFMA costs, from the kernel's own instructions and the t
 What an instruction is comes from the spec, never from its spelling: the MFMA functional subgroup, the
 encoding for LDS (`ENC_DS`) and scalar memory, the VMEM group for global/buffer memory, VALU and SALU groups;
 which wait counter a memory instruction counts on is the profile's `wait_counters` (as the emitter reads it,
-`codegen.asm_emit.EmitFacts`). Rates are the profile's `pipeline` section (with its sources there): one
+`isa.hazards.EmitFacts`). Rates are the profile's `pipeline` section (with its sources there): one
 instruction issues per pass (a pass is 4 clocks, the time a 16-lane SIMD takes to issue a wave64
 instruction); an MFMA holds the matrix pipe for its passes, the profile's `mfma.passes` table (the one source
 of MFMA timing, which strict emulation's hazard checks read too; multi-block and sparse MFMAs do not run at
@@ -24,12 +24,12 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from jitgemm.codegen.asm_emit import emit_facts
-from jitgemm.isa.decoder import Decoded, decode
+from jitgemm.isa.disasm.decoder import Decoded, decode
+from jitgemm.isa.hazards import emit_facts
 from jitgemm.isa.instruction import Counters
-from jitgemm.isa.model import Spec
 from jitgemm.isa.operand_syntax import split_suffix
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 CLASSES = ("mfma", "valu", "salu", "lds", "vmem", "smem", "branch", "wait")
 
@@ -147,7 +147,7 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
     """Issue the loop `iterations` times in order and time the steady state (see the module docstring);
     `latency` overrides the profile's result latencies per class (the timing model's fitted memory latency).
     With `iterations=1` it times straight-line code (a prologue or epilogue) issued once."""
-    from jitgemm.isa.printer import format_instruction
+    from jitgemm.isa.disasm.printer import format_instruction
 
     if not body:
         raise PipelineModelError("the kernel has no loop with an MFMA (no backward branch around one)")

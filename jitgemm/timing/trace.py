@@ -18,9 +18,9 @@ import hashlib
 import re
 from dataclasses import dataclass, field
 
-from jitgemm.isa.decoder import Decoded, decode
-from jitgemm.isa.model import Spec
-from jitgemm.isa.targets import TargetProfile
+from jitgemm.isa.disasm.decoder import Decoded, decode
+from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.spec.targets import TargetProfile
 
 from .pipeline import CLASSES, PipelineModelError, classify, mfma_passes, model_loop, rates, spec_instruction
 

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 import numpy as np
 import pytest
+from jitgemm.codegen.codeobj.launch import LaunchError
 
 from jitgemm.emu import MemoryFault, emulate
-from jitgemm.launch import LaunchError
-from tests.hand_kernel import assemble
+from tests.fixtures.hand_kernel import assemble
 
 # out-of-bounds store through a 64-bit VGPR address: A + distance + 4 * lane (A, B: two 1 KiB buffers; the
 # distance is a 64-bit kernel argument)

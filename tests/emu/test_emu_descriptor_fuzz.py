@@ -15,7 +15,7 @@ from jitgemm.codegen.codeobj.descriptor import BIT_FIELDS
 from jitgemm.codegen.codeobj.reader import read
 
 from jitgemm.cli import main
-from tests.hand_kernel import assemble
+from tests.fixtures.hand_kernel import assemble
 
 BODY = """
   s_load_dwordx2 s[4:5], s[0:1], 0x0

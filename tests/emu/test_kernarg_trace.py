@@ -9,7 +9,7 @@ import numpy as np
 from jitgemm.abi_proof import compare
 from jitgemm.contract import Contract
 from jitgemm.emu.kernarg_trace import KernargRead, kernarg_reads
-from tests.hand_kernel import kernel_source
+from tests.fixtures.hand_kernel import kernel_source
 
 BODY = """
   s_load_dwordx2 s[2:3], s[0:1], 0x0

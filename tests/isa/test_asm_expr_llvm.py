@@ -12,10 +12,10 @@ import re
 import subprocess
 
 import pytest
-from jitgemm.isa import asm_expr as X
+from jitgemm.isa.asm import expressions as X
 
+from tests.fixtures.oracles import require_tool
 from tests.isa.expr_fuzz import expression
-from tests.oracles import require_tool
 
 
 def llvm_fold(lines: list[str], tmp_path) -> list[int | None]:
@@ -79,8 +79,8 @@ def test_errors_instead_of_tracebacks():
 
 
 def test_set_and_operands_use_the_same_arithmetic(tmp_path):
-    from jitgemm.isa.asm_file import assemble_file
-    from jitgemm.isa.spec_sources import load_spec
+    from jitgemm.isa.asm.file import assemble_file
+    from jitgemm.isa.spec.sources import load_spec
 
     body = "".join(f".set x{i}, {e}\ns_mov_b32 s0, x{i}\ns_mov_b32 s1, {e}\n" for i, e in enumerate(
         ["-16>>60", "4611686018427387903 % 10", "1<<64", "-7 % 3", "~0x7 + 100", "(-1) >> 33"]))

@@ -10,9 +10,9 @@ from __future__ import annotations
 
 import pytest
 
-from tests.hand_kernel import llvm_link
-from tests.oracles import SHARED, require_shared
-from tests.test_asm_file import assert_same_code_object
+from tests.fixtures.asm_support import assert_same_code_object
+from tests.fixtures.hand_kernel import llvm_link
+from tests.fixtures.oracles import SHARED, require_shared
 
 CORPUS = SHARED / "gfa-corpus"
 KERNELS = ["aiter/_ZN5aiter24bf16gemm_bf16_tn_256x256E.s",

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 from jitgemm.isa.errors import SpecError
-from jitgemm.isa.xml_reader import read_xml
+from jitgemm.isa.spec.xml_reader import read_xml
 
 SUBSET = Path(__file__).resolve().parents[2] / "specs" / "amdgpu_isa_cdna3_subset.xml"
 

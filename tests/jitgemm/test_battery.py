@@ -10,8 +10,8 @@ import pytest
 from jitgemm.codegen.codeobj import read
 
 from jitgemm import agent_eval, agent_tools, battery
+from tests.fixtures.oracles import require_tool
 from tests.jitgemm.agents.cheats import CORRECT
-from tests.oracles import require_tool
 
 VADD_CASE = agent_eval.task("vector_add").case
 
@@ -92,7 +92,7 @@ def test_run_warns_about_constant_inputs_and_reports_max_error():
 
 
 def test_reachable_skips_data_after_a_branch():
-    from jitgemm.isa.assembler import assemble
+    from jitgemm.isa.asm.assembler import assemble
 
     from jitgemm import isa
     from jitgemm.emu.program import decode_kernel

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 from jitgemm.isa.errors import SpecError
-from jitgemm.isa.targets import device_for
+from jitgemm.isa.spec.targets import device_for
 
 from jitgemm import isa
 

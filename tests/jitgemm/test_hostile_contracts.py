@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from jitgemm.contract import Contract, ContractError, evaluate_formula
-from tests.test_contract import contract
+from tests.fixtures.contracts import contract
 
 # nine lines of "billion laughs": 9**9 strings once the aliases are expanded
 BOMB = 'a: &a ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]\n' + "".join(
@@ -87,13 +87,13 @@ def test_non_utf8_contract_bytes_are_refused():
 
 
 def test_one_bounded_yaml_loader_everywhere():
-    """Every YAML reader of the project goes through isa.safe_yaml (no yaml.load/safe_load left elsewhere,
+    """Every YAML reader of the project goes through util.safe_yaml (no yaml.load/safe_load left elsewhere,
     except package data the project ships)."""
     import re
     from pathlib import Path
 
     root = Path(__file__).resolve().parents[2]
-    allowed = {"jitgemm/contract.py", "isa/spec_release.py"}  # their own package data, via resources.files
+    allowed = {"jitgemm/contract.py", "isa/spec/release.py"}  # their own package data, via resources.files
     offenders = []
     for path in [*root.glob("jitgemm/**/*.py"), *root.glob("isa/**/*.py"), *root.glob("codegen/**/*.py")]:
         rel = path.relative_to(root).as_posix()
@@ -108,7 +108,7 @@ def test_one_bounded_yaml_loader_everywhere():
 
 def test_target_profile_bomb_is_a_spec_error():
     from jitgemm.isa.errors import SpecError
-    from jitgemm.isa.targets import parse_profile
+    from jitgemm.isa.spec.targets import parse_profile
 
     with pytest.raises(SpecError, match="nodes once aliases are expanded"):
         parse_profile(BOMB, "hostile.yaml")
@@ -128,11 +128,11 @@ def test_amdgpu_metadata_bomb_in_assembly_is_an_assembly_error():
 
 @pytest.fixture(scope="module")
 def foreign(tmp_path_factory):
-    from tests.hand_kernel import llvm_link
-    from tests.test_contract_foreign import CONTRACT, KERNEL, _metadata_args
+    from tests.fixtures.contracts import CONTRACT, KERNEL, metadata_args
+    from tests.fixtures.hand_kernel import llvm_link
 
     root = tmp_path_factory.mktemp("foreign-hostile")
-    _, co = llvm_link(root, KERNEL.replace("{args}", _metadata_args()))
+    _, co = llvm_link(root, KERNEL.replace("{args}", metadata_args()))
     return co, copy.deepcopy(CONTRACT)
 
 
@@ -172,7 +172,7 @@ def test_fifo_code_object_does_not_block(tmp_path, alarm):
 
 
 def test_read_bounded_judges_what_it_opened(tmp_path, alarm):
-    from jitgemm.isa.files import FileRefused, read_bounded, require_regular
+    from jitgemm.util.files import FileRefused, read_bounded, require_regular
 
     os.mkfifo(tmp_path / "fifo")
     for reader in (lambda p: read_bounded(p, 100), require_regular):

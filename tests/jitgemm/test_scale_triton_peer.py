@@ -10,7 +10,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 import jitgemm
 from jitgemm.api import launch, prepare
 from jitgemm.reference import check, operands, reference, scale_operands
-from tests.oracles import require_module
+from tests.fixtures.oracles import require_module
 
 
 @pytest.mark.parametrize("mode, dt, arch", [("block", "fp8", "gfx942"), ("rowcol", "int8", "gfx950"),

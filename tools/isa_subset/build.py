@@ -421,7 +421,7 @@ def _opcode(text: str, where: str) -> int:
     return int(m.group(1)) + int(m.group(2) or 0)
 
 
-# "amd" records where AMD's own file was checked for the entry (read by tests/test_cdna4_subset.py, not built).
+# "amd" records where AMD's own file was checked for the entry (read by tests/isa/test_cdna4_subset.py, not built).
 _ENTRY_KEYS = {"name", "op", "desc", "aliases", "flags", "extra", "skip", "group", "t", "amd"}
 
 

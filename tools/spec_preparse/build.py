@@ -2,9 +2,9 @@
 
 A source checkout ships these files, as the wheel does (setup.py writes them at build time), so the first
 compile of a fresh clone parses no XML. The loader never trusts them: each is sealed with the sha256 of its
-payload and names the sha256 of its XML (isa/spec_cache.py), so a stale or damaged file is ignored and the XML
+payload and names the sha256 of its XML (isa/spec/cache.py), so a stale or damaged file is ignored and the XML
 is parsed instead. Run this after changing a bundled XML (tools/isa_subset/build.py) or the XML reader;
-tests/test_cold_start.py fails while a committed file is stale.
+tests/jitgemm/test_cold_start.py fails while a committed file is stale.
 
     python3 tools/spec_preparse/build.py           # rewrite every stale specs/*.xml.parsed
     python3 tools/spec_preparse/build.py --check   # exit status 1 when one is stale (nothing written)
@@ -23,8 +23,8 @@ sys.path.insert(0, str(REPO))   # this tree's jitgemm (it finds isa/ beside itse
 
 def stale(xml: Path) -> bool:
     """Whether `xml`'s pre-parsed file is missing, damaged, for another XML, or not what the reader makes now."""
-    from jitgemm.isa.spec_cache import load_entry_at, pack_entry, preparsed_path
-    from jitgemm.isa.xml_reader import read_xml
+    from jitgemm.isa.spec.cache import load_entry_at, pack_entry, preparsed_path
+    from jitgemm.isa.spec.xml_reader import read_xml
 
     path = preparsed_path(xml)
     if load_entry_at(path, hashlib.sha256(xml.read_bytes()).hexdigest()) is None:
@@ -37,7 +37,7 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--check", action="store_true", help="only report stale files (exit status 1 if any)")
     ap.add_argument("--specs", type=Path, default=REPO / "specs", help="folder of the bundled spec XML files")
     args = ap.parse_args(argv)
-    from jitgemm.isa.spec_cache import write_preparsed
+    from jitgemm.isa.spec.cache import write_preparsed
 
     bad = [xml for xml in sorted(args.specs.glob("*.xml")) if stale(xml)]
     for xml in bad:

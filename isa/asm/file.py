@@ -1,0 +1,1162 @@
+"""Whole `.s` files -> an object description (sections, symbols, relocations, kernel blocks, metadata).
+
+This is the front end llvm-mc puts before its ELF writer: directives, sections, symbols and expressions,
+macros and repetition, conditionals and includes, the `.amdhsa_kernel` and `.amdgpu_metadata` blocks.
+Instructions go through the spec-driven parser and encoder (asm_parser, encoder); everything here follows
+LLVM MC's documented behaviour (AsmParser, ELFAsmParser, AMDGPUAsmParser; AMDGPUUsage "AMDGPU Assembler"),
+and where it is silent, GNU as.
+
+The result, an `AsmObject`, knows nothing about ELF: codegen/codeobj/relocatable.py writes it as a
+relocatable object (what `llvm-mc -filetype=obj` writes) and the project's linker makes it loadable.
+Kernel descriptors are left as 64 zero bytes plus the `.amdhsa_*` values, since computing them is the
+code-object layer's job (descriptor.py).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import NamedTuple
+
+from jitgemm.isa.asm_errors import AsmError
+from jitgemm.isa.instruction import Align, AsmInstruction, Data, Label, LabelDef, identifier_operand
+from jitgemm.isa.spec.forms import SpecForms, forms_of
+from jitgemm.isa.spec.model import Spec
+
+from . import expressions as X
+from .encoder import StatementError, encode_items
+from .fastpath import parse_line
+from .macros import (
+    AsmFileError,
+    Loc,
+    Macro,
+    bind_args,
+    blank_block_comments,
+    parse_macro_header,
+    split_args,
+    strip_comment,
+    substitute,
+)
+from .parser import Statement, locate, parse
+
+# Flags and types LLVM gives the sections it knows by name (ELFAsmParser / MCContext::getELFSection).
+_DEFAULT_SECTIONS = {".text": ("ax", "progbits"), ".data": ("aw", "progbits"), ".rodata": ("a", "progbits"),
+                     ".bss": ("aw", "nobits")}
+_DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".value": 2, ".long": 4, ".int": 4,
+               ".4byte": 4, ".quad": 8, ".8byte": 8}
+# Directives that only produce debug information or non-loaded sections llvm-mc derives itself (line
+# tables from .loc, call frame information from .cfi_*, .comment from .ident, the address-significance
+# table): accepted and not emitted, so the loaded image is unaffected.
+_DEBUG_ONLY = {".file", ".loc", ".ident", ".addrsig", ".addrsig_sym", ".loc_mark_labels", ".amdgpu_hsa_kernel"}
+_PLACEHOLDER = 0x12345678  # a literal no inline constant equals: a fixup's value is written over it
+_LABEL = re.compile(r"\s*([A-Za-z_.$][\w.$]*|\"[^\"]+\")\s*:(?![:\w])")
+_WORD = re.compile(r"\s*([A-Za-z_.$][\w.$@]*)")
+# Operands the instruction parser reads as they are (registers, numbers, `off`, counters, trailing modifiers):
+# no expression to evaluate unless one of their words is a .set symbol.
+_SIMPLE_OPERAND = re.compile(r"\s*-?\|?(?:[A-Za-z_]\w*(?:\[\d+(?::\d+)?\])?|-?(?:0x[0-9a-fA-F]+|\d+(?:\.\d+)?"
+                             r"(?:[eE][-+]?\d+)?))\|?(?:\s+[A-Za-z_]\w*(?:\(\d+\))?(?::\S+)?)*\s*$")
+_SKIP_PREFIXES = frozenset({"\t.loc", "\t.cfi", " .loc", " .cfi", ".loc ", ".loc\t", ".cfi_"})
+_SKIP_LINE = re.compile(r"\s*\.(?:loc|cfi_[a-z_]+)\b")
+_MNEMONIC_REST = re.compile(r"(\s*\S+)(\s*)(.*)$")
+_ASSIGN = re.compile(r"\s*=(?!=)(.*)$")
+_OPERAND = (r"(?>-?\|?(?>[A-Za-z_]\w*+(?:\(\d++\)(?:\s*+&?\s*+[A-Za-z_]\w*+\(\d++\))*+|\[\d++(?::\d++)?\])?"
+            r"|-?(?>0x[0-9a-fA-F]++|\d++(?:\.\d++)?(?:[eE][-+]?\d++)?))\|?)")
+# An instruction whose operands are all plain (registers, numbers, counters such as vmcnt(0)), then flag or
+# key:value modifiers: nothing for the expression evaluator (atomic groups: this runs on every line).
+_SIMPLE_INSTRUCTION = re.compile(rf"\s*+[A-Za-z_]\w*+(?:\s++{_OPERAND}(?:\s*+,\s*+{_OPERAND})*+)?"
+                                 r"(?:\s++[A-Za-z_]\w*+(?::[\w\[\],.-]++)?)*+\s*+$")
+# A line that starts with a mnemonic-like word (not a directive, not a label); assignments are told by '='.
+_PLAIN_INSTRUCTION = re.compile(r"\s*([a-z_][a-z0-9_]*)(?:\s|$)")
+_WORDS = re.compile(r"[A-Za-z_.$][\w.$]*")
+_TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
+
+
+@dataclass
+class Section:
+    """One output section: its flags as ELF letters (`ax`, `a`, `aw`, ...), its type and contents."""
+
+    name: str
+    flags: str
+    type: str  # progbits, nobits, note
+    entsize: int = 0
+    data: bytes = b""
+    size: int = 0
+    align: int = 1
+    items: list = field(default_factory=list, repr=False)
+    places: list = field(default_factory=list, repr=False)  # per item (Loc, statement or None, text)
+
+
+@dataclass
+class Symbol:
+    name: str
+    section: str | None = None  # None: undefined or absolute
+    value: int = 0
+    size: int = 0
+    type: str = "notype"  # notype, function, object, section
+    binding: str = "local"  # local, global, weak
+    visibility: str = "default"  # default, protected, hidden, internal
+    absolute: bool = False
+    defined: bool = False
+
+
+@dataclass(frozen=True)
+class Relocation:
+    section: str
+    offset: int
+    type: str  # AMDGPUUsage name without R_AMDGPU_: ABS32, ABS64, REL32_LO, ...
+    symbol: str  # a symbol name, or a section name when `section_symbol`
+    addend: int
+    section_symbol: bool = False
+
+
+@dataclass
+class KernelBlock:
+    """An `.amdhsa_kernel NAME` block: the descriptor's place and the values given, each with its line."""
+
+    name: str
+    section: str
+    offset: int
+    loc: Loc
+    values: dict[str, int] = field(default_factory=dict)
+    places: dict[str, Loc] = field(default_factory=dict)
+
+
+class Listed(NamedTuple):
+    """One assembled instruction, for `--show-encoding` and for tools: where it is and where it came from."""
+
+    section: str
+    offset: int
+    size: int
+    loc: Loc
+    instruction: AsmInstruction
+
+
+@dataclass
+class AsmObject:
+    """Everything an ELF writer needs from one assembly file."""
+
+    file: str
+    target: str | None = None  # the .amdgcn_target string, Triton's spelling normalized
+    code_object_version: int | None = None
+    sections: dict[str, Section] = field(default_factory=dict)
+    symbols: dict[str, Symbol] = field(default_factory=dict)
+    relocations: list[Relocation] = field(default_factory=list)
+    kernels: list[KernelBlock] = field(default_factory=list)
+    metadata: str | None = None  # the .amdgpu_metadata YAML text
+    metadata_loc: Loc | None = None
+    listing: list[Listed] = field(default_factory=list)
+    labels: list[tuple[str, str, int]] = field(default_factory=list)  # (name, section, offset), .L ones too
+
+
+def normalize_target(text: str) -> str:
+    """A target id as llvm-mc accepts it; Triton 3.9's `amdgpu9.42-amd-amdhsa-unknown-gfx942` spelling becomes
+    `amdgcn-amd-amdhsa--gfx942` (the processor and features it names)."""
+    m = _TRITON_TARGET.fullmatch(text.strip())
+    if m:
+        return f"amdgcn-amd-amdhsa--{m.group(3)}{m.group(4)}"
+    return text.strip()
+
+
+@dataclass
+class _Fixup:
+    section: str
+    index: int  # item index in the section
+    width: int
+    node: X.Node
+    loc: Loc
+    col: int
+    literal: bool  # in an instruction's literal dword (the last 4 bytes of the instruction)
+    dot: str | None = None
+
+
+@dataclass
+class _Collect:
+    kind: str  # macro, rept, irp, irpc
+    header: str
+    loc: Loc
+    depth: int = 0
+    lines: list = field(default_factory=list)
+
+
+_OPENERS = (".macro", ".rept", ".irp", ".irpc")
+_CLOSERS = {".endm": ".macro", ".endmacro": ".macro", ".endr": None}
+
+
+_GPR_COUNTERS = {"v": ".amdgcn.next_free_vgpr", "s": ".amdgcn.next_free_sgpr"}
+
+
+class _FileAssembler:
+    def __init__(self, forms: SpecForms, file: str, read: Callable[[Path], str]) -> None:
+        self.forms = forms
+        self.obj = AsmObject(file)
+        self.read = read
+        self.sources: list[Iterator[tuple[str, Loc]]] = []
+        self.section = ""
+        self.section_stack: list[tuple[str, str]] = []
+        self.previous = ""
+        self.macros: dict[str, Macro] = {}
+        self.macro_count = 0
+        self.depth = 0
+        self.conds: list[list[bool]] = []  # [active, taken, parent_active]
+        self.cond_locs: list[Loc] = []
+        self.collect: _Collect | None = None
+        self.kernel: KernelBlock | None = None
+        self.meta: list[str] | None = None
+        self.sets: dict[str, X.Value | X.Node] = {}
+        self.set_locs: dict[str, Loc] = {}
+        self.labels: dict[str, tuple[str, Loc]] = {}
+        self.fixups: list[_Fixup] = []
+        self.attrs: dict[str, dict] = {}
+        self.order: dict[str, None] = {}  # symbols in the order they were first named (llvm-mc's table order)
+        self.sizes: list[tuple[str, X.Node, Loc]] = []
+        self.dots = 0
+        self.ended = False
+        # llvm-mc (AMDGPUAsmParser::initializeGprCountSymbol / updateGprCountSymbols, LLVM 22) defines these two
+        # symbols at 0 for an HSA target and raises them past every v/s register an instruction names, so
+        # `.amdhsa_next_free_sgpr .amdgcn.next_free_sgpr` counts the registers used so far
+        self.sets.update({name: X.Value(0) for name in _GPR_COUNTERS.values()})
+        self.switch(".text", loc=None)
+
+    # -- sources
+    def push_text(self, text: str, file: str, parent: Loc | None = None) -> None:
+        lines = blank_block_comments(text).split("\n")
+        raw = text.split("\n")
+        self.sources.append((line, Loc(file, i, raw[i - 1] if i <= len(raw) else line, parent))
+                            for i, line in enumerate(lines, 1))
+
+    def run(self) -> None:
+        while self.sources and not self.ended:
+            try:
+                text, loc = next(self.sources[-1])
+            except StopIteration:
+                self.sources.pop()
+                continue
+            self.line(text, loc)
+        if self.collect is not None:
+            raise AsmFileError(f"no matching '.end{'m' if self.collect.kind == 'macro' else 'r'}' for "
+                               f"'.{self.collect.kind}'", self.collect.loc, 1)
+        if self.conds:
+            raise AsmFileError("unmatched .if (no .endif before the end of the file)", self.cond_locs[-1], 1)
+        if self.kernel is not None:
+            raise AsmFileError(".amdhsa_kernel block is not closed by .end_amdhsa_kernel", self.kernel.loc, 1)
+        if self.meta is not None:
+            raise AsmFileError(".amdgpu_metadata block is not closed by .end_amdgpu_metadata",
+                               self.obj.metadata_loc or self._eof_loc(), 1)
+
+    def _eof_loc(self) -> Loc:
+        return Loc(self.obj.file, 0, "")
+
+    # -- one line
+    def line(self, raw: str, loc: Loc) -> None:
+        if self.meta is not None:
+            if re.match(r"\s*\.end_amdgpu_metadata\b", raw):
+                self.obj.metadata = "\n".join(self.meta)
+                self.meta = None
+            else:
+                self.meta.append(raw)
+            return
+        text = strip_comment(raw)
+        if self.collect is None and not self.conds and self.kernel is None:
+            if text[:5] in _SKIP_PREFIXES and _SKIP_LINE.match(text):
+                return  # debug-only directives (.loc, .cfi_*), the bulk of compiler output
+            m = _PLAIN_INSTRUCTION.match(text)  # the common line: an instruction, no label, no macro
+            if m and m.group(1) not in self.macros and "=" not in text and ":" not in text[:m.end()]:
+                self.instruction(text, loc, m.start(1) + 1)
+                return
+        if self.collect is not None:
+            self.collect_line(text, raw, loc)
+            return
+        word_m = _WORD.match(text)
+        word = word_m.group(1).lower() if word_m else ""
+        if self.conds and not self.conds[-1][0]:
+            if word.startswith(".if"):
+                self.conds.append([False, True, False])
+                self.cond_locs.append(loc)
+            elif word in (".else", ".elseif", ".endif", ".endc"):
+                self.conditional(word, text[word_m.end():], loc, word_m.start(1) + 1)
+            return
+        if self.kernel is not None:
+            self.kernel_line(word, text, word_m, loc)
+            return
+        pos = 0
+        while True:  # labels
+            m = _LABEL.match(text, pos)
+            if not m:
+                break
+            name = m.group(1).strip('"')
+            self.define_label(name, loc, m.start(1) + 1)
+            pos = m.end()
+        if pos:
+            text = " " * pos + text[pos:]
+            word_m = _WORD.match(text)
+            word = word_m.group(1).lower() if word_m else ""
+        if not text.strip():
+            return
+        if word_m is None:
+            col = len(text) - len(text.lstrip()) + 1
+            raise AsmFileError("unexpected token at start of statement", loc, col)
+        col = word_m.start(1) + 1
+        rest = text[word_m.end():]
+        name = word_m.group(1)
+        if name.lower() in self.macros or name in self.macros:
+            self.expand_macro(self.macros.get(name) or self.macros[name.lower()], rest, loc)
+            return
+        m = _ASSIGN.match(rest) if "=" in rest else None
+        if m:
+            self.do_set(name, m.group(1), loc, col)
+            return
+        if word.startswith("."):
+            handler = _DIRECTIVES.get(word)
+            if handler is not None:
+                handler(self, word, rest, loc, col)
+                return
+            if word.startswith(".cfi_") or word in _DEBUG_ONLY:
+                return
+            if word.startswith(".amdhsa_"):
+                raise AsmFileError(f"{word} is only valid inside an .amdhsa_kernel block", loc, col)
+            raise AsmFileError(f"unknown directive {word}", loc, col)
+        self.instruction(text, loc, col)
+
+    # -- macro and repetition bodies
+    def collect_line(self, text: str, raw: str, loc: Loc) -> None:
+        c = self.collect
+        assert c is not None
+        m = _WORD.match(text)
+        word = m.group(1).lower() if m else ""
+        if word in _OPENERS:
+            c.depth += 1
+        elif word in _CLOSERS or word == ".endr":
+            if c.depth == 0:
+                want_macro = c.kind == "macro"
+                if (word == ".endr") == want_macro:
+                    raise AsmFileError(f"unexpected {word} inside .{c.kind}", loc, m.start(1) + 1)
+                self.collect = None
+                self.finish_collect(c)
+                return
+            c.depth -= 1
+        c.lines.append((raw, loc))
+
+    def finish_collect(self, c: _Collect) -> None:
+        if c.kind == "macro":
+            name, params = parse_macro_header(c.header, c.loc)
+            self.macros[name] = Macro(name, params, c.lines, c.loc)
+            return
+        if c.kind == "rept":
+            count = self.absolute(c.header, c.loc, c.loc.text.find(c.header.strip()) + 1, ".rept count")
+            if not 0 <= count <= 1 << 20:
+                raise AsmFileError(f".rept count {count} must be in 0..{1 << 20}", c.loc, 1)
+            self.push_lines([(line, loc) for _ in range(count) for line, loc in c.lines], None)
+            return
+        args = split_args(c.header)
+        if not args or not re.fullmatch(r"[A-Za-z_.$][\w.$]*", args[0]):
+            raise AsmFileError(f"expected a parameter name after .{c.kind}", c.loc, 1)
+        param = args[0]
+        if c.kind == "irp":
+            values = args[1:]
+        else:
+            values = list("".join(args[1:]).strip())
+        expanded = []
+        for value in values:
+            expanded += [(substitute(line, {param: value}, None), loc) for line, loc in c.lines]
+        self.push_lines(expanded, None)
+
+    def push_lines(self, lines: list[tuple[str, Loc]], parent: Loc | None) -> None:
+        if parent is not None:
+            lines = [(t, Loc(loc.file, loc.line, t, parent)) for t, loc in lines]
+        self.sources.append(iter(lines))
+
+    def expand_macro(self, macro: Macro, rest: str, loc: Loc) -> None:
+        self.depth = sum(1 for _ in _chain(loc))
+        if self.depth > 64:
+            raise AsmFileError(f"macros cannot be nested more than 64 levels deep (expanding '{macro.name}')",
+                               loc, 1)
+        values = bind_args(macro, rest, loc)
+        counter = self.macro_count
+        self.macro_count += 1
+        self.push_lines([(substitute(line, values, counter), bloc) for line, bloc in macro.body], loc)
+
+    # -- conditionals
+    def conditional(self, word: str, rest: str, loc: Loc, col: int) -> None:
+        if word in (".else", ".elseif", ".endif", ".endc"):
+            if not self.conds:
+                raise AsmFileError(f"unexpected {word} (no .if before it)", loc, col)
+            top = self.conds[-1]
+            if word in (".endif", ".endc"):
+                self.conds.pop()
+                self.cond_locs.pop()
+            elif word == ".else":
+                top[0] = top[2] and not top[1]
+                top[1] = True
+            else:
+                if top[2] and not top[1]:
+                    ok = bool(self.absolute(rest, loc, col + len(word), ".elseif condition"))
+                    top[0], top[1] = ok, ok
+                else:
+                    top[0] = False
+            return
+        parent = not self.conds or self.conds[-1][0]
+        arg = rest.strip()
+        if word in (".ifdef", ".ifndef", ".ifnotdef"):
+            defined = arg in self.sets or arg in self.labels
+            ok = defined if word == ".ifdef" else not defined
+        elif word in (".ifb", ".ifnb"):
+            ok = (arg == "") == (word == ".ifb")
+        elif word in (".ifc", ".ifnc"):
+            parts = split_args(arg)
+            if len(parts) != 2:
+                raise AsmFileError(f"{word} takes two strings separated by a comma", loc, col)
+            same = parts[0].strip("'\"") == parts[1].strip("'\"")
+            ok = same if word == ".ifc" else not same
+        else:
+            value = self.absolute(rest, loc, col + len(word), f"{word} condition")
+            tests = {".if": value != 0, ".ifne": value != 0, ".ifeq": value == 0, ".ifgt": value > 0,
+                     ".ifge": value >= 0, ".iflt": value < 0, ".ifle": value <= 0}
+            if word not in tests:
+                raise AsmFileError(f"unknown directive {word}", loc, col)
+            ok = tests[word]
+        self.conds.append([parent and ok, ok, parent])
+        self.cond_locs.append(loc)
+
+    # -- symbols and expressions
+    def lookup_now(self, name: str) -> X.Value | None:
+        v = self.sets.get(name)
+        if isinstance(v, X.Value):
+            return v
+        if v is not None:
+            return X.evaluate(v, self.lookup_now)
+        return None
+
+    def absolute(self, text: str, loc: Loc, col: int, what: str) -> int:
+        try:
+            node = X.parse_expr(text)
+            v = X.evaluate(node, self.lookup_now)
+        except X.ExprSyntaxError as exc:
+            raise AsmFileError(f"{what}: {exc}", loc, col + exc.col) from None
+        except X.ExprValueError as exc:
+            raise AsmFileError(f"{what}: {exc}", loc, col) from None
+        if not v.absolute:
+            raise AsmFileError(f"{what} must be an absolute expression (known constants), but it uses "
+                               f"{v.symbol or v.minus!r}", loc, col)
+        return v.const
+
+    def define_label(self, name: str, loc: Loc, col: int) -> None:
+        if name in self.labels or name in self.sets:
+            raise AsmFileError(f"invalid symbol redefinition of {name!r}", loc, col)
+        self.labels[name] = (self.section, loc)
+        self.order.setdefault(name, None)
+        self.emit(LabelDef(name), loc)
+
+    def do_set(self, name: str, text: str, loc: Loc, col: int) -> None:
+        name = name.strip().strip('"')
+        if name in self.labels:
+            raise AsmFileError(f"invalid symbol redefinition of {name!r} (it is a label)", loc, col)
+        at = loc.text.find(text) if text else -1
+        expr_col = at + 1 if at >= 0 else col
+        try:
+            node = X.parse_expr(text)
+        except X.ExprSyntaxError as exc:
+            raise AsmFileError(f"invalid expression for {name}: {exc}", loc, expr_col + exc.col) from None
+        if isinstance(node, X.Dot) or any(isinstance(n, X.Dot) for n in _walk(node)):
+            node = X.Sym(self.dot_label(loc))
+        try:
+            value = X.evaluate(node, self.lookup_now)
+            self.sets[name] = value if value.absolute else node
+        except X.ExprValueError:
+            self.sets[name] = node
+        self.set_locs[name] = loc
+        self.order.setdefault(name, None)
+
+    def dot_label(self, loc: Loc) -> str:
+        name = f".Ljitgemm.dot.{self.dots}"
+        self.dots += 1
+        self.labels[name] = (self.section, loc)
+        self.emit(LabelDef(name), loc)
+        return name
+
+    def attr(self, name: str) -> dict:
+        self.order.setdefault(name, None)
+        return self.attrs.setdefault(name, {})
+
+    # -- sections
+    def switch(self, name: str, loc: Loc | None, flags: str | None = None, kind: str | None = None,
+               entsize: int = 0) -> None:
+        sections = self.obj.sections
+        if name not in sections:
+            base = next((v for k, v in _DEFAULT_SECTIONS.items() if name == k or name.startswith(k + ".")), None)
+            if flags is None:
+                flags = base[0] if base else ""
+            if kind is None:
+                kind = base[1] if base else ("note" if name.startswith(".note") else "progbits")
+            sections[name] = Section(name, flags, kind, entsize)
+        self.previous, self.section = self.section, name
+
+    def emit(self, item, loc: Loc, statement=None, text: str = "") -> int:
+        sec = self.obj.sections[self.section]
+        sec.items.append(item)
+        sec.places.append((loc, statement, text))
+        return len(sec.items) - 1
+
+    # -- instructions
+    def instruction(self, text: str, loc: Loc, col: int) -> None:
+        sec = self.obj.sections[self.section]
+        if sec.type == "nobits":
+            raise AsmFileError(f"instruction in section {self.section}, which holds no data (nobits)", loc, col)
+        text, fixups = self.operand_expressions(text, loc)
+        fast = parse_line(text)  # the parser's fast path for one line (what parse() tries first)
+        if fast is not None and not fast[0] and fast[1] is not None:
+            self.count_registers(fast[1])
+            index = self.emit(fast[1], loc, Statement("instruction", loc.line, col, fast[1]), text)
+            for node, fcol in fixups:
+                self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+            return
+        try:
+            statements = parse(text, loc.file)
+        except AsmError as exc:
+            raise AsmFileError(exc.reason, loc, exc.col or col) from None
+        for st in statements:
+            if st.kind != "instruction":
+                raise AsmFileError("expected one instruction", loc, st.col)
+            self.count_registers(st.instruction)
+            index = self.emit(st.instruction, loc, st, text)
+            for node, fcol in fixups:
+                self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+
+    def count_registers(self, inst: AsmInstruction) -> None:
+        """Raise `.amdgcn.next_free_{v,s}gpr` past the v/s registers `inst` names (see __init__)."""
+        for op in inst.operands:
+            reg = getattr(op, "operand", op)
+            name = _GPR_COUNTERS.get(getattr(reg, "kind", ""))
+            if name is not None:
+                old = self.sets.get(name)
+                top = reg.index + reg.count
+                if isinstance(old, X.Value) and old.absolute and old.const < top:
+                    self.sets[name] = X.Value(top)
+
+    def operand_expressions(self, text: str, loc: Loc) -> tuple[str, list[tuple[X.Node, int]]]:
+        """The instruction text with each operand that is an expression replaced: by its value when that is
+        known now, else by a placeholder literal with a fixup (a label difference, `sym@rel32@lo+4`), as
+        llvm-mc encodes a non-constant operand as a 32-bit literal with a fixup."""
+        if _SIMPLE_INSTRUCTION.match(text) and (not self.sets or self.sets.keys().isdisjoint(_WORDS.findall(text))):
+            return text, []
+        m = _MNEMONIC_REST.match(text)
+        if not m or not m.group(3):
+            return text, []
+        start = m.end(2)
+        body = m.group(3)
+        parts = _split_with_offsets(body)
+        out = text
+        fixups = []
+        shift = 0
+        sets = self.sets
+        named = bool(sets) and not sets.keys().isdisjoint(_WORDS.findall(body))  # a .set symbol is used
+        for i, (part, off) in enumerate(parts):
+            if _SIMPLE_OPERAND.match(part) and not (named and not sets.keys().isdisjoint(_WORDS.findall(part))):
+                continue
+            last = i == len(parts) - 1
+            lead = len(part) - len(part.lstrip())
+            try:
+                node, end = X.parse_prefix(part)
+            except X.ExprSyntaxError:
+                continue
+            rest = part[end:]
+            if rest.strip() and (not last or not rest[:1].isspace()):
+                continue
+            if not self.is_expression(node):
+                continue
+            try:
+                value = X.evaluate(node, self.lookup_now)
+            except X.ExprValueError as exc:
+                raise AsmFileError(str(exc), loc, start + off + lead + 1) from None
+            if value.absolute:
+                replacement = str(value.const)
+            else:
+                replacement = hex(_PLACEHOLDER)
+                fixups.append((node, start + off + lead + 1))
+            expr_text = part[lead:end].rstrip()
+            replacement = replacement.ljust(len(expr_text))
+            a = start + off + lead + shift
+            out = out[:a] + replacement + out[a + len(expr_text):]
+            shift += len(replacement) - len(expr_text)
+        return out, fixups
+
+    def is_expression(self, node: X.Node) -> bool:
+        syms = X.symbols_of(node)
+        for name in syms:
+            op = identifier_operand(name)
+            if type(op) is not Label:
+                return False  # a register or `off`: an operand the instruction parser reads
+        if isinstance(node, X.Num):
+            return False
+        if isinstance(node, X.Sym):
+            return node.specifier is not None or node.name in self.sets
+        if isinstance(node, X.Unary) and isinstance(node.arg, X.Num) and node.op == "-":
+            return False
+        if not syms and not any(isinstance(n, X.Binary | X.Call) for n in _walk(node)):
+            return False
+        return True
+
+    # -- end of file: layout, fixups, symbols
+    def finish(self) -> AsmObject:
+        obj = self.obj
+        positions: dict[str, tuple[str, int]] = {}
+        offsets: dict[str, tuple[int, ...]] = {}
+        for sec in obj.sections.values():
+            if sec.type == "nobits":
+                pos = 0
+                for item, (loc, _st, _t) in zip(sec.items, sec.places, strict=True):
+                    if isinstance(item, LabelDef):
+                        positions[item.name] = (sec.name, pos)
+                    elif isinstance(item, Align):
+                        gap = -pos % item.boundary
+                        pos += gap if item.max_skip is None or gap <= item.max_skip else 0
+                    elif isinstance(item, Data):
+                        pos += len(item.words) * item.width
+                    else:
+                        raise AsmFileError(f"section {sec.name} holds no data (nobits)", loc, 1)
+                sec.size = pos
+                continue
+            try:
+                result = encode_items(sec.items, self.forms)
+            except StatementError as exc:
+                loc, st, text = sec.places[exc.index]
+                col = 1
+                if st is not None:
+                    from .assembler import _place
+                    col = _place(locate(st, text, loc.file), exc.error)
+                raise AsmFileError(exc.error.reason, loc, col) from None
+            sec.data = result.code
+            sec.size = len(result.code)
+            offsets[sec.name] = result.offsets
+            for name, off in result.symbols.items():
+                positions[name] = (sec.name, off)
+            ends = list(result.offsets[1:]) + ([len(result.code)] if result.offsets else [])
+            listing = obj.listing
+            name = sec.name
+            align = sec.align
+            for item, place, off, end in zip(sec.items, sec.places, result.offsets, ends, strict=True):
+                t = type(item)
+                if t is AsmInstruction:
+                    listing.append(Listed(name, off, end - off, place[0], item))
+                    if align < 4:
+                        align = 4  # a section holding instructions is at least dword aligned, as llvm-mc makes it
+                elif t is Align and item.boundary > align:
+                    align = item.boundary
+            sec.align = align
+        for sec in obj.sections.values():
+            if sec.type == "nobits":
+                sec.align = max([sec.align, *(i.boundary for i in sec.items if type(i) is Align)])
+            sec.items = []
+        for name in obj.sections:  # a section's name is a symbol for its start (`.long .debug_abbrev`)
+            positions.setdefault(name, (name, 0))
+        self.positions = positions
+        obj.labels = [(n, *positions[n]) for n in self.labels if n in positions and not n.startswith(".Ljitgemm.")]
+        data = {name: bytearray(sec.data) for name, sec in obj.sections.items()}
+        for fx in self.fixups:
+            sec = obj.sections[fx.section]
+            start = offsets[fx.section][fx.index]
+            if fx.literal:
+                end = offsets[fx.section][fx.index + 1] if fx.index + 1 < len(offsets[fx.section]) else sec.size
+                if end - start < 8:
+                    raise AsmFileError("this operand needs a 32-bit literal, which the instruction's encoding does "
+                                       "not have", fx.loc, fx.col)
+                at = end - 4
+            else:
+                at = start
+            self.apply(fx, at, data[fx.section])
+        for name, sec in obj.sections.items():
+            sec.data = bytes(data[name])
+        self.symbols()
+        return obj
+
+    def resolve(self, name: str, seen: frozenset = frozenset()) -> X.Value | None:
+        """A symbol's final value: labels stay symbolic (their position is looked up by `place`)."""
+        if name in self.labels:
+            return X.Value(0, name)
+        v = self.sets.get(name)
+        if v is None:
+            return None
+        if isinstance(v, X.Value):
+            return v
+        if name in seen:
+            raise X.ExprValueError(f"symbol {name!r} is defined in terms of itself")
+        return X.evaluate(v, lambda n: self.resolve(n, seen | {name}))
+
+    def final(self, node: X.Node, loc: Loc, col: int) -> X.Value:
+        try:
+            v = X.evaluate(node, self.resolve)
+        except X.ExprValueError as exc:
+            raise AsmFileError(str(exc), loc, col) from None
+        if v.minus is not None:  # a difference of labels: constant when both lie in one section
+            a, b = self.positions.get(v.symbol or ""), self.positions.get(v.minus)
+            if v.symbol is None or a is None or b is None or a[0] != b[0]:
+                raise AsmFileError(f"cannot represent {v.symbol} - {v.minus} (the symbols must be labels of "
+                                   "one section)", loc, col)
+            v = X.Value(v.const + a[1] - b[1], specifier=v.specifier)
+        return v
+
+    def apply(self, fx: _Fixup, at: int, buf: bytearray) -> None:
+        v = self.final(fx.node, fx.loc, fx.col)
+        width = fx.width
+        if v.symbol is None:
+            if v.specifier:
+                raise AsmFileError(f"@{v.specifier} needs a symbol", fx.loc, fx.col)
+            value = v.const
+            if not -(1 << (8 * width - 1)) <= value < (1 << (8 * width)):
+                raise AsmFileError(f"value {value} does not fit in {width} byte(s)", fx.loc, fx.col)
+            buf[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+            return
+        spec = v.specifier
+        kinds = {None: {4: "ABS32", 8: "ABS64"}, "abs32@lo": {4: "ABS32_LO"}, "abs32@hi": {4: "ABS32_HI"},
+                 "abs64": {8: "ABS64"}, "rel32@lo": {4: "REL32_LO"}, "rel32@hi": {4: "REL32_HI"},
+                 "rel32": {4: "REL32"}, "rel64": {8: "REL64"}, "gotpcrel": {4: "GOTPCREL"},
+                 "gotpcrel32@lo": {4: "GOTPCREL32_LO"}, "gotpcrel32@hi": {4: "GOTPCREL32_HI"}}[spec]
+        if width not in kinds:
+            raise AsmFileError(f"{'@' + spec if spec else 'an address'} cannot be stored in {width} byte(s)",
+                               fx.loc, fx.col)
+        kind = kinds[width]
+        where = self.positions.get(v.symbol)
+        binding = self.attrs.get(v.symbol, {}).get("binding", "local")
+        if kind.startswith("REL") and where is not None and where[0] == fx.section and binding == "local":
+            delta = where[1] + v.const - at  # PC-relative to a local label of this section: resolved here
+            value = delta >> 32 if kind == "REL32_HI" else delta
+            buf[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+            return
+        buf[at:at + width] = bytes(width)  # RELA: the addend is in the relocation, the field is zero
+        if where is not None and binding == "local" and not kind.startswith("GOT"):
+            self.obj.relocations.append(Relocation(fx.section, at, kind, where[0], where[1] + v.const, True))
+        else:
+            self.obj.relocations.append(Relocation(fx.section, at, kind, v.symbol, v.const))
+            self.attr(v.symbol).setdefault("referenced", True)
+
+    def symbols(self) -> None:
+        obj = self.obj
+        aliases: dict[str, str] = {}  # .set symbol -> the label it is relative to
+        for name, (sec, off) in self.positions.items():
+            if name.startswith(".L") and name not in self.attrs or name in obj.sections and name not in self.labels:
+                continue
+            obj.symbols[name] = Symbol(name, sec, off, defined=True)
+        for name in self.sets:
+            if name.startswith(".L") or name not in self.set_locs:  # the GPR counters llvm-mc made itself
+                continue
+            loc = self.set_locs[name]
+            v = self.final(self.sets[name] if isinstance(self.sets[name], X.Node | X.Num) else X.Num(0), loc, 1) \
+                if not isinstance(self.sets[name], X.Value) else self.sets[name]
+            if v.absolute:
+                obj.symbols[name] = Symbol(name, None, v.const & (2**64 - 1), absolute=True, defined=True)
+            elif v.symbol in self.positions:
+                sec, off = self.positions[v.symbol]
+                obj.symbols[name] = Symbol(name, sec, off + v.const, defined=True)
+                aliases[name] = v.symbol
+        for name, attrs in self.attrs.items():
+            sym = obj.symbols.get(name)
+            if sym is None:
+                if name in self.positions:  # a .L label given attributes
+                    sec, off = self.positions[name]
+                    sym = obj.symbols[name] = Symbol(name, sec, off, defined=True)
+                else:
+                    sym = obj.symbols[name] = Symbol(name, binding="global")
+            sym.binding = attrs.get("binding", sym.binding)
+            sym.type = attrs.get("type", sym.type)
+            sym.visibility = attrs.get("visibility", sym.visibility)
+        for name, node, loc in self.sizes:
+            v = self.final(node, loc, 1)
+            if not v.absolute:
+                raise AsmFileError(f".size of {name} must be a constant (e.g. .Lend-{name})", loc, 1)
+            if name in obj.symbols:
+                obj.symbols[name].size = v.const
+        sized = {name for name, _n, _l in self.sizes}
+        for name, base in aliases.items():  # an alias without .size has its base's (ELFObjectWriter)
+            if name not in sized and base in obj.symbols:
+                obj.symbols[name].size = obj.symbols[base].size
+        rank = {name: i for i, name in enumerate(self.order)}
+        obj.symbols = dict(sorted(obj.symbols.items(), key=lambda kv: rank.get(kv[0], len(rank))))
+        for k in obj.kernels:
+            k.offset = self.positions[k.name + ".kd"][1]
+
+    # -- kernel descriptor block
+    def kernel_line(self, word: str, text: str, m, loc: Loc) -> None:
+        k = self.kernel
+        assert k is not None
+        if not word:
+            if text.strip():
+                raise AsmFileError("expected .amdhsa_ directive or .end_amdhsa_kernel", loc, 1)
+            return
+        col = m.start(1) + 1
+        if word == ".end_amdhsa_kernel":
+            self.obj.kernels.append(k)
+            self.kernel = None
+            return
+        if not word.startswith(".amdhsa_"):
+            raise AsmFileError("expected .amdhsa_ directive or .end_amdhsa_kernel", loc, col)
+        key = word[len(".amdhsa_"):]
+        if key in k.values:
+            raise AsmFileError(f"{word} directive given twice in this .amdhsa_kernel block", loc, col)
+        k.values[key] = self.absolute(text[m.end():], loc, m.end() + 1, word)
+        k.places[key] = loc
+
+
+_walk = X.walk  # iterative: expression trees may be deeper than Python's recursion limit
+
+
+def _chain(loc: Loc):
+    while loc is not None:
+        yield loc
+        loc = loc.parent
+
+
+def _split_with_offsets(text: str) -> list[tuple[str, int]]:
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append((text[start:i], start))
+            start = i + 1
+    out.append((text[start:], start))
+    return out
+
+
+def _string(text: str, loc: Loc, col: int) -> bytes:
+    t = text.strip()
+    if len(t) < 2 or t[0] != '"' or t[-1] != '"':
+        raise AsmFileError(f"expected a string in quotes, got {t[:30]!r}", loc, col)
+    body = t[1:-1]
+    out = bytearray()
+    i = 0
+    while i < len(body):
+        c = body[i]
+        if c != "\\":
+            out += c.encode()
+            i += 1
+            continue
+        i += 1
+        if i >= len(body):
+            raise AsmFileError("string ends with a backslash", loc, col)
+        c = body[i]
+        if c in "01234567":
+            m = re.match(r"[0-7]{1,3}", body[i:])
+            out.append(int(m.group(0), 8) & 0xFF)
+            i += len(m.group(0))
+            continue
+        if c in "xX":
+            m = re.match(r"[0-9a-fA-F]+", body[i + 1:])
+            if not m:
+                raise AsmFileError("\\x needs hex digits", loc, col)
+            out.append(int(m.group(0), 16) & 0xFF)
+            i += 1 + len(m.group(0))
+            continue
+        out += {"n": b"\n", "t": b"\t", "r": b"\r", "b": b"\b", "f": b"\f", "\\": b"\\", '"': b'"',
+                "'": b"'"}.get(c, c.encode())
+        i += 1
+    return bytes(out)
+
+
+# -- directive handlers: (assembler, directive, rest of line, loc, column of the directive)
+
+def _d_target(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    text = rest.strip()
+    if not (text.startswith('"') and text.endswith('"')):
+        raise AsmFileError(f"{d} takes the target id in quotes, e.g. \"amdgcn-amd-amdhsa--gfx942\"", loc, col)
+    a.obj.target = normalize_target(text[1:-1])
+
+
+def _d_cov(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    a.obj.code_object_version = a.absolute(rest, loc, col + len(d) + 1, d)
+
+
+def _d_section(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    if d in (".text", ".data", ".rodata", ".bss"):
+        if d == ".text" and rest.strip():  # `.text 1` subsections are not supported
+            raise AsmFileError(".text subsections are not supported", loc, col)
+        a.switch(d, loc)
+        return
+    if d == ".popsection":
+        if not a.section_stack:
+            raise AsmFileError(".popsection without a .pushsection", loc, col)
+        a.section, a.previous = a.section_stack.pop()
+        return
+    if d == ".previous":
+        if a.previous:
+            a.section, a.previous = a.previous, a.section
+        return
+    args = split_args(rest)
+    if not args or not args[0]:
+        raise AsmFileError(f"{d} needs a section name", loc, col)
+    name = args[0].strip('"')
+    flags = kind = None
+    entsize = 0
+    if len(args) > 1:
+        flags = args[1].strip('"')
+        bad = set(flags) - set("awxMSGTRoey")
+        if bad:
+            raise AsmFileError(f"unknown section flag(s) {''.join(sorted(bad))!r} (accepted: a w x M S G T R o)",
+                               loc, col)
+    if len(args) > 2:
+        kind = args[2].strip().lstrip("@%").lower()
+        if kind not in ("progbits", "nobits", "note", "init_array", "fini_array", "preinit_array"):
+            raise AsmFileError(f"unknown section type @{kind} (accepted: @progbits, @nobits, @note)", loc, col)
+    if len(args) > 3 and flags and "M" in flags:
+        entsize = a.absolute(args[3], loc, col, "section entry size")
+    if d == ".pushsection":
+        a.section_stack.append((a.section, a.previous))
+    a.switch(name, loc, flags, kind, entsize)
+
+
+def _d_symbol_attr(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    names = [n.strip().strip('"') for n in split_args(rest)]
+    if not names or not all(names):
+        raise AsmFileError(f"{d} needs one or more symbol names", loc, col)
+    for name in names:
+        at = a.attr(name)
+        if d in (".globl", ".global"):
+            at["binding"] = "global"
+        elif d == ".weak":
+            at["binding"] = "weak"
+        elif d == ".local":
+            at["binding"] = "local"
+        else:
+            at["visibility"] = d[1:]
+
+
+def _d_type(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if len(args) != 2:
+        raise AsmFileError(".type takes a symbol and a type, e.g. .type kernel,@function", loc, col)
+    kind = args[1].strip().lstrip("@%\"").rstrip('"').lower()
+    types = {"function": "function", "stt_func": "function", "object": "object", "stt_object": "object",
+             "notype": "notype", "stt_notype": "notype"}
+    if kind not in types:
+        raise AsmFileError(f"unsupported symbol type @{kind} (accepted: @function, @object, @notype)", loc, col)
+    a.attr(args[0].strip('"'))["type"] = types[kind]
+
+
+def _d_size(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if len(args) != 2:
+        raise AsmFileError(".size takes a symbol and an expression", loc, col)
+    try:
+        node = X.parse_expr(args[1])
+    except X.ExprSyntaxError as exc:
+        raise AsmFileError(f".size: {exc}", loc, col) from None
+    if any(isinstance(n, X.Dot) for n in _walk(node)):
+        dot = a.dot_label(loc)
+        node = _replace_dot(node, dot)
+    a.sizes.append((args[0].strip('"'), node, loc))
+
+
+_replace_dot = X.replace_dot
+
+
+def _d_align(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if not args or not args[0]:
+        raise AsmFileError(f"{d} needs an alignment", loc, col)
+    value = a.absolute(args[0], loc, col + len(d) + 1, f"{d} alignment")
+    pow2 = d.startswith(".p2align")
+    if pow2:
+        if not 0 <= value <= 16:
+            raise AsmFileError(f"{d} takes a power of two 0..16 (alignment 1..65536 bytes), got {value}", loc, col)
+        boundary = 1 << value
+    else:
+        boundary = value or 1
+        if boundary & (boundary - 1) or boundary > 1 << 16:
+            raise AsmFileError(f"{d} alignment {value} is not a power of two up to 65536", loc, col)
+    width = 4 if d.endswith("l") else 2 if d.endswith("w") else 1
+    fill = None
+    if len(args) > 1 and args[1]:
+        fill = a.absolute(args[1], loc, col, f"{d} fill value")
+    max_skip = None
+    if len(args) > 2:   # the third argument: skip at most this many bytes (0 or absent: no limit), as llvm-mc
+        max_skip = a.absolute(args[2], loc, col, f"{d} maximum skip") or None
+        if len(args) > 3 or (max_skip is not None and max_skip < 0):
+            raise AsmFileError(f"{d} takes an alignment, a fill value and a maximum skip >= 0", loc, col)
+    sec = a.obj.sections[a.section]
+    if fill is None and "x" not in sec.flags:
+        fill = 0
+    a.emit(Align(boundary, fill, width if fill is not None else 1, max_skip), loc)
+
+
+def _d_data(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    width = _DATA_WIDTH[d]
+    args = _split_with_offsets(rest)
+    base = loc.text.find(rest) if rest and rest in loc.text else col + len(d)
+    for text, off in args:
+        if not text.strip():
+            raise AsmFileError(f"{d} needs a value", loc, col)
+        acol = base + off + (len(text) - len(text.lstrip())) + 1
+        try:
+            node = X.parse_expr(text)
+        except X.ExprSyntaxError as exc:
+            raise AsmFileError(f"{d}: {exc}", loc, acol + exc.col) from None
+        try:
+            v = X.evaluate(node, a.lookup_now)
+        except X.ExprValueError:
+            v = None
+        if v is not None and v.absolute:
+            if not -(1 << (8 * width - 1)) <= v.const < (1 << (8 * width)):
+                raise AsmFileError(f"{d} value {v.const} does not fit in {width} byte(s)", loc, acol)
+            a.emit(Data((v.const & ((1 << (8 * width)) - 1),), width), loc)
+            continue
+        dot = a.dot_label(loc) if any(isinstance(n, X.Dot) for n in _walk(node)) else None
+        if dot:
+            node = _replace_dot(node, dot)
+        index = a.emit(Data((0,), width), loc)
+        a.fixups.append(_Fixup(a.section, index, width, node, loc, acol, False))
+
+
+def _d_ascii(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    for text in split_args(rest):
+        data = _string(text, loc, col) + (b"\0" if d in (".asciz", ".string") else b"")
+        if data:
+            a.emit(Data(tuple(data), 1), loc)
+
+
+def _d_zero(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if not args or not args[0]:
+        raise AsmFileError(f"{d} needs a size", loc, col)
+    count = a.absolute(args[0], loc, col, f"{d} size")
+    fill = a.absolute(args[1], loc, col, f"{d} fill") if len(args) > 1 and d != ".zero" else 0
+    if not 0 <= count <= 1 << 28:
+        raise AsmFileError(f"{d} size {count} must be in 0..{1 << 28}", loc, col)
+    if count:
+        a.emit(Data((fill & 0xFF,) * count, 1), loc)
+
+
+def _d_fill(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if not args or not args[0]:
+        raise AsmFileError(".fill takes count[, size[, value]]", loc, col)
+    count = a.absolute(args[0], loc, col, ".fill count")
+    size = a.absolute(args[1], loc, col, ".fill size") if len(args) > 1 else 1
+    value = a.absolute(args[2], loc, col, ".fill value") if len(args) > 2 else 0
+    if size not in (1, 2, 4, 8) or not 0 <= count <= 1 << 24:
+        raise AsmFileError(".fill takes a count up to 16M and a size of 1, 2, 4 or 8", loc, col)
+    if count:
+        a.emit(Data(((value & ((1 << (8 * min(size, 4))) - 1)),) * count, size), loc)
+
+
+def _d_set(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    args = split_args(rest)
+    if len(args) < 2:
+        raise AsmFileError(f"{d} takes a symbol and an expression, e.g. {d} N, 4", loc, col)
+    name = args[0]
+    if d == ".equiv" and (name in a.sets or name in a.labels):
+        raise AsmFileError(f"redefinition of {name!r} (.equiv does not allow it)", loc, col)
+    a.do_set(name, ",".join(rest.split(",")[1:]), loc, col)
+
+
+def _d_include(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    t = rest.strip()
+    if not (t.startswith('"') and t.endswith('"')):
+        raise AsmFileError('.include takes a file name in quotes', loc, col)
+    path = Path(loc.file).parent / t[1:-1] if loc.file not in ("<input>", "<stdin>") else Path(t[1:-1])
+    try:
+        text = a.read(path)
+    except (OSError, UnicodeDecodeError) as exc:
+        raise AsmFileError(f"could not find include file '{t[1:-1]}' (looked for {path}): "
+                           f"{getattr(exc, 'strerror', None) or exc}", loc, col + len(d) + 1) from None
+    if sum(1 for _ in _chain(loc)) > 32 or len(a.sources) > 200:
+        raise AsmFileError("includes nested too deeply", loc, col)
+    a.push_text(text, str(path), None)
+
+
+def _d_collect(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    a.collect = _Collect(d[1:], rest, loc)
+
+
+def _d_unexpected_end(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    raise AsmFileError(f"unexpected {d} (no {'.macro' if d.startswith('.endm') else '.rept/.irp/.irpc'} "
+                       "before it)", loc, col)
+
+
+def _d_cond(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    a.conditional(d, rest, loc, col)
+
+
+def _d_kernel(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    name = rest.strip().strip('"')
+    if not re.fullmatch(r"[A-Za-z_.$][\w.$]*", name):
+        raise AsmFileError(".amdhsa_kernel needs the kernel's symbol name", loc, col)
+    if any(k.name == name for k in a.obj.kernels):
+        raise AsmFileError(f".amdhsa_kernel {name} is given twice", loc, col)
+    # The descriptor goes into the current section where it stands, without aligning it (llvm-mc does not:
+    # compilers write `.p2align 6` before the block, as the packet processor needs 64 bytes); its bytes are
+    # computed by the code-object writer from the values.
+    a.define_label(name + ".kd", loc, col)
+    attrs = a.attr(name + ".kd")
+    attrs.setdefault("type", "object")
+    a.emit(Data((0,) * 64, 1), loc)
+    a.kernel = KernelBlock(name, a.section, 0, loc)
+
+
+def _d_metadata(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    if a.obj.metadata is not None:
+        raise AsmFileError(".amdgpu_metadata is given twice", loc, col)
+    a.meta = []
+    a.obj.metadata_loc = loc
+
+
+def _d_error(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    message = rest.strip()
+    if message.startswith('"'):
+        message = _string(message, loc, col).decode(errors="replace")
+    raise AsmFileError(message or ".error directive invoked in source file", loc, col)
+
+
+def _d_end(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    a.ended = True
+
+
+def _d_stray(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
+    raise AsmFileError(f"{d} without a block before it", loc, col)
+
+
+_DIRECTIVES: dict[str, Callable[..., None]] = {
+    ".amdgcn_target": _d_target, ".amdhsa_code_object_version": _d_cov,
+    ".amdhsa_kernel": _d_kernel, ".amdgpu_metadata": _d_metadata,
+    ".end_amdhsa_kernel": _d_stray, ".end_amdgpu_metadata": _d_stray,
+    **dict.fromkeys((".text", ".data", ".rodata", ".bss", ".section", ".pushsection", ".popsection",
+                     ".previous"), _d_section),
+    **dict.fromkeys((".globl", ".global", ".weak", ".local", ".protected", ".hidden", ".internal"),
+                    _d_symbol_attr),
+    ".type": _d_type, ".size": _d_size,
+    **dict.fromkeys((".p2align", ".p2alignl", ".p2alignw", ".align", ".balign", ".balignl", ".balignw"), _d_align),
+    **dict.fromkeys(_DATA_WIDTH, _d_data),
+    **dict.fromkeys((".ascii", ".asciz", ".string"), _d_ascii),
+    **dict.fromkeys((".zero", ".skip", ".space"), _d_zero), ".fill": _d_fill,
+    **dict.fromkeys((".set", ".equ", ".equiv"), _d_set),
+    ".include": _d_include,
+    **dict.fromkeys(_OPENERS, _d_collect),
+    **dict.fromkeys((".endm", ".endmacro", ".endr"), _d_unexpected_end),
+    **dict.fromkeys((".if", ".ifdef", ".ifndef", ".ifnotdef", ".ifeq", ".ifne", ".ifgt", ".ifge", ".iflt", ".ifle",
+                     ".ifb", ".ifnb", ".ifc", ".ifnc", ".else", ".elseif", ".endif", ".endc"), _d_cond),
+    ".error": _d_error, ".err": _d_error, ".end": _d_end,
+}
+
+
+def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
+                  read: Callable[[Path], str] | None = None) -> AsmObject:
+    """Assemble a whole `.s` file into an AsmObject; AsmFileError (file:line:col plus the macro chain) on
+    anything llvm-mc would reject. `read` reads `.include`d files (default: from disk, relative to `file`)."""
+    forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
+    from jitgemm.util.files import MAX_SOURCE_BYTES, read_bounded
+
+    asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
+    asm.push_text(text, file)
+    asm.run()
+    return asm.finish()
+
+
+def find_target(text: str) -> str | None:
+    """The target id a file names in `.amdgcn_target` (normalized), found without assembling it."""
+    m = re.search(r'^\s*\.amdgcn_target\s+"([^"]*)"', text, re.M)
+    return normalize_target(m.group(1)) if m else None
+
+
+__all__ = ["AsmFileError", "AsmObject", "KernelBlock", "Listed", "Loc", "Relocation", "Section", "Symbol",
+           "assemble_file", "find_target", "normalize_target"]

@@ -1,0 +1,1 @@
+"""The disassembler: machine code -> instruction objects (decoder, its on-disk decode index) -> text (printer)."""

@@ -1,0 +1,140 @@
+"""aiter kernels qualified in strict emulation (jitgemm.aiter.qualify): a sample of every admitted family equals
+numpy's float64 result on small problems its contract allows (partial M tiles, split-K counts through the
+split_k / log2_split_k arguments, bf16 atomics), a wrong contract fails, a failing kernel is quarantined with its
+reason, and with the tuning tables imported the selector picks the measured winner and `explain` cites the row."""
+
+from __future__ import annotations
+
+import copy
+import json
+
+import pytest
+
+from jitgemm.aiter import inventory
+from jitgemm.aiter.qualify import candidate_key, load_verdicts, qualify, run_case, save_verdicts
+from jitgemm.api import MatmulError
+from jitgemm.contract import Contract
+from jitgemm.emu import EmulatorError
+from jitgemm.reference import Mismatch
+from tests.fixtures.aiter_corpus import aiter_wheel
+
+
+@pytest.fixture(scope="module")
+def inv():
+    return inventory(aiter_wheel())
+
+
+@pytest.mark.parametrize("label, m, n, k, split", [
+    ("gfx942/bf16gemm_outf32_tn_32x64_pf3", 45, 128, 192, 3),       # 2 N tiles, partial M tile, split 3
+    ("gfx950/bf16gemm_outf32_tn_96x64_pf3", 100, 64, 128, 1),
+    ("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128", 37, 256, 512, 1),
+    ("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512", 20, 512, 512, 2),   # log2_k_split = 1, bf16 atomics
+])
+def test_aiter_kernels_equal_numpy_in_strict_emulation(inv, label, m, n, k, split):
+    run_case(inv.kernel(label), m, n, k, split, seed=7, strict=True)
+
+
+def test_a_wrong_contract_fails_qualification(inv):
+    """The same kernel with B's stride put in strideB1's slot (the kernel reads strideB0: B's rows collapse) and
+    with D's stride in strideC1's (D is never written where numpy wants it): both are caught. (alpha and beta
+    are not read by these kernels: aiter's host always passes 1 and 0.)"""
+    k = inv.kernel("gfx942/bf16gemm_outf32_tn_32x64_pf3")
+    for name, offset in (("stride_B0", 208), ("stride_C0", 144)):
+        data = copy.deepcopy(dict(k.contract.data))
+        for arg in data["abi"]["args"]:
+            if arg["name"] == name:
+                arg["offset"] = offset
+        bad = copy.copy(k)
+        bad.contract = Contract.load(data)
+        with pytest.raises((Mismatch, EmulatorError)):
+            run_case(bad, 40, 64, 128, 1, seed=1, strict=True)
+
+
+def test_split_k_is_refused_where_the_contract_does_not_allow_it(inv):
+    f4 = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_128x512")
+    with pytest.raises(MatmulError, match="power_of_two"):
+        run_case(f4, 20, 512, 768, 3, seed=0)
+    one = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128")
+    with pytest.raises(MatmulError, match="does not split K"):
+        run_case(one, 20, 128, 512, 2, seed=0)
+
+
+def test_quarantine_keeps_the_reason(inv):
+    """The one f4gemm object without pre-shuffled B reads past B's end at K = 256 (its next-tile prefetch) in
+    strict emulation: quarantined with the fault, and the selector then refuses it with that reason."""
+    from jitgemm.aiter.supplier import AiterSupplier
+    from jitgemm.selector import Selector
+
+    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256")
+    v = qualify(k, cases=1)
+    assert not v.ok and "MemoryFault" in v.failure and "m=" in v.failure
+    save_verdicts([v])
+    assert load_verdicts()[candidate_key(k)]["failure"] == v.failure
+    sel = Selector([AiterSupplier(inv)], target="gfx950")
+    problem = None
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    problem = GemmProblem.make(256, 256, 512, "fp4", "fp4", "bf16", layout="NT", a_scale="shuffled",
+                               b_scale="shuffled")
+    verdict = next(x for x in sel.evaluate(problem) if x.candidate.label == k.label)
+    assert not verdict.legal and "quarantined" in verdict.reason and "MemoryFault" in verdict.reason
+
+
+def test_import_then_the_selector_picks_the_measured_winner_and_cites_the_row(inv, tmp_path, capsys):
+    from jitgemm.aiter.supplier import AiterSupplier
+    from jitgemm.cli import main
+    from jitgemm.selector import Selector
+    from jitgemm.tuning_db import TuningDB
+
+    db = tmp_path / "t.db"
+    assert main(["aiter", "import", str(aiter_wheel()), "--db", str(db)]) == 0
+    assert "4079 measured rows added" in capsys.readouterr().out
+    assert main(["inventory", "--json", "--db", str(db), "--arch", "gfx950"]) == 0
+    doc = json.loads(capsys.readouterr().out)["targets"]["gfx950"]
+    assert doc["families"]["f4gemm_bf16_per1x32Fp4"]["quarantined"] == 1
+    assert doc["measured_rows"]["total"] > 2000 and "ck" in doc["measured_rows"]["by_generator"]
+    # bf16_tuned_gemm.csv line 5: M=150 N=256 K=5120 on MI308X, winner bf16gemm_outf32_tn_48x64_pf3 (11.7 us)
+    row = next(r for r in inv.tuned_rows if r.table == "bf16_tuned_gemm.csv" and r.line == 5)
+    with_tables = Selector([AiterSupplier(inv)], target="gfx942", tuning=TuningDB(db))
+    best = with_tables.evaluate(row.problem)[0]
+    assert best.candidate.label == "gfx942/bf16gemm_outf32_tn_48x64_pf3" == row.kernel_label
+    assert best.basis == "tuning" and best.row.origin.endswith("bf16_tuned_gemm.csv:5")
+    assert "bf16_tuned_gemm.csv:5" in with_tables.explain(row.problem)
+    model_only = Selector([AiterSupplier(inv)], target="gfx942", tuning=TuningDB(tmp_path / "empty.db"))
+    assert model_only.evaluate(row.problem)[0].basis == "model"
+
+
+def test_the_abi_proof_runs_on_the_qualification_and_finds_an_undeclared_read(inv):
+    """Qualification traces the kernarg reads of its own runs (jitgemm.abi_proof): the family's contract covers
+    every read; the same contract without ptr_C (the kernels read it though aiter passes null) is refused, naming
+    the load and its PC."""
+    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_32x128")
+    good = qualify(k, cases=1)
+    assert good.ok and not any(x.startswith("error") for x in good.abi)
+    data = copy.deepcopy(dict(k.contract.data))
+    data["abi"]["args"] = [a for a in data["abi"]["args"] if a["name"] != "ptr_C"]
+    bad = copy.copy(k)
+    bad.contract = Contract.load(data)
+    v = qualify(bad, cases=1)
+    assert not v.ok and "ABI proof" in v.failure and "undeclared" in v.failure and "PC 0x" in v.failure
+
+
+def test_use_aiter_offers_the_kernels_to_matmul_selection(inv, tmp_path, monkeypatch):
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    import jitgemm
+    from jitgemm.selector import _selectors, default_suppliers
+
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
+    before = list(default_suppliers())
+    try:
+        got = jitgemm.use_aiter(aiter_wheel())
+        assert len(got.admitted("gfx950")) == 39
+        p = GemmProblem.make(64, 256, 512, "fp4", "fp4", "bf16", layout="NT", a_scale="shuffled", b_scale="shuffled",
+                             b_preshuffle="16x16")
+        text = jitgemm.explain(p, arch="gfx950")
+        assert "f4gemm_bf16_per1x32Fp4_BpreShuffle_32x256" in text
+    finally:
+        default_suppliers()[:] = before
+        for sel in list(_selectors.values()):
+            sel.forget()
