@@ -103,10 +103,10 @@ def test_unusable_cache_folder_runs_without_caching_and_says_so_once(tmp_path, m
     monkeypatch.delenv("JITGEMM_TUNING_DB", raising=False)
     monkeypatch.setattr(selector_module, "_suppliers", None)
     monkeypatch.setattr(selector_module, "_selectors", {})
-    from jitgemm import cache_notice, compiler
+    from jitgemm import cache_notice, kernel
 
     monkeypatch.setattr(cache_notice, "_said", set())
-    compiler.clear_memory_cache()
+    kernel.clear_memory_cache()
     a = np.random.default_rng(0).standard_normal((48, 40)).astype(np.float16)
     for _ in range(2):
         d = jitgemm.matmul(a, a.T)
