@@ -21,7 +21,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any
 
-from jitgemm.isa.safe_yaml import load_yaml
+from jitgemm.util.safe_yaml import load_yaml
 
 from .families import Family, FamilyError, contract_data, families, listing_rows
 from .source import HSA, AiterSource
@@ -39,8 +39,8 @@ def device_of(cu_num: int | None) -> tuple[str, str] | None:
     (`TargetProfile.device`, interface 3), or None when no profile of release.yaml's `targets` has one."""
     if cu_num is None:
         return None
-    from jitgemm.isa.spec import targets
     from jitgemm.isa.errors import IsaError
+    from jitgemm.isa.spec import targets
 
     for arch in release_spec()["targets"]:
         try:

@@ -107,7 +107,7 @@ def _cmd_inventory(args: argparse.Namespace) -> int:
     archs = [base_target(args.arch)] if args.arch else ["gfx942", "gfx950"]
     if args.arch:
         from jitgemm.isa.errors import IsaError
-        from jitgemm.isa.targets import target_profile
+        from jitgemm.isa.spec.targets import target_profile
 
         try:
             target_profile(archs[0])
