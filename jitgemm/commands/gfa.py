@@ -33,11 +33,7 @@ def register(subparsers) -> None:
     for action in e._actions:      # the problem is optional here: a file may be given instead
         if action.dest in ("m", "n", "k"):
             action.required = False
-    for side in ("a", "b"):
-        e.add_argument(f"--{side}-scale", choices=("none", "plain", "shuffled"), default="none",
-                       help=f"{side.upper()}'s E8M0 block scales for an MX problem")
-    e.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
-                   help="B's bytes in the 16x16 pre-shuffled weight layout, for an MX problem")
+    # the MX options (--a-scale/--b-scale/--b-preshuffle) come with the shared problem options
     e.set_defaults(func=_export)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
