@@ -7,7 +7,7 @@ argument in order: `null`, a scalar `i32:5` / `u32:7` / `i64:-1` / `f32:1.5` / `
 (standard normal, seed 0), iota). It prints the run statistics and a checksum of every buffer.
 
 `jitgemm emulate --where NAME` (no file) prints, as `file:line: ...` lines, the code that implements an
-instruction in the emulator: its named entry, or the semantics_alu statement and the family path that runs it
+instruction in the emulator: its named entry, or the alu_statements statement and the family path that runs it
 (jitgemm/emu/registry.py). Exit status 1 when the instruction has no semantics, 2 when no spec knows the name
 (the closest names are listed).
 """
