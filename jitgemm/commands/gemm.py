@@ -191,11 +191,15 @@ def _cmd_run(args: argparse.Namespace) -> int:
     from jitgemm.util.memory_budget import check_fits, gemm_run_bytes
 
     p = _problem(args)
-    _, kernel = _compile(args)      # the kernel that runs: --tile's, else the selector's (matmul's) choice
-    config = kernel.config
-    if args.backend != "hip":   # checked before the operands exist: say what it needs, do not die allocating
+    if args.backend != "hip":   # checked before anything is chosen or allocated: say what it needs, do not die
+        from jitgemm import isa
+        from jitgemm.codegen.generator import generator
+
+        config = _explicit_config(args, p) or generator(args.generator or "asm").choose_config(
+            p, isa.load_spec(args.arch), isa.target_profile(args.arch))
         check_fits(gemm_run_bytes(p, config.tile_m, config.tile_n, config.waves_m * config.waves_n),
                    f"emulating m={p.m} n={p.n} k={p.k} batch={p.batch}")
+    _, kernel = _compile(args)      # the kernel that runs: --tile's, else the selector's (matmul's) choice
     scales = (None, None)
     if p.scaled:
         a, b, a64, b64 = _mx_operands(p, args.seed)

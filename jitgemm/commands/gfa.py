@@ -33,6 +33,7 @@ def register(subparsers) -> None:
     for action in e._actions:      # the problem is optional here: a file may be given instead
         if action.dest in ("m", "n", "k"):
             action.required = False
+    # the MX options (--a-scale/--b-scale/--b-preshuffle) come with the shared problem options
     e.set_defaults(func=_export)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
