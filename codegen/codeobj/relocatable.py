@@ -1,4 +1,4 @@
-"""An assembled `.s` file (isa.asm.file.AsmObject) -> a relocatable AMDGPU object, as `llvm-mc -filetype=obj`
+"""An assembled `.s` file (isa.asm.sections.AsmObject) -> a relocatable AMDGPU object, as `llvm-mc -filetype=obj`
 writes it, and -> a loadable code object through the project's linker (what `ld.lld -shared` makes of it).
 
 Three things are computed here rather than in the front end, because they are code-object knowledge:
@@ -18,8 +18,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from jitgemm.isa.asm.file import AsmObject, KernelBlock, Relocation
 from jitgemm.isa.asm.macros import AsmFileError, Loc
+from jitgemm.isa.asm.sections import AsmObject, KernelBlock, Relocation
 
 from . import elf_format as E
 from .description import KernelDescription

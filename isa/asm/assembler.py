@@ -20,7 +20,7 @@ from jitgemm.isa.spec.model import Spec
 from .encoder import Assembled, StatementError, encode_items
 from .parser import Statement, locate, parse
 
-_DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4,
+DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".long": 4, ".int": 4, ".4byte": 4,
                ".quad": 8, ".8byte": 8}
 
 _SKIPPED = {".text", ".globl", ".global", ".type", ".size", ".section", ".amdgcn_target", ".file", ".ident",
@@ -108,18 +108,18 @@ def _items(statements: list[Statement], file: str, lines: list[str]) -> tuple[li
             items.append(LabelDef(st.name))
         else:
             name = st.name
-            if name in _DATA_WIDTH:
+            if name in DATA_WIDTH:
                 words = []
                 for arg in st.args:
                     if not isinstance(arg, int):
                         raise AsmError(f"{name} takes integers, got {arg!r}", file=file, line=st.line, col=st.col,
                                        source_line=lines[st.line - 1])
-                    width = _DATA_WIDTH[name]
+                    width = DATA_WIDTH[name]
                     if not -(1 << (8 * width - 1)) <= arg < (1 << (8 * width)):
                         raise AsmError(f"{name} value {arg} does not fit {width} byte(s)", file=file,
                                        line=st.line, col=st.col, source_line=lines[st.line - 1])
                     words.append(arg)
-                items.append(Data(tuple(words), _DATA_WIDTH[name]))
+                items.append(Data(tuple(words), DATA_WIDTH[name]))
             elif name == ".fill":  # .fill count[, size[, value]]
                 args = list(st.args) + [1, 0][len(st.args) - 1:] if st.args else []
                 if len(args) < 3 or not all(isinstance(x, int) for x in args[:3]) or args[1] not in (1, 2, 4, 8) \
@@ -144,7 +144,7 @@ def _items(statements: list[Statement], file: str, lines: list[str]) -> tuple[li
             elif name in _SKIPPED or name.startswith(".amdhsa_") or name.startswith(".cfi_"):
                 continue
             else:
-                raise AsmError(f"unsupported directive {name} (supported: data {', '.join(sorted(_DATA_WIDTH))}, "
+                raise AsmError(f"unsupported directive {name} (supported: data {', '.join(sorted(DATA_WIDTH))}, "
                                ".p2align/.balign, and ELF-only directives which are skipped)", file=file,
                                line=st.line, col=st.col, source_line=lines[st.line - 1])
         owners.append(st)

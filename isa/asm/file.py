@@ -2,9 +2,12 @@
 
 This is the front end llvm-mc puts before its ELF writer: directives, sections, symbols and expressions,
 macros and repetition, conditionals and includes, the `.amdhsa_kernel` and `.amdgpu_metadata` blocks.
-Instructions go through the spec-driven parser and encoder (asm_parser, encoder); everything here follows
+Instructions go through the spec-driven parser and encoder (parser.py, encoder.py); everything here follows
 LLVM MC's documented behaviour (AsmParser, ELFAsmParser, AMDGPUAsmParser; AMDGPUUsage "AMDGPU Assembler"),
-and where it is silent, GNU as.
+and where it is silent, GNU as. By phase: this module reads lines (labels, assignments, instructions, LLVM's
+spellings) and resolves symbols and fixups at the end; directives.py handles the directives, macros.py the text-level
+constructs (`.macro`, `.rept`, `.irp`, conditionals' blocks), metadata.py the kernel-descriptor and metadata blocks,
+sections.py holds the object model the result is made of.
 
 The result, an `AsmObject`, knows nothing about ELF: codegen/codeobj/relocatable.py writes it as a
 relocatable object (what `llvm-mc -filetype=obj` writes) and the project's linker makes it loadable.
@@ -16,9 +19,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import NamedTuple
 
 from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.asm_errors import AsmError
@@ -27,27 +28,41 @@ from jitgemm.isa.spec.forms import SpecForms, forms_of
 from jitgemm.isa.spec.model import Spec
 
 from . import expressions as X
+from .directives import (
+    DIRECTIVES,
+)
 from .encoder import StatementError, encode_items
 from .fastpath import parse_line
 from .macros import (
+    CLOSERS,
+    OPENERS,
     AsmFileError,
     AsmFileErrors,
+    Collect,
     Loc,
     Macro,
     bind_args,
     blank_block_comments,
+    loc_chain,
     parse_macro_header,
     split_args,
+    split_with_offsets,
     strip_comment,
     substitute,
 )
 from .parser import Statement, locate, parse
+from .sections import (
+    DEFAULT_SECTIONS,
+    AsmObject,
+    Fixup,
+    KernelBlock,
+    Listed,
+    Relocation,
+    Section,
+    Symbol,
+    normalize_target,
+)
 
-# Flags and types LLVM gives the sections it knows by name (ELFAsmParser / MCContext::getELFSection).
-_DEFAULT_SECTIONS = {".text": ("ax", "progbits"), ".data": ("aw", "progbits"), ".rodata": ("a", "progbits"),
-                     ".bss": ("aw", "nobits")}
-_DATA_WIDTH = {".byte": 1, ".short": 2, ".hword": 2, ".2byte": 2, ".value": 2, ".long": 4, ".int": 4,
-               ".4byte": 4, ".quad": 8, ".8byte": 8}
 # Directives that only produce debug information or non-loaded sections llvm-mc derives itself (line
 # tables from .loc, call frame information from .cfi_*, .comment from .ident, the address-significance
 # table): accepted and not emitted, so the loaded image is unaffected.
@@ -87,124 +102,32 @@ _BARE_OPERAND = re.compile(r"(?:^\s*[\w.]+\s+|,\s*)([A-Za-z_.$][\w.$]*)\s*(?=,|$
 _ODD_SPELLING = re.compile(r"0[xX][0-9a-fA-F.]*[pP]|(?<![\w:\]])(?:v|s|a|ttmp|acc)\[(?![\d:]*\])"
                            r"|:\[[^\]]*[^\w\s,\]-]|cnt\((?!\s*\d+\s*\))")
 _SCALAR_E32 = re.compile(r"(\s*)(s_\w+_e32)(?=\s|$)")
-_TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
 
-@dataclass
-class Section:
-    """One output section: its flags as ELF letters (`ax`, `a`, `aw`, ...), its type and contents."""
-
-    name: str
-    flags: str
-    type: str  # progbits, nobits, note
-    entsize: int = 0
-    data: bytes = b""
-    size: int = 0
-    align: int = 1
-    items: list = field(default_factory=list, repr=False)
-    places: list = field(default_factory=list, repr=False)  # per item (Loc, statement or None, text)
 
 
-@dataclass
-class Symbol:
-    name: str
-    section: str | None = None  # None: undefined or absolute
-    value: int = 0
-    size: int = 0
-    type: str = "notype"  # notype, function, object, section
-    binding: str = "local"  # local, global, weak
-    visibility: str = "default"  # default, protected, hidden, internal
-    absolute: bool = False
-    defined: bool = False
 
 
-@dataclass(frozen=True)
-class Relocation:
-    section: str
-    offset: int
-    type: str  # AMDGPUUsage name without R_AMDGPU_: ABS32, ABS64, REL32_LO, ...
-    symbol: str  # a symbol name, or a section name when `section_symbol`
-    addend: int
-    section_symbol: bool = False
 
 
-@dataclass
-class KernelBlock:
-    """An `.amdhsa_kernel NAME` block: the descriptor's place and the values given, each with its line."""
-
-    name: str
-    section: str
-    offset: int
-    loc: Loc
-    values: dict[str, int] = field(default_factory=dict)
-    places: dict[str, Loc] = field(default_factory=dict)
 
 
-class Listed(NamedTuple):
-    """One assembled instruction, for `--show-encoding` and for tools: where it is and where it came from."""
-
-    section: str
-    offset: int
-    size: int
-    loc: Loc
-    instruction: AsmInstruction
 
 
-@dataclass
-class AsmObject:
-    """Everything an ELF writer needs from one assembly file."""
-
-    file: str
-    target: str | None = None  # the .amdgcn_target string, Triton's spelling normalized
-    code_object_version: int | None = None
-    sections: dict[str, Section] = field(default_factory=dict)
-    symbols: dict[str, Symbol] = field(default_factory=dict)
-    relocations: list[Relocation] = field(default_factory=list)
-    kernels: list[KernelBlock] = field(default_factory=list)
-    metadata: str | None = None  # the .amdgpu_metadata YAML text
-    metadata_loc: Loc | None = None
-    listing: list[Listed] = field(default_factory=list)
-    labels: list[tuple[str, str, int]] = field(default_factory=list)  # (name, section, offset), .L ones too
 
 
-def normalize_target(text: str) -> str:
-    """A target id as llvm-mc accepts it; Triton 3.9's `amdgpu9.42-amd-amdhsa-unknown-gfx942` spelling becomes
-    `amdgcn-amd-amdhsa--gfx942` (the processor and features it names)."""
-    m = _TRITON_TARGET.fullmatch(text.strip())
-    if m:
-        return f"amdgcn-amd-amdhsa--{m.group(3)}{m.group(4)}"
-    return text.strip()
 
 
-@dataclass
-class _Fixup:
-    section: str
-    index: int  # item index in the section
-    width: int
-    node: X.Node
-    loc: Loc
-    col: int
-    literal: bool  # in an instruction's literal dword (the last 4 bytes of the instruction)
-    dot: str | None = None
 
 
-@dataclass
-class _Collect:
-    kind: str  # macro, rept, irp, irpc
-    header: str
-    loc: Loc
-    depth: int = 0
-    lines: list = field(default_factory=list)
 
 
-_OPENERS = (".macro", ".rept", ".irp", ".irpc")
-_CLOSERS = {".endm": ".macro", ".endmacro": ".macro", ".endr": None}
 
 
 _GPR_COUNTERS = {"v": ".amdgcn.next_free_vgpr", "s": ".amdgcn.next_free_sgpr"}
 
 
-class _FileAssembler:
+class FileAssembler:
     def __init__(self, forms: SpecForms, file: str, read: Callable[[Path], str]) -> None:
         self.forms = forms
         self.obj = AsmObject(file)
@@ -218,13 +141,13 @@ class _FileAssembler:
         self.depth = 0
         self.conds: list[list[bool]] = []  # [active, taken, parent_active]
         self.cond_locs: list[Loc] = []
-        self.collect: _Collect | None = None
+        self.collect: Collect | None = None
         self.kernel: KernelBlock | None = None
         self.meta: list[str] | None = None
         self.sets: dict[str, X.Value | X.Node] = {}
         self.set_locs: dict[str, Loc] = {}
         self.labels: dict[str, tuple[str, Loc]] = {}
-        self.fixups: list[_Fixup] = []
+        self.fixups: list[Fixup] = []
         self.attrs: dict[str, dict] = {}
         self.order: dict[str, None] = {}  # symbols in the order they were first named (llvm-mc's table order)
         self.sizes: list[tuple[str, X.Node, Loc]] = []
@@ -343,7 +266,7 @@ class _FileAssembler:
             self.do_set(name, m.group(1), loc, col)
             return
         if word.startswith("."):
-            handler = _DIRECTIVES.get(word)
+            handler = DIRECTIVES.get(word)
             if handler is not None:
                 handler(self, word, rest, loc, col)
                 return
@@ -360,9 +283,9 @@ class _FileAssembler:
         assert c is not None
         m = _WORD.match(text)
         word = m.group(1).lower() if m else ""
-        if word in _OPENERS:
+        if word in OPENERS:
             c.depth += 1
-        elif word in _CLOSERS or word == ".endr":
+        elif word in CLOSERS or word == ".endr":
             if c.depth == 0:
                 want_macro = c.kind == "macro"
                 if (word == ".endr") == want_macro:
@@ -373,7 +296,7 @@ class _FileAssembler:
             c.depth -= 1
         c.lines.append((raw, loc))
 
-    def finish_collect(self, c: _Collect) -> None:
+    def finish_collect(self, c: Collect) -> None:
         if c.kind == "macro":
             name, params = parse_macro_header(c.header, c.loc)
             self.macros[name] = Macro(name, params, c.lines, c.loc)
@@ -403,7 +326,7 @@ class _FileAssembler:
         self.sources.append(iter(lines))
 
     def expand_macro(self, macro: Macro, rest: str, loc: Loc) -> None:
-        self.depth = sum(1 for _ in _chain(loc))
+        self.depth = sum(1 for _ in loc_chain(loc))
         if self.depth > 64:
             raise AsmFileError(f"macros cannot be nested more than 64 levels deep (expanding '{macro.name}')",
                                loc, 1)
@@ -519,7 +442,7 @@ class _FileAssembler:
                entsize: int = 0) -> None:
         sections = self.obj.sections
         if name not in sections:
-            base = next((v for k, v in _DEFAULT_SECTIONS.items() if name == k or name.startswith(k + ".")), None)
+            base = next((v for k, v in DEFAULT_SECTIONS.items() if name == k or name.startswith(k + ".")), None)
             if flags is None:
                 flags = base[0] if base else ""
             if kind is None:
@@ -545,7 +468,7 @@ class _FileAssembler:
             self.count_registers(fast[1])
             index = self.emit(fast[1], loc, Statement("instruction", loc.line, col, fast[1]), text)
             for node, fcol in fixups:
-                self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+                self.fixups.append(Fixup(self.section, index, 4, node, loc, fcol, True))
             return
         try:
             statements = parse(text, loc.file)
@@ -557,7 +480,7 @@ class _FileAssembler:
             self.count_registers(st.instruction)
             index = self.emit(st.instruction, loc, st, text)
             for node, fcol in fixups:
-                self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
+                self.fixups.append(Fixup(self.section, index, 4, node, loc, fcol, True))
 
     def llvm_spellings(self, text: str) -> str:
         """Spellings llvm-mc-22 accepts that the instruction grammar does not, rewritten to ones it does (each
@@ -663,7 +586,7 @@ class _FileAssembler:
         self.label_operands = self.takes_label(m.group(1).strip())
         start = m.end(2)
         body = m.group(3)
-        parts = _split_with_offsets(body)
+        parts = split_with_offsets(body)
         out = text
         fixups = []
         shift = 0
@@ -837,7 +760,7 @@ class _FileAssembler:
             v = X.Value(v.const + a[1] - b[1], specifier=v.specifier)
         return v
 
-    def apply(self, fx: _Fixup, at: int, buf: bytearray) -> None:
+    def apply(self, fx: Fixup, at: int, buf: bytearray) -> None:
         v = self.final(fx.node, fx.loc, fx.col)
         width = fx.width
         if v.symbol is None:
@@ -941,343 +864,59 @@ class _FileAssembler:
 _walk = X.walk  # iterative: expression trees may be deeper than Python's recursion limit
 
 
-def _chain(loc: Loc):
-    while loc is not None:
-        yield loc
-        loc = loc.parent
 
 
-def _split_with_offsets(text: str) -> list[tuple[str, int]]:
-    out, depth, start = [], 0, 0
-    for i, c in enumerate(text):
-        if c in "([":
-            depth += 1
-        elif c in ")]":
-            depth -= 1
-        elif c == "," and depth == 0:
-            out.append((text[start:i], start))
-            start = i + 1
-    out.append((text[start:], start))
-    return out
 
 
-def _string(text: str, loc: Loc, col: int) -> bytes:
-    t = text.strip()
-    if len(t) < 2 or t[0] != '"' or t[-1] != '"':
-        raise AsmFileError(f"expected a string in quotes, got {t[:30]!r}", loc, col)
-    body = t[1:-1]
-    out = bytearray()
-    i = 0
-    while i < len(body):
-        c = body[i]
-        if c != "\\":
-            out += c.encode()
-            i += 1
-            continue
-        i += 1
-        if i >= len(body):
-            raise AsmFileError("string ends with a backslash", loc, col)
-        c = body[i]
-        if c in "01234567":
-            m = re.match(r"[0-7]{1,3}", body[i:])
-            out.append(int(m.group(0), 8) & 0xFF)
-            i += len(m.group(0))
-            continue
-        if c in "xX":
-            m = re.match(r"[0-9a-fA-F]+", body[i + 1:])
-            if not m:
-                raise AsmFileError("\\x needs hex digits", loc, col)
-            out.append(int(m.group(0), 16) & 0xFF)
-            i += 1 + len(m.group(0))
-            continue
-        out += {"n": b"\n", "t": b"\t", "r": b"\r", "b": b"\b", "f": b"\f", "\\": b"\\", '"': b'"',
-                "'": b"'"}.get(c, c.encode())
-        i += 1
-    return bytes(out)
 
 
 # -- directive handlers: (assembler, directive, rest of line, loc, column of the directive)
 
-def _d_target(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    text = rest.strip()
-    if not (text.startswith('"') and text.endswith('"')):
-        raise AsmFileError(f"{d} takes the target id in quotes, e.g. \"amdgcn-amd-amdhsa--gfx942\"", loc, col)
-    a.obj.target = normalize_target(text[1:-1])
 
 
-def _d_cov(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    a.obj.code_object_version = a.absolute(rest, loc, col + len(d) + 1, d)
 
 
-def _d_section(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    if d in (".text", ".data", ".rodata", ".bss"):
-        if d == ".text" and rest.strip():  # `.text 1` subsections are not supported
-            raise AsmFileError(".text subsections are not supported", loc, col)
-        a.switch(d, loc)
-        return
-    if d == ".popsection":
-        if not a.section_stack:
-            raise AsmFileError(".popsection without a .pushsection", loc, col)
-        a.section, a.previous = a.section_stack.pop()
-        return
-    if d == ".previous":
-        if a.previous:
-            a.section, a.previous = a.previous, a.section
-        return
-    args = split_args(rest)
-    if not args or not args[0]:
-        raise AsmFileError(f"{d} needs a section name", loc, col)
-    name = args[0].strip('"')
-    flags = kind = None
-    entsize = 0
-    if len(args) > 1:
-        flags = args[1].strip('"')
-        bad = set(flags) - set("awxMSGTRoey")
-        if bad:
-            raise AsmFileError(f"unknown section flag(s) {''.join(sorted(bad))!r} (accepted: a w x M S G T R o)",
-                               loc, col)
-    if len(args) > 2:
-        kind = args[2].strip().lstrip("@%").lower()
-        if kind not in ("progbits", "nobits", "note", "init_array", "fini_array", "preinit_array"):
-            raise AsmFileError(f"unknown section type @{kind} (accepted: @progbits, @nobits, @note)", loc, col)
-    if len(args) > 3 and flags and "M" in flags:
-        entsize = a.absolute(args[3], loc, col, "section entry size")
-    if d == ".pushsection":
-        a.section_stack.append((a.section, a.previous))
-    a.switch(name, loc, flags, kind, entsize)
 
 
-def _d_symbol_attr(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    names = [n.strip().strip('"') for n in split_args(rest)]
-    if not names or not all(names):
-        raise AsmFileError(f"{d} needs one or more symbol names", loc, col)
-    for name in names:
-        at = a.attr(name)
-        if d in (".globl", ".global"):
-            at["binding"] = "global"
-        elif d == ".weak":
-            at["binding"] = "weak"
-        elif d == ".local":
-            at["binding"] = "local"
-        else:
-            at["visibility"] = d[1:]
 
 
-def _d_type(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if len(args) != 2:
-        raise AsmFileError(".type takes a symbol and a type, e.g. .type kernel,@function", loc, col)
-    kind = args[1].strip().lstrip("@%\"").rstrip('"').lower()
-    types = {"function": "function", "stt_func": "function", "object": "object", "stt_object": "object",
-             "notype": "notype", "stt_notype": "notype"}
-    if kind not in types:
-        raise AsmFileError(f"unsupported symbol type @{kind} (accepted: @function, @object, @notype)", loc, col)
-    a.attr(args[0].strip('"'))["type"] = types[kind]
 
 
-def _d_size(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if len(args) != 2:
-        raise AsmFileError(".size takes a symbol and an expression", loc, col)
-    try:
-        node = X.parse_expr(args[1])
-    except X.ExprSyntaxError as exc:
-        raise AsmFileError(f".size: {exc}", loc, col) from None
-    if any(isinstance(n, X.Dot) for n in _walk(node)):
-        dot = a.dot_label(loc)
-        node = _replace_dot(node, dot)
-    a.sizes.append((args[0].strip('"'), node, loc))
 
 
 _replace_dot = X.replace_dot
 
 
-def _d_align(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if not args or not args[0]:
-        raise AsmFileError(f"{d} needs an alignment", loc, col)
-    value = a.absolute(args[0], loc, col + len(d) + 1, f"{d} alignment")
-    pow2 = d.startswith(".p2align")
-    if pow2:
-        if not 0 <= value <= 16:
-            raise AsmFileError(f"{d} takes a power of two 0..16 (alignment 1..65536 bytes), got {value}", loc, col)
-        boundary = 1 << value
-    else:
-        boundary = value or 1
-        if boundary & (boundary - 1) or boundary > 1 << 16:
-            raise AsmFileError(f"{d} alignment {value} is not a power of two up to 65536", loc, col)
-    width = 4 if d.endswith("l") else 2 if d.endswith("w") else 1
-    fill = None
-    if len(args) > 1 and args[1]:
-        fill = a.absolute(args[1], loc, col, f"{d} fill value")
-    max_skip = None
-    if len(args) > 2:   # the third argument: skip at most this many bytes (0 or absent: no limit), as llvm-mc
-        max_skip = a.absolute(args[2], loc, col, f"{d} maximum skip") or None
-        if len(args) > 3 or (max_skip is not None and max_skip < 0):
-            raise AsmFileError(f"{d} takes an alignment, a fill value and a maximum skip >= 0", loc, col)
-    sec = a.obj.sections[a.section]
-    if fill is None and "x" not in sec.flags:
-        fill = 0
-    a.emit(Align(boundary, fill, width if fill is not None else 1, max_skip), loc)
 
 
-def _d_data(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    width = _DATA_WIDTH[d]
-    args = _split_with_offsets(rest)
-    base = loc.text.find(rest) if rest and rest in loc.text else col + len(d)
-    for text, off in args:
-        if not text.strip():
-            raise AsmFileError(f"{d} needs a value", loc, col)
-        acol = base + off + (len(text) - len(text.lstrip())) + 1
-        try:
-            node = X.parse_expr(text)
-        except X.ExprSyntaxError as exc:
-            raise AsmFileError(f"{d}: {exc}", loc, acol + exc.col) from None
-        try:
-            v = X.evaluate(node, a.lookup_now)
-        except X.ExprValueError:
-            v = None
-        if v is not None and v.absolute:
-            if not -(1 << (8 * width - 1)) <= v.const < (1 << (8 * width)):
-                raise AsmFileError(f"{d} value {v.const} does not fit in {width} byte(s)", loc, acol)
-            a.emit(Data((v.const & ((1 << (8 * width)) - 1),), width), loc)
-            continue
-        dot = a.dot_label(loc) if any(isinstance(n, X.Dot) for n in _walk(node)) else None
-        if dot:
-            node = _replace_dot(node, dot)
-        index = a.emit(Data((0,), width), loc)
-        a.fixups.append(_Fixup(a.section, index, width, node, loc, acol, False))
 
 
-def _d_ascii(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    for text in split_args(rest):
-        data = _string(text, loc, col) + (b"\0" if d in (".asciz", ".string") else b"")
-        if data:
-            a.emit(Data(tuple(data), 1), loc)
 
 
-def _d_zero(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if not args or not args[0]:
-        raise AsmFileError(f"{d} needs a size", loc, col)
-    count = a.absolute(args[0], loc, col, f"{d} size")
-    fill = a.absolute(args[1], loc, col, f"{d} fill") if len(args) > 1 and d != ".zero" else 0
-    if not 0 <= count <= 1 << 28:
-        raise AsmFileError(f"{d} size {count} must be in 0..{1 << 28}", loc, col)
-    if count:
-        a.emit(Data((fill & 0xFF,) * count, 1), loc)
 
 
-def _d_fill(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if not args or not args[0]:
-        raise AsmFileError(".fill takes count[, size[, value]]", loc, col)
-    count = a.absolute(args[0], loc, col, ".fill count")
-    size = a.absolute(args[1], loc, col, ".fill size") if len(args) > 1 else 1
-    value = a.absolute(args[2], loc, col, ".fill value") if len(args) > 2 else 0
-    if size not in (1, 2, 4, 8) or not 0 <= count <= 1 << 24:
-        raise AsmFileError(".fill takes a count up to 16M and a size of 1, 2, 4 or 8", loc, col)
-    if count:
-        a.emit(Data(((value & ((1 << (8 * min(size, 4))) - 1)),) * count, size), loc)
 
 
-def _d_set(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    args = split_args(rest)
-    if len(args) < 2:
-        raise AsmFileError(f"{d} takes a symbol and an expression, e.g. {d} N, 4", loc, col)
-    name = args[0]
-    if d == ".equiv" and (name in a.sets or name in a.labels):
-        raise AsmFileError(f"redefinition of {name!r} (.equiv does not allow it)", loc, col)
-    a.do_set(name, ",".join(rest.split(",")[1:]), loc, col)
 
 
-def _d_include(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    t = rest.strip()
-    if not (t.startswith('"') and t.endswith('"')):
-        raise AsmFileError('.include takes a file name in quotes', loc, col)
-    path = Path(loc.file).parent / t[1:-1] if loc.file not in ("<input>", "<stdin>") else Path(t[1:-1])
-    try:
-        text = a.read(path)
-    except (OSError, UnicodeDecodeError) as exc:
-        raise AsmFileError(f"could not find include file '{t[1:-1]}' (looked for {path}): "
-                           f"{getattr(exc, 'strerror', None) or exc}", loc, col + len(d) + 1) from None
-    if sum(1 for _ in _chain(loc)) > 32 or len(a.sources) > 200:
-        raise AsmFileError("includes nested too deeply", loc, col)
-    a.push_text(text, str(path), None)
 
 
-def _d_collect(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    a.collect = _Collect(d[1:], rest, loc)
 
 
-def _d_unexpected_end(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    raise AsmFileError(f"unexpected {d} (no {'.macro' if d.startswith('.endm') else '.rept/.irp/.irpc'} "
-                       "before it)", loc, col)
 
 
-def _d_cond(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    a.conditional(d, rest, loc, col)
 
 
-def _d_kernel(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    name = rest.strip().strip('"')
-    if not re.fullmatch(r"[A-Za-z_.$][\w.$]*", name):
-        raise AsmFileError(".amdhsa_kernel needs the kernel's symbol name", loc, col)
-    if any(k.name == name for k in a.obj.kernels):
-        raise AsmFileError(f".amdhsa_kernel {name} is given twice", loc, col)
-    # The descriptor goes into the current section where it stands, without aligning it (llvm-mc does not:
-    # compilers write `.p2align 6` before the block, as the packet processor needs 64 bytes); its bytes are
-    # computed by the code-object writer from the values.
-    a.define_label(name + ".kd", loc, col)
-    attrs = a.attr(name + ".kd")
-    attrs.setdefault("type", "object")
-    a.emit(Data((0,) * 64, 1), loc)
-    a.kernel = KernelBlock(name, a.section, 0, loc)
 
 
-def _d_metadata(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    if a.obj.metadata is not None:
-        raise AsmFileError(".amdgpu_metadata is given twice", loc, col)
-    a.meta = []
-    a.obj.metadata_loc = loc
 
 
-def _d_error(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    message = rest.strip()
-    if message.startswith('"'):
-        message = _string(message, loc, col).decode(errors="replace")
-    raise AsmFileError(message or ".error directive invoked in source file", loc, col)
 
 
-def _d_end(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    a.ended = True
 
 
-def _d_stray(a: _FileAssembler, d: str, rest: str, loc: Loc, col: int) -> None:
-    raise AsmFileError(f"{d} without a block before it", loc, col)
 
 
-_DIRECTIVES: dict[str, Callable[..., None]] = {
-    ".amdgcn_target": _d_target, ".amdhsa_code_object_version": _d_cov,
-    ".amdhsa_kernel": _d_kernel, ".amdgpu_metadata": _d_metadata,
-    ".end_amdhsa_kernel": _d_stray, ".end_amdgpu_metadata": _d_stray,
-    **dict.fromkeys((".text", ".data", ".rodata", ".bss", ".section", ".pushsection", ".popsection",
-                     ".previous"), _d_section),
-    **dict.fromkeys((".globl", ".global", ".weak", ".local", ".protected", ".hidden", ".internal"),
-                    _d_symbol_attr),
-    ".type": _d_type, ".size": _d_size,
-    **dict.fromkeys((".p2align", ".p2alignl", ".p2alignw", ".align", ".balign", ".balignl", ".balignw"), _d_align),
-    **dict.fromkeys(_DATA_WIDTH, _d_data),
-    **dict.fromkeys((".ascii", ".asciz", ".string"), _d_ascii),
-    **dict.fromkeys((".zero", ".skip", ".space"), _d_zero), ".fill": _d_fill,
-    **dict.fromkeys((".set", ".equ", ".equiv"), _d_set),
-    ".include": _d_include,
-    **dict.fromkeys(_OPENERS, _d_collect),
-    **dict.fromkeys((".endm", ".endmacro", ".endr"), _d_unexpected_end),
-    **dict.fromkeys((".if", ".ifdef", ".ifndef", ".ifnotdef", ".ifeq", ".ifne", ".ifgt", ".ifge", ".iflt", ".ifle",
-                     ".ifb", ".ifnb", ".ifc", ".ifnc", ".else", ".elseif", ".endif", ".endc"), _d_cond),
-    ".error": _d_error, ".err": _d_error, ".end": _d_end,
-}
 
 
 def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
@@ -1287,7 +926,7 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     forms = spec if isinstance(spec, SpecForms) else forms_of(spec)
     from jitgemm.util.files import MAX_SOURCE_BYTES, read_bounded
 
-    asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
+    asm = FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)
     asm.run()
     if not asm.errors:
@@ -1309,5 +948,4 @@ def find_target(text: str) -> str | None:
     return normalize_target(m.group(1)) if m else None
 
 
-__all__ = ["AsmFileError", "AsmObject", "KernelBlock", "Listed", "Loc", "Relocation", "Section", "Symbol",
-           "assemble_file", "find_target", "normalize_target"]
+__all__ = ["FileAssembler", "assemble_file", "find_target"]

@@ -10,7 +10,7 @@ as llvm-mc's "note: while in macro instantiation" does.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import NamedTuple
 
 from jitgemm.isa.asm_errors import AsmError
@@ -229,3 +229,38 @@ def substitute(body_line: str, values: dict[str, str], counter: int | None) -> s
 def _col(loc: Loc, fragment: str) -> int:
     at = loc.text.find(fragment) if fragment else -1
     return at + 1 if at >= 0 else len(loc.text) - len(loc.text.lstrip()) + 1
+
+
+@dataclass
+class Collect:
+    kind: str  # macro, rept, irp, irpc
+    header: str
+    loc: Loc
+    depth: int = 0
+    lines: list = field(default_factory=list)
+
+
+OPENERS = (".macro", ".rept", ".irp", ".irpc")
+
+
+CLOSERS = {".endm": ".macro", ".endmacro": ".macro", ".endr": None}
+
+
+def loc_chain(loc: Loc):
+    while loc is not None:
+        yield loc
+        loc = loc.parent
+
+
+def split_with_offsets(text: str) -> list[tuple[str, int]]:
+    out, depth, start = [], 0, 0
+    for i, c in enumerate(text):
+        if c in "([":
+            depth += 1
+        elif c in ")]":
+            depth -= 1
+        elif c == "," and depth == 0:
+            out.append((text[start:i], start))
+            start = i + 1
+    out.append((text[start:], start))
+    return out
