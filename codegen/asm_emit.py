@@ -78,9 +78,21 @@ def _keys_of(operand) -> frozenset:
     return _NO_KEYS
 
 
+_FILES: dict[tuple[str, frozenset], frozenset] = {}
+
+
 def _in_file(keys, regs: str) -> frozenset:
     """The keys of one register file, for a hazard row's `regs` (vgpr: v and a; sgpr: every other register;
-    hwreg: none, the emitter tracks no hardware registers; any: all)."""
+    hwreg: none, the emitter tracks no hardware registers; any: all). Cached: an operand's keys recur."""
+    hit = _FILES.get((regs, keys))
+    if hit is None:
+        if len(_FILES) > 100_000:
+            _FILES.clear()
+        hit = _FILES[(regs, keys)] = _file_keys(keys, regs)
+    return hit
+
+
+def _file_keys(keys, regs: str) -> frozenset:
     if regs == "vgpr":
         return frozenset(k for k in keys if k[0] in ("v", "a"))
     if regs == "sgpr":
@@ -149,11 +161,13 @@ class Emitter:
         self._recent_total = 0
         self._time = 0
         self._written: dict[RegKey, dict[str, int]] = {}
+        self._class_time: dict[str, int] = {}                         # writer class -> its youngest write's end
         self._log: list[tuple[frozenset[str], frozenset, frozenset, int]] = []   # classes, read, written, covers
         self._labels: dict[str, int] = {}
         self._label_queues: dict[str, dict] = {}
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
         self._dead = False                                        # after an unconditional branch
+        self._memo: dict[tuple, tuple] = {}                       # emit's arguments -> `_plan`
 
     def _rules_of(self, cls: frozenset[str]) -> tuple:
         hit = self._rules_for.get(cls)
@@ -168,7 +182,10 @@ class Emitter:
         need = 0
         now = self._time + elapsed_before
         table = self._written
+        latest = self._class_time
         for writer, _reader, states, regs, access in self._rules_of(cls):
+            if now - latest.get(writer, -states) >= states:
+                continue                      # no write of this class at all within the rule's reach
             keys = read if access == "read" else written
             if regs != "any":
                 keys = _in_file(keys, regs)
@@ -206,6 +223,8 @@ class Emitter:
             mine = cls & self._writers
             if mine:
                 now, table = self._time, self._written
+                for c in mine:
+                    self._class_time[c] = now
                 for k in written:
                     row = table.get(k)
                     if row is None:
@@ -215,7 +234,7 @@ class Emitter:
 
     def _set_history(self, recent: list) -> None:
         """Replace the hazard history (after a join) and rebuild the per-register index from it."""
-        self._recent, self._recent_total, self._time, self._written = [], 0, 0, {}
+        self._recent, self._recent_total, self._time, self._written, self._class_time = [], 0, 0, {}, {}
         for cls, written, covers in recent:
             self._push_recent(cls, written, covers)
 
@@ -263,6 +282,25 @@ class Emitter:
     def emit(self, name: str, *operands, reads: Iterable | None = None, **modifiers) -> AsmInstruction:
         """Append one instruction. The operands the spec marks as outputs are its destinations; every register
         operand counts as read. Memory instructions are queued on their counter."""
+        key = None
+        if reads is None:     # an epilogue repeats the same instructions: what they read and write is worked out once
+            types = tuple(map(type, operands))
+            mtypes = tuple(map(type, modifiers.values())) if modifiers else ()
+            if float not in types and float not in mtypes:    # 1 == 1.0 and 0.0 == -0.0: not one instruction
+                key = (name, operands, types, tuple(modifiers.items()) if modifiers else (), mtypes)
+                try:
+                    hit = self._memo.get(key)
+                except TypeError:        # an unhashable operand or modifier value
+                    key = hit = None
+                if hit is not None:
+                    return self._append(*hit)
+        plan = self._plan(name, operands, reads, modifiers)
+        if key is not None:
+            self._memo[key] = plan
+        return self._append(*plan)
+
+    def _plan(self, name: str, operands: tuple, reads, modifiers: dict) -> tuple:
+        """What `emit` needs of one instruction, independent of the code before it."""
         facts = self.facts
         keys = [_keys_of(o) for o in operands]          # each operand's registers, once
         written = _NO_KEYS
@@ -275,21 +313,24 @@ class Emitter:
         for k in keys:
             if k:
                 read = k if not read else read | k
-        self._wait_for(read | written if written else read)
         cls = facts.hazard_classes(name)
-        need = self._needed(cls, read, written)
-        if need:
-            self._nops(need)
         mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None) if modifiers else ()
         inline = facts.inline_ints
         inst = AsmInstruction(name, tuple([_operand(o, inline) for o in operands]), mods)
+        counters = facts.counters(name)
+        scalar = facts.scalar_memory(name) if counters else False
+        return inst, read, written, read | written if written else read, cls, counters, scalar
+
+    def _append(self, inst: AsmInstruction, read, written, both, cls, counters, scalar) -> AsmInstruction:
+        if both:
+            self._wait_for(both)
+        need = self._needed(cls, read, written)
+        if need:
+            self._nops(need)
         self.code.append(inst)
         self._note(cls, written, read=read)
-        counters = facts.counters(name)
-        if counters:
-            scalar = facts.scalar_memory(name)
-            for counter in counters:
-                self._queues[counter].push(written, scalar)
+        for counter in counters:
+            self._queues[counter].push(written, scalar)
         return inst
 
     # --- control flow ------------------------------------------------------------------------------
