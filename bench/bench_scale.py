@@ -1,6 +1,8 @@
 """Compile time of each scale mode (issue 26): jitgemm's direct and LLVM generators beside Triton compiling its
 explicit-multiply peer (jitgemm/triton_gemm.py scaled_gemm_kernel, the kernel `explain` ranks beside ours), for
-the same problem class on each target, in one process with the spec loaded. Every compile is a fresh one: our
+the same problem class on each target, in one process with the spec loaded. Ours twice: the default config of a
+4096^3 problem (up to 256x256 tiles) and Triton's tile (64x64, 4 waves; K tile 128 for block scales, else 32 for
+Triton and ours' default depth). Every compile is a fresh one: our
 plan memo is cleared and Triton gets a new cache folder each time (TRITON_CACHE_DIR, TRITON_ALWAYS_COMPILE).
 Median of --repeat runs; the load average is printed because the machine is shared.
 
@@ -15,6 +17,7 @@ import statistics
 import sys
 import tempfile
 import time
+from dataclasses import replace
 
 sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
@@ -50,18 +53,21 @@ def main() -> int:
     for arch in ("gfx942", "gfx950"):
         isa.load_spec(arch)
     print(f"load average before: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
-    print(f"{'mode':7} {'target':7} {'dtype':9} {'asm ms':>8} {'llvm ms':>8} {'triton ms':>9} "
-          f"{'triton/asm':>10} {'triton/llvm':>11}")
+    print(f"{'mode':7} {'target':7} {'dtype':9} {'tile':>7} {'asm ms':>8} {'llvm ms':>8} {'asm64 ms':>8} "
+          f"{'llvm64 ms':>9} {'triton64 ms':>11} {'triton/asm64':>12} {'triton/llvm64':>13}")
     for mode, arch, dt, d in CASES:
         p = GemmProblem.make(4096, 4096, 4096, dt, d=d, layout="NT", scale_mode=mode)
         times = {}
         for option in ("asm", "llvm"):
             gen = generator(option)
-
-            def ours(gen=gen, p=p, arch=arch):
-                clear_plans()
-                gen.compile(p, target=arch)
-            times[option] = _ms(ours, args.repeat)
+            spec, profile = isa.load_spec(arch), isa.target_profile(arch)
+            base = gen.choose_config(p, spec, profile)
+            small = replace(base, tile_m=64, tile_n=64, waves_m=2, waves_n=2)
+            for label, config in (("", base), ("64", small)):
+                def ours(gen=gen, p=p, arch=arch, config=config):
+                    clear_plans()
+                    gen.compile(p, config, target=arch)
+                times[option + label] = _ms(ours, args.repeat)
 
         def triton(p=p, arch=arch, mode=mode):
             with tempfile.TemporaryDirectory() as cache:
@@ -70,8 +76,10 @@ def main() -> int:
                 block = (64, 64, 128 if mode == "block" else 32)
                 sup.compile_scaled(p, arch, block)
         times["triton"] = _ms(triton, args.repeat)
-        print(f"{mode:7} {arch:7} {dt:9} {times['asm']:8.1f} {times['llvm']:8.1f} {times['triton']:9.1f} "
-              f"{times['triton'] / times['asm']:10.1f} {times['triton'] / times['llvm']:11.1f}")
+        tile = f"{base.tile_m}x{base.tile_n}"
+        print(f"{mode:7} {arch:7} {dt:9} {tile:>7} {times['asm']:8.1f} {times['llvm']:8.1f} {times['asm64']:8.1f} "
+              f"{times['llvm64']:9.1f} {times['triton']:11.1f} {times['triton'] / times['asm64']:12.1f} "
+              f"{times['triton'] / times['llvm64']:13.1f}")
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
 

@@ -35,40 +35,36 @@ class ScalePhase:
 
     # --- set-up --------------------------------------------------------------------------------------------
     def _scale_resource(self, x: str) -> Reg:
-        """A buffer descriptor over scale array `x` ("a_scale" or "b_scale"): (rows - 1) * ld + cols fp32."""
+        """A buffer descriptor over scale array `x` ("a_scale" or "b_scale"): (rows - 1) * ld + cols fp32. The block
+        counts ceil(k/128) and ceil(n/128) are made in word 3 before it takes its constant (no SGPR of their own:
+        a kernel with C, bias and block scales uses nearly all of gfx9's SGPRs)."""
         emit, a = self.emit, self.args
         rows, cols, ld = mode_scale_extent(self.p, x[0])
-        counts = self._scale_counts()
-        value = {"m": a["m"], "n": a["n"], **counts}
         rsrc = self.ra.take("s", 4, align=4)
         w = [Reg("s", rsrc.index + i) for i in range(4)]
+
+        def count(name: str) -> Reg:        # m, n, or a block count computed into word 3
+            if name in ("m", "n"):
+                return a[name]
+            emit("s_add_u32", w[3], a["k" if name == "kb" else "n"], 127)
+            emit("s_lshr_b32", w[3], w[3], BLOCK_SHIFT)
+            return w[3]
+
         ptr = a[x]
         emit("s_mov_b32", w[0], Reg("s", ptr.index))
         emit("s_and_b32", w[1], Reg("s", ptr.index + 1), 0xFFFF)
         if rows == "1":
             emit("s_mov_b32", w[2], 0)
         else:
-            emit("s_sub_u32", w[2], value[rows], 1)
+            emit("s_sub_u32", w[2], count(rows), 1)
             emit("s_mul_i32", w[2], w[2], a[ld])
         if cols == "1":
             emit("s_add_u32", w[2], w[2], 1)
         else:
-            emit("s_add_u32", w[2], w[2], value[cols])
+            emit("s_add_u32", w[2], w[2], count(cols))
         emit("s_lshl_b32", w[2], w[2], 2)
         emit("s_mov_b32", w[3], RSRC_WORD3)
         return rsrc
-
-    def _scale_counts(self) -> dict[str, Reg]:
-        """SGPRs holding ceil(k/128) ("kb") and ceil(n/128) ("nb"), made once."""
-        if "_counts" not in self.__dict__:
-            counts = {}
-            for key, dim in (("kb", "k"), ("nb", "n")):
-                reg = self.ra.take("s")
-                self.emit("s_add_u32", reg, self.args[dim], 127)
-                self.emit("s_lshr_b32", reg, reg, BLOCK_SHIFT)
-                counts[key] = reg
-            self._counts = counts
-        return self._counts
 
     @property
     def pingpong(self) -> bool:
@@ -99,7 +95,8 @@ class ScalePhase:
         self.kb = self.ra.take("s")
         emit("s_mov_b32", self.kb, 0)
         self.srow, self.scol = self.vtmp(), self.vtmp()
-        origin = self.ra.take("s")
+        self.soff_a, self.soff_b = self.ra.take("s"), self.ra.take("s")
+        origin = self.soff_a                            # a temporary here; the K offset of A's scales in the loop
         emit("v_lshrrev_b32", self.srow, log2_exact(m.n, "mfma n"), self.lane)
         emit("v_lshlrev_b32", self.srow, 2, self.srow)
         emit("s_add_u32", origin, self.wrow, self.row0)
@@ -118,7 +115,6 @@ class ScalePhase:
         self.sa_sets = [self.vtmp(self.blocks_m * self.mfma.acc_regs) for _ in range(sets)]
         self.sb_sets = [self.vtmp(self.blocks_n) for _ in range(sets)]
         self.s_off, self.s_tmp = self.vtmp(), self.vtmp()
-        self.soff_a, self.soff_b = self.ra.take("s"), self.ra.take("s")
         if sets == 2:
             for reg in (self.sa_sets[1], self.sb_sets[1]):
                 for q in range(reg.count):

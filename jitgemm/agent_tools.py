@@ -55,7 +55,15 @@ def isa_lookup(name: str, arch: str = DEFAULT_ARCH) -> dict[str, Any]:
         return {"ok": False, "arch": arch, "closest": close, "diagnostics": [{
             "severity": "error", "message": f"{name!r} is not an instruction of {spec.architecture.name}"
             + (f"; closest: {', '.join(close)}" if close else ""), "accepted": close}]}
-    return {"ok": True, "arch": arch, "spec": str(spec.source), **instruction_facts(spec, inst)}
+    from jitgemm import spec_cards
+
+    try:
+        facts = spec_cards.card(spec, inst, isa.target_profile(arch))
+        timing = {"latency": facts["latency"], "counters": facts["counters"], "passes": facts["passes"],
+                  "hazard_classes": facts["classes"], "hazards": facts["hazards"]}
+    except (isa.SpecError, ValueError, KeyError):   # a spec given as a path has no target profile
+        timing = {}
+    return {"ok": True, "arch": arch, "spec": str(spec.source), **instruction_facts(spec, inst), **timing}
 
 
 # query words -> what the spec's names and prose say for them (names abbreviate: mfma, ds_, f8, ...)
@@ -319,8 +327,8 @@ def disassemble(code_object_base64: str | None = None, path: str | None = None) 
     for k in co.kernels:
         insts = []
         for d in decode(k.code, spec):
-            text = format_instruction(d.instruction) if d.instruction is not None else f".long 0x{d.word:08x}" \
-                if hasattr(d, "word") else "<undecodable>"
+            text = format_instruction(d.instruction) if d.instruction is not None else \
+                ".long " + ", ".join(f"0x{w:08x}" for w in d.words)
             insts.append({"pc": d.offset, "text": text})
         desc = k.descriptor
         kernels.append({"name": k.name, "instructions": insts, "lds_bytes": desc.group_segment_fixed_size,
@@ -360,8 +368,9 @@ def _case(case: Mapping[str, Any] | None):
 def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
         kernel: str | None = None, arch: str | None = None, strict: bool = True, schedule: str = "lockstep",
         seed: int = 0, input_seed: int = 1) -> dict[str, Any]:
-    """Run a kernel once on the case's inputs (drawn with `input_seed`) in the emulator (strict by default) and
-    compare its outputs with the case's numpy reference: max error, findings (violations with PCs)."""
+    """Run a kernel once on the case's inputs (drawn with `input_seed`; 1, battery.VISIBLE_INPUT_SEED, is the set
+    the battery's first run uses too) in the emulator (strict by default) and compare its outputs with the case's
+    numpy reference: max error, findings (violations with PCs)."""
     from jitgemm.battery import CaseError, constant_inputs, make_inputs, run_case
 
     parsed, bad = _case(case)
@@ -386,11 +395,22 @@ def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: 
     return result
 
 
-def qualify(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
-            kernel: str | None = None, arch: str | None = None) -> dict[str, Any]:
+def qualify(case: Mapping[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+            kernel: str | None = None, arch: str | None = None,
+            contract: str | Mapping[str, Any] | None = None) -> dict[str, Any]:
     """The anti-cheat battery (jitgemm/battery.py): limits, strict emulation, poison, three random schedules
-    bit-identical, two random input sets against the reference."""
+    bit-identical, two random input sets against the reference. A GEMM kernel may give its jitgemm `contract`
+    instead of a case: then random legal problems of the contract are its cases (battery.gemm_battery)."""
     from jitgemm.battery import CaseError, battery
+
+    if contract is not None:
+        loaded = _gemm_kernel(contract, source, code_object_base64, arch)
+        if isinstance(loaded, dict):
+            return loaded
+        from jitgemm.battery import gemm_battery
+
+        findings = gemm_battery(loaded[1], loaded[0])
+        return {"ok": not findings, "findings": [f.to_json() for f in findings]}
 
     parsed, bad = _case(case)
     if bad:
@@ -430,17 +450,19 @@ def profile(case: Mapping[str, Any] | None = None, source: str | None = None, co
     return {"ok": True, **estimate_time(blob, kernel, parsed, out.stats)}
 
 
-def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
-    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
-    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+def _gemm_kernel(contract, source, code_object_base64, arch):
+    """(Contract, code object) of a GEMM kernel given with its contract, or a result dict saying what is wrong;
+    the contract is checked against the kernel's metadata."""
+    import yaml
+
+    from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
-    from jitgemm.timing import TimingError, predict
     from jitgemm.util.safe_yaml import load_yaml
 
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
         parsed = Contract.load(data, "contract")
-    except (ValueError, TypeError, ContractError) as exc:
+    except (ValueError, TypeError, ContractError, yaml.YAMLError) as exc:
         return _error(f"contract: {exc}")
     if source:
         blob, result = assemble_text(source, arch)
@@ -451,6 +473,22 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
             blob = _code_object(code_object_base64)
         except ValueError as exc:
             return _error(str(exc))
+    try:
+        parsed.check_metadata(read(blob).kernel(parsed.kernel).metadata)
+    except (CodeObjectError, ContractError) as exc:
+        return _error(str(exc))
+    return parsed, blob
+
+
+def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -> dict[str, Any]:
+    """`profile` for a GEMM kernel and its contract: jitgemm.timing.predict on the problem."""
+    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+    from jitgemm.timing import TimingError, predict
+
+    loaded = _gemm_kernel(contract, source, code_object_base64, arch)
+    if isinstance(loaded, dict):
+        return loaded
+    parsed, blob = loaded
     if not isinstance(problem, Mapping) or not {"m", "n", "k", "a"} <= set(problem):
         return _error("problem: give {m, n, k, a, b?, d?, layout?, batch?} for a GEMM kernel's profile")
     keys = ("b", "d", "layout", "batch", "a_scale", "b_scale", "scale_mode")
@@ -460,7 +498,7 @@ def _profile_gemm(contract, problem, source, code_object_base64, arch, device) -
         ok, why = parsed.admits(gemm)
         if not ok:
             return _error(f"the contract does not admit this problem: {why}")
-        pred = predict((data, blob), gemm, device)
+        pred = predict((parsed.data, blob), gemm, device)
     except (IRError, TimingError, ValueError, KeyError) as exc:
         return _error(f"{type(exc).__name__}: {exc}")
     return {"ok": True, "model": "jitgemm.timing.predict", "us": pred.us, "tflops": pred.tflops,
@@ -512,34 +550,17 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
            folder: str | None = None, db: str | None = None, cases: int = 3) -> dict[str, Any]:
     """Qualify a GEMM kernel against its contract (battery.gemm_battery: limits, random legal problems in strict
     emulation with poison, three random schedules bit-identical); when it passes, write it with its sidecar contract
-    into the supplier folder and record it
-    in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to `jitgemm.matmul`."""
+    into the supplier folder and record it in the tuning database, so `jitgemm.use_prebuilt(folder)` offers it to
+    `jitgemm.matmul`."""
     import yaml
 
     from jitgemm.battery import gemm_battery
-    from jitgemm.codegen.codeobj import CodeObjectError, read
-    from jitgemm.contract import Contract, ContractError
-    from jitgemm.util.safe_yaml import load_yaml
 
-    try:
-        data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
-        parsed = Contract.load(data, "submitted contract")
-    except (yaml.YAMLError, ContractError, TypeError, ValueError) as exc:
-        return _error(f"contract: {exc}")
-    if source:
-        blob, result = assemble_text(source, parsed.target if hasattr(parsed, "target") else None)
-        if blob is None:
-            return result
-    else:
-        try:
-            blob = _code_object(code_object_base64)
-        except ValueError as exc:
-            return _error(str(exc))
-    try:
-        kernel = read(blob).kernel(parsed.kernel)
-        parsed.check_metadata(kernel.metadata)
-    except (CodeObjectError, ContractError) as exc:
-        return _error(str(exc))
+    loaded = _gemm_kernel(contract, source, code_object_base64, None)
+    if isinstance(loaded, dict):
+        return loaded
+    parsed, blob = loaded
+    data = parsed.data
     findings = gemm_battery(blob, parsed, cases=cases)
     if findings:
         return {"ok": False, "findings": [f.to_json() for f in findings]}
@@ -555,12 +576,13 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
 
 
 def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
-    """Tuning-database rows for the submitted kernel: emulator-verified, and the cost model's TFLOP/s on a
-    representative problem of its contract (the rows `TuningDB.deciding_row` ranks by)."""
+    """Tuning-database rows for the submitted kernel: emulator-verified, and the timing model's TFLOP/s (through
+    `selector.predicted`, the selector's own call of jitgemm.timing) on a representative problem of its contract
+    (the rows `TuningDB.deciding_row` ranks by); no TFLOP/s row when the model cannot time the kernel."""
     import random
 
     from jitgemm.qualify import draw_problems
-    from jitgemm.selector import predicted_tflops
+    from jitgemm.selector import predicted
     from jitgemm.suppliers import Candidate
     from jitgemm.tuning_db import TuningDB, problem_key
 
@@ -572,6 +594,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        rows.append({**common, "metric": "tflops", "value": predicted_tflops(cand, p, contract.target),
-                     "source": "model"})
+        pred = predicted(cand, p, contract.target)   # a string when the model cannot time the kernel
+        if not isinstance(pred, str):
+            rows.append({**common, "metric": "tflops", "value": pred.tflops, "source": "model"})
     return base.add(rows) if rows else 0

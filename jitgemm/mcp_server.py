@@ -75,12 +75,14 @@ def build_server():
         return reply(tools.run, case, source, code_object_base64, kernel, arch, strict, schedule, seed)
 
     @server.tool()
-    def qualify(case: dict[str, Any], source: str | None = None, code_object_base64: str | None = None,
-                kernel: str | None = None, arch: str | None = None) -> str:
+    def qualify(case: dict[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,
+                kernel: str | None = None, arch: str | None = None,
+                contract: dict[str, Any] | str | None = None) -> str:
         """The anti-cheat battery: target limits (LDS, VGPR/AGPR, SGPR, scratch), strict mode, poisoned
         outputs/LDS/registers, three random schedules bit-identical, out-of-bounds accesses, two random input
-        sets against the reference. ok=false lists every finding."""
-        return reply(tools.qualify, case, source, code_object_base64, kernel, arch)
+        sets against the reference. A GEMM kernel may give its jitgemm contract instead of a case (random legal
+        problems become its cases). ok=false lists every finding."""
+        return reply(tools.qualify, case, source, code_object_base64, kernel, arch, contract)
 
     @server.tool()
     def profile(case: dict[str, Any] | None = None, source: str | None = None, code_object_base64: str | None = None,

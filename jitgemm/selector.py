@@ -2,22 +2,21 @@
 
 `select(problem)` first asks every candidate's contract whether the problem is legal — never by trying the
 kernel — then ranks the legal ones: measured results from the tuning database when there are some for the
-problem class, else a cost model (tile and wave-quantization efficiency, occupancy from registers and LDS,
-the target's peak MFMA rate for the dtype). Ties break on the kernel's identity, so the choice is
-deterministic. The direct generator's fallback kernel (scalar loads) is legal for every shape and
-alignment, so selection never comes back empty for a supported dtype pair.
+problem class, else the one timing model (`jitgemm.timing.predict`: the kernel's own instructions, occupancy,
+rounds over the CUs, the memory hierarchy; on the target's default device). Ties break on the kernel's
+identity, so the choice is deterministic. The direct generator's fallback kernel (scalar loads) is legal for
+every shape and alignment, so selection never comes back empty for a supported dtype pair.
 """
 
 from __future__ import annotations
 
 import json
-import math
 import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.spec.cache import cache_root
 from jitgemm.util.files import read_sealed, write_sealed
@@ -39,6 +38,7 @@ class Verdict:
     score: float | None = None      # predicted or measured TFLOP/s; higher is better
     basis: str = ""                 # "tuning" (measured), "sweep" (the database's static model) or "model"
     row: Row | None = None          # the tuning-database row that decided the score
+    predicted_us: float | None = None   # the timing model's time of one launch (basis "model")
 
 
 def _json_load(path: Path) -> dict:
@@ -71,47 +71,17 @@ class Quarantine:
         _json_store(self.path, data)
 
 
-def _rate_key(problem: GemmProblem, rates: dict) -> str:
-    """Which of the profile's peak matrix rates applies: the wider operand's dtype (a mixed or weight-only GEMM
-    runs at the rate of its wider side); an 8-bit float of either flavour (bf8, OCP e4m3/e5m2) at the fp8 rate;
-    fp6/fp4 at their own rate when the profile lists one, else at fp8's (gfx950's f8f6f4 MFMAs are never slower)."""
-    kind = max((problem.a, problem.b), key=lambda d: d.bits)
-    if kind.name in rates:
-        return kind.name
-    return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+def predicted(candidate: Candidate, problem: GemmProblem, target: str):
+    """The timing model's prediction for a candidate on the target's default device, at the split-K count the
+    model finds fastest for a kernel that splits K (`jitgemm.timing.best_split`), or the reason it has none (a
+    kernel the model cannot time: no MFMA loop, no tile in its contract)."""
+    from jitgemm.timing import TimingError, best_split
+    from jitgemm.timing.pipeline import PipelineModelError
 
-
-def predicted_tflops(candidate: Candidate, problem: GemmProblem, target: str) -> float:
-    """Cost model (a roofline): compute time at the peak matrix rate scaled by tile padding, SIMD use and wave
-    quantization, against memory time for the bytes the tiles read; the slower one decides."""
-    profile = isa.target_profile(target)
-    rates = profile.peak_matrix_tflops
-    peak = float(rates.get(_rate_key(problem, rates), 100.0)) * 1e12
-    bandwidth = float(profile.hbm_bandwidth_gbs or 1000.0) * 1e9
-    tile = candidate.contract.data.get("tile", {})
-    tm, tn, tk = tile.get("m", 128), tile.get("n", 128), tile.get("k", 32)
-    m, n, k, batch = problem.m, problem.n, problem.k, problem.batch
-    tiles = math.ceil(m / tm) * math.ceil(n / tn) * batch
-    cus = profile.compute_units
-    waves = max(1, math.prod(candidate.contract.workgroup) // 64)
-    regs = int(tile.get("vgprs", 128)) + int(tile.get("agprs", 0))
-    waves_per_simd = max(1, min(8, 512 // max(8, math.ceil(regs / 8) * 8)))
-    wgs_by_regs = max(1, 4 * waves_per_simd // waves)
-    lds = int(tile.get("lds", 0)) or int(candidate.contract.data["launch"].get("lds_bytes", 0))
-    wgs_by_lds = max(1, profile.lds_bytes_per_workgroup // lds) if lds else 16
-    resident = max(1, min(wgs_by_regs, wgs_by_lds, math.ceil(tiles / cus)))
-    simd_use = min(1.0, resident * waves / 4)
-    rounds = math.ceil(tiles / (cus * resident))
-    quantization = tiles / (rounds * cus * resident)
-    padded = math.ceil(m / tm) * tm * math.ceil(n / tn) * tn * math.ceil(k / tk) * tk
-    flops = 2.0 * m * n * k * batch
-    compute = 2.0 * padded * batch / (peak * simd_use * quantization)
-    width = _load_width(candidate)
-    load_efficiency = 0.25 + 0.75 * min(1.0, width / 16)     # scalar loads waste most of each transaction
-    moved = (tiles * (problem.a.storage_bytes(tm * k) + problem.b.storage_bytes(tn * k))
-             + m * n * batch * problem.d.bytes)
-    memory = moved / (bandwidth * load_efficiency)
-    return flops / max(compute, memory) / 1e12
+    try:
+        return best_split(candidate, problem)
+    except (TimingError, PipelineModelError, isa.IsaError) as exc:
+        return f"model: {exc}"
 
 
 def spills(candidate: Candidate) -> bool:
@@ -126,20 +96,30 @@ _BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
 
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then the wider sure loads
-    (`_load_width`); then a stable identity, so the choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then `tie_key` (the one
+    tie-break, which the sweep's "best" uses too); then the supplier's identity, so the choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), -_load_width(c), c.supplier,
-            c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), *tie_key(c.contract.data),
+            c.supplier, c.label, c.key)
+
+
+def tie_key(contract: dict) -> tuple:
+    """The one tie-break between kernels of equal score, from their contracts (the selector's `rank_key` and
+    `SweepReport.best` both end with it): the wider sure loads first (`load_width`), then the kernel's name."""
+    return (-load_width(contract), str(contract.get("identity", {}).get("kernel", "")))
+
+
+def load_width(contract: dict) -> int:
+    """The narrowest pointer alignment a contract demands (its widest sure vector loads); among equal scores
+    the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
+    need = contract.get("legality", {}).get("align_bytes", {})
+    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
+    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
+    return max(sure, int(contract.get("tile", {}).get("load_bytes", 1)))
 
 
 def _load_width(candidate: Candidate) -> int:
-    """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
-    equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
-    need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
-    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
-    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
-    return max(sure, int(candidate.contract.data.get("tile", {}).get("load_bytes", 1)))
+    return load_width(candidate.contract.data)
 
 
 class Selector:
@@ -220,7 +200,11 @@ class Selector:
             return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
         if row is not None:
             return Verdict(cand, True, "", row.value, "sweep", row)
-        return Verdict(cand, True, "", predicted_tflops(cand, problem, self.target), "model")
+        pred = predicted(cand, problem, self.target)
+        if isinstance(pred, str):
+            return Verdict(cand, True, pred, 0.0, "model")
+        return Verdict(cand, True, f"split_k={pred.split_k}" if pred.split_k > 1 else "", pred.tflops, "model",
+                       predicted_us=pred.us)
 
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
         verdicts = self.evaluate(problem, align)
@@ -239,7 +223,8 @@ class Selector:
                 rank += 1
             rows.append((str(rank) if v.legal else "-", v.candidate.supplier, v.candidate.label,
                          "kept" if v.legal else "rejected",
-                         f"{v.score:.1f} TF/s ({v.basis})" if v.score is not None else "",
+                         (f"{v.score:.1f} TF/s" + (f" {v.predicted_us:.1f} us" if v.predicted_us else "")
+                          + f" ({v.basis})") if v.score is not None else "",
                          v.reason or ("selected" if v.legal and rank == 1 else "")
                          + (f" [{v.row.describe()}]" if v.row is not None else "")))
         widths = [max(len(r[i]) for r in rows) for i in range(5)]
@@ -287,6 +272,12 @@ def default_selector(target: str = "gfx942") -> Selector:
     return sel
 
 
+def forget_choices() -> None:
+    """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    for sel in list(_selectors.values()):
+        sel.forget()
+
+
 def register_supplier(supplier: Supplier) -> None:
     """Offer a supplier's kernels to `matmul` on every target."""
     default_suppliers().append(supplier)
@@ -300,30 +291,70 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align)
 
 
+def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
+                    align: dict[str, int] | None = None) -> tuple[GemmConfig, str]:
+    """(config, generator option) of the kernel the default selector ranks first for `problem` among the
+    candidates a generator of this project compiles (its own suppliers and the tuning database's variants; a
+    prebuilt or Triton kernel has no config to compile), optionally only `generator`'s. `align`: the operands'
+    pointer alignment (default 256 bytes, what numpy's large allocations and `select --align` give). One
+    ranking (`selector.rank_key`) decides for `compile`, `matmul`, `select` and `explain`."""
+    from jitgemm.codegen.generator import by_name
+    from jitgemm.codegen.generator import generator as registered
+
+    if generator is not None:          # a misspelt or unavailable generator is named before any work
+        ok, why = registered(generator).available()
+        if not ok:
+            raise SelectionError(f"generator={generator!r} is not available: {why}")
+    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
+    for v in verdicts:
+        if not v.legal:
+            break
+        made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
+        if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
+            continue
+        return v.candidate.config, made_by.option
+    why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
+    raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
+                         f"{why or 'no candidates'}")
+
+
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
     """Offer the code objects in `folder` (or the one kernel file `folder` names) to `matmul`: kernels with
     embedded or sidecar contracts, and hipBLASLt GFA kernels (`.s` or `.co` with a custom.config), completed by
     `custom_yaml` (a Tensile test YAML with their CustomKernel/ProblemType) when given; returns the reasons any
-    kernel there was refused."""
+    kernel there was refused (a folder with no kernel file at all says so: nothing was offered). A path that
+    does not exist is a SelectionError naming it (a typo must not pass as "nothing refused")."""
     from .suppliers import PrebuiltSupplier
 
+    path = Path(folder).expanduser()
+    if not path.exists():
+        raise SelectionError(f"use_prebuilt({str(folder)!r}): no such folder or file; expected a folder of code "
+                             f"objects (*.co, *.hsaco) or assembly files (*.s) with jitgemm contracts")
     supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}", custom_yaml=custom_yaml)
-    supplier._scan()
+    entries = supplier._scan()
     register_supplier(supplier)
+    if not entries and not supplier.errors:
+        return [f"{folder}: no code objects (*.co, *.hsaco) or assembly files (*.s); nothing was offered"]
     return list(supplier.errors)
 
 
-def use_triton() -> None:
-    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed; block-scaled problems
-    see Triton's kernels without it)."""
+def use_triton() -> str:
+    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed: a SelectionError
+    says how to get it; block-scaled problems see Triton's kernels without this call). Returns what was done,
+    with Triton's version."""
     from .suppliers import TritonSupplier
 
     if not TritonSupplier.available():
-        raise SelectionError("Triton is not installed (pip install triton)")
+        raise SelectionError("use_triton(): Triton is not installed (pip install triton); the selector keeps "
+                             "offering the project's own kernels")
+    import triton
+
+    done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
             for sel in list(_selectors.values()):
                 sel.forget()
-            return
+            return done
     register_supplier(TritonSupplier())
+    return done

@@ -3,7 +3,7 @@
 classes and pass count from the target profile, and the hazard rows that involve it.
 
 Everything is read from the spec and the target profile (`specs/targets/<arch>.yaml`) through the same facts the
-direct generator's emitter and strict emulation use (`codegen.asm_emit.emit_facts`); nothing here is a table of
+direct generator's emitter and strict emulation use (`isa.hazards.emit_facts`); nothing here is a table of
 its own.
 """
 
@@ -14,7 +14,7 @@ from typing import Any
 
 def card(spec, inst, profile) -> dict[str, Any]:
     """One instruction's card as a JSON-ready map."""
-    from jitgemm.codegen.asm_emit import emit_facts
+    from jitgemm.isa.hazards import emit_facts
 
     facts = emit_facts(spec, profile)
     classes = sorted(facts.classes_of(inst))
@@ -32,7 +32,7 @@ def card(spec, inst, profile) -> dict[str, Any]:
                              + ("out" if op.output else "")})
     kind = ""
     if "mfma" in classes:
-        from jitgemm.emu.strict import mfma_timing
+        from jitgemm.isa.hazards import mfma_timing
 
         _, kind = mfma_timing(inst, profile)
     hazards = []

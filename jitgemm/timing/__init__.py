@@ -17,16 +17,21 @@ What it models:
 Every parameter lives in the target profile (`pipeline`, `timing`, `devices`) with its source; four are fitted to
 aiter's measured tables on a declared half of the rows (bench/bench_model.py reports the other half).
 
+- when asked (`emu_counters`, `jitgemm profile --emulate`), LDS bank conflicts and 64-byte global transactions from
+  the lanes' real addresses: one macro tile run in the emulator at two K depths, differenced to one iteration.
+
 What it ignores: paths of the code a launch does not take (a static trace counts every branch of the prologue and
-epilogue once; edge and K-tail workgroups are timed as interior ones), LDS bank conflicts (counted as none),
-global-memory coalescing beyond instruction widths, instruction-cache misses, clock throttling under power, DVFS,
-other kernels' traffic, TLB misses, the emulator's per-lane addresses (the trace is static; see the issue note).
+epilogue once; edge and K-tail workgroups are timed as interior ones), LDS bank conflicts and uncoalesced global
+accesses unless measured (the selector does not emulate: seconds a candidate), instruction-cache misses, power
+throttling beyond one fitted sustained-clock factor, other kernels' traffic, TLB misses, the instruction stream's
+per-PC counts from the emulator (the loop count is extrapolated statically from K; GEMM main loops are regular).
 """
 
 from __future__ import annotations
 
-from .model import KernelFacts, Prediction, TimingError, kernel_facts, occupancy, params, predict
+from .model import KernelFacts, Prediction, TimingError, best_split, kernel_facts, occupancy, params, predict
 from .trace import KernelTrace, Region, trace
 
-__all__ = ["KernelFacts", "KernelTrace", "Prediction", "Region", "TimingError", "kernel_facts", "occupancy",
+__all__ = ["KernelFacts", "KernelTrace", "Prediction", "Region", "TimingError", "best_split", "kernel_facts",
+           "occupancy",
            "params", "predict", "trace"]

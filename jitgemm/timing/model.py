@@ -202,11 +202,13 @@ def resolve_device(profile: TargetProfile, device: Any) -> Device:
     return profile.device(device)
 
 
-def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: int = 1) -> Prediction:
+def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: int = 1,
+            measured: Any = None) -> Prediction:
     """Predicted time of one launch of `kernel` (a compiled Kernel, a selector Candidate, an aiter inventory
     kernel, or (contract, code-object bytes)) on `problem` on `device` (a name, a CU count, a Device; None: the
     target's default device), the K dimension split in `split_k` slices (aiter's splitK: workgroups per output
-    tile, each reducing ceil(K / split_k) of K)."""
+    tile, each reducing ceil(K / split_k) of K). `measured` (`timing.emu_counters.emu_counters(kernel)`) replaces
+    the static trace's loop bytes with the transactions and LDS bank conflicts of the lanes' real addresses."""
     from jitgemm import isa
 
     facts = kernel_facts(kernel)
@@ -214,11 +216,25 @@ def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: i
     dev = resolve_device(profile, device)
     p = params(profile)
     tr = trace(facts.code, facts.target, {"vmem": p.vmem_latency_passes})
-    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)))
+    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)), measured)
+
+
+SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
+
+
+def best_split(kernel: Any, problem: GemmProblem, device: Any = None, splits: tuple[int, ...] = SPLITS) -> Prediction:
+    """The split-K decision: the prediction at the split count (of `splits` the kernel's contract allows for this
+    K, `Contract.split_refusal`) the model finds fastest; split 1 for a kernel that does not split K."""
+    contract = getattr(kernel, "contract", None)
+    if contract is None and isinstance(kernel, tuple):
+        contract = kernel[0]
+    refusal = getattr(contract, "split_refusal", None)
+    allowed = [s for s in splits if s == 1 or (refusal is not None and refusal(problem.k, s) is None)]
+    return min((predict(kernel, problem, device, split_k=s) for s in allowed), key=lambda p: (p.us, p.split_k))
 
 
 def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profile: TargetProfile, p: Params,
-          split_k: int) -> Prediction:
+          split_k: int, measured: Any = None) -> Prediction:
     m, n, k, batch = prob.m, prob.n, prob.k, prob.batch
     clock = dev.clock_mhz * 1e6 * p.clock_efficiency
     cpp = tr.clocks_per_pass
@@ -234,8 +250,13 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     # -- per workgroup: one wave's regions, its SIMD shared by waves_per_simd waves, the CU's L2 and LDS ports
     w = occ["waves_per_simd"]
     iter_issue = max(loop.passes, w * loop.mfma_passes) * cpp
-    iter_l2 = o * f.waves * loop.vmem_load_bytes / p.l2_bytes_per_clock_per_cu
-    iter_lds = o * f.waves * loop.lds_bytes / p.lds_bytes_per_clock_per_cu
+    wg_l2_bytes = f.waves * loop.vmem_load_bytes
+    lds_factor = 1.0
+    if measured is not None:   # the lanes' real addresses: 64-byte transactions, LDS bank conflicts
+        wg_l2_bytes = max(wg_l2_bytes, 64 * measured.global_transactions)
+        lds_factor = measured.lds_conflict_factor
+    iter_l2 = o * wg_l2_bytes / p.l2_bytes_per_clock_per_cu
+    iter_lds = o * f.waves * loop.lds_bytes * lds_factor / p.lds_bytes_per_clock_per_cu
     iter_clk = max(iter_issue, iter_l2, iter_lds)
     edge_clk = (tr.prologue.passes + tr.epilogue.passes) * cpp
     wg_clk = edge_clk + iters * iter_clk
@@ -274,7 +295,8 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     if body_s > compute_s:
         stalls["hbm" if hbm_s >= mall_s else "mall"] = round((body_s - compute_s) * 1e6, 3)
     stalls["launch"] = round(p.launch_us, 3)
-    bounds = {"compute" if tr.bound == "mfma" else "latency": compute_s, "hbm": hbm_s, "mall": mall_s}
+    busy = iters * w * loop.mfma_passes * cpp / wg_clk if wg_clk else 0.0
+    bounds = {"compute" if busy >= 0.6 else "latency": compute_s, "hbm": hbm_s, "mall": mall_s}
     if iter_clk == iter_l2 and iter_l2 > iter_issue:
         bounds = {**bounds, "l2": bounds.pop("compute", bounds.pop("latency", compute_s))}
     bound = max(bounds, key=lambda x: bounds[x]) if body_s >= launch_s else "launch"
@@ -292,8 +314,10 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
             "lds": int(waves_total * (tr.prologue.lds_bytes + iters * loop.lds_bytes + tr.epilogue.lds_bytes)),
             "stores": int(waves_total * (tr.prologue.vmem_store_bytes + tr.epilogue.vmem_store_bytes
                                          + iters * loop.vmem_store_bytes))},
-        "transactions": {"l2_to_cu_64B": int(waves_total * iters * loop.vmem_load_bytes / 64)},
-        "lds_bank_conflicts": None,   # not modelled by the static trace (jitgemm.timing docstring)
+        "transactions": {"l2_to_cu_64B": int(workgroups * iters * wg_l2_bytes / 64)},
+        "lds_bank_conflicts": (None if measured is None     # the static trace cannot see addresses
+                               else int(measured.lds_conflict_cycles * iters * workgroups)),
+        "addresses": "emulated" if measured is not None else "static",
         "loop": {"passes_one_wave": loop.passes, "mfma_passes": loop.mfma_passes, "bound_one_wave": tr.bound,
                  "clocks_per_iteration": round(iter_clk, 1)},
         "mfma_utilisation": round(min(1.0, mfma_clk / wg_clk), 4) if wg_clk else 0.0,

@@ -9,9 +9,9 @@ import numpy as np
 import pytest
 from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 
-import jitgemm
 from jitgemm.api import launch, prepare
 from jitgemm.contract import Contract
+from jitgemm.kernel import compile as compile_kernel
 from jitgemm.reference import check, operands, reference, scale_operands
 
 # (mode, arch, A, B, D, layout, extra problem fields): one row per mode and target, dtypes and layouts rotated
@@ -41,7 +41,7 @@ def _poison_scales(p: GemmProblem, sa: np.ndarray, sb: np.ndarray) -> None:
 
 @pytest.mark.parametrize("mode, arch, a, b, d, layout, extra", CASES, ids=[f"{c[0]}-{c[1]}-{c[2]}" for c in CASES])
 def test_generators_match_numpy_and_each_other(mode, arch, a, b, d, layout, extra):
-    p = GemmProblem.make(70, 150, 300, a, b, d, layout=layout, scale_mode=mode, bias="n", **extra)
+    p = GemmProblem.make(40, 150, 300, a, b, d, layout=layout, scale_mode=mode, bias="n", **extra)
     x, y, _, bias = operands(p, seed=11)
     sa, sb = scale_operands(p, seed=11)
     if "activation" not in extra:
@@ -52,7 +52,7 @@ def test_generators_match_numpy_and_each_other(mode, arch, a, b, d, layout, extr
         assert np.isnan(ref).any() and np.isinf(ref).any()      # (zero scales leave the bias alone)
     results = {}
     for generator in ("asm", "llvm"):
-        kernel = jitgemm.compile(p, arch=arch, generator=generator, use_disk_cache=False)
+        kernel = compile_kernel(p, arch=arch, generator=generator, use_disk_cache=False)
         call = prepare(x, y, out_dtype=p.d.numpy, bias=bias, scales=(sa, sb, mode), alpha=p.alpha,
                        activation=p.activation)
         assert call.problem.kernel_class() == p.kernel_class()
@@ -68,7 +68,7 @@ def test_generators_match_numpy_and_each_other(mode, arch, a, b, d, layout, extr
 def test_tensor_special_scales(value):
     p = GemmProblem.make(33, 20, 40, "fp8", d="fp32", scale_mode="tensor")
     x, y, _, _ = operands(p, seed=2)
-    kernel = jitgemm.compile(p, arch="gfx942", use_disk_cache=False)
+    kernel = compile_kernel(p, arch="gfx942", use_disk_cache=False)
     call = prepare(x, y, scales=(np.float32(value), np.float32(3.0), None))
     out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
     check(p, out, reference(p, x, y, None, None, np.float32(value), np.float32(3.0)))
@@ -76,19 +76,19 @@ def test_tensor_special_scales(value):
 
 def test_block_needs_the_scale_block_as_k_tile():
     p = GemmProblem.make(64, 64, 256, "fp8", d="bf16", scale_mode="block")
-    kernel = jitgemm.compile(p, arch="gfx942", use_disk_cache=False)
+    kernel = compile_kernel(p, arch="gfx942", use_disk_cache=False)
     assert kernel.config.depth_k == 128
     from dataclasses import replace
 
     with pytest.raises(IRError, match="accepted: depth_k=128"):
-        jitgemm.compile(p, replace(kernel.config, depth_k=64), arch="gfx942", use_disk_cache=False)
+        compile_kernel(p, replace(kernel.config, depth_k=64), arch="gfx942", use_disk_cache=False)
 
 
 def test_batched_rowcol_shares_scales():
     p = GemmProblem.make(20, 24, 64, "int8", d="fp32", scale_mode="rowcol", batch=2)
     x, y, _, _ = operands(p, seed=5)
     sa, sb = scale_operands(p, seed=5)
-    kernel = jitgemm.compile(p, arch="gfx942", use_disk_cache=False)
+    kernel = compile_kernel(p, arch="gfx942", use_disk_cache=False)
     call = prepare(x, y, scales=(sa, sb, None))
     out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
     check(call.problem, out, reference(call.problem, x, y, None, None, sa, sb))
@@ -101,9 +101,9 @@ def test_block_flush_schedules(prefetch, buffers, k):
     from dataclasses import replace
 
     p = GemmProblem.make(40, 72, k, "fp8", d="fp32", layout="TN", scale_mode="block", b_scale_order="col")
-    base = jitgemm.compile(p, arch="gfx942", use_disk_cache=False).config
+    base = compile_kernel(p, arch="gfx942", use_disk_cache=False).config
     config = replace(base, tile_m=64, tile_n=64, waves_m=2, waves_n=2, prefetch=prefetch, lds_buffers=buffers)
-    kernel = jitgemm.compile(p, config, arch="gfx942", use_disk_cache=False)
+    kernel = compile_kernel(p, config, arch="gfx942", use_disk_cache=False)
     assert kernel.contract["tile"]["agprs"] == (16 if (prefetch, buffers) == (1, 1) else 32)   # accumulator sets
     x, y, _, _ = operands(p, seed=k)
     sa, sb = scale_operands(p, seed=k)
@@ -112,3 +112,21 @@ def test_block_flush_schedules(prefetch, buffers, k):
     call = prepare(x, y, scales=(sa, sb, "block", {"b": "col"}))   # one row of B scales: either order
     out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu", strict=True)
     check(p, out, reference(p, x, y, None, None, sa, sb))
+
+
+@pytest.mark.parametrize("mode", ["rowcol", "block"])
+def test_scales_with_every_epilogue_feature(mode):
+    """int8 with scales beside alpha, beta * C (fp16), a per-row bias, relu and a batch of 2: the kernel with the
+    most SGPRs (seven buffer descriptors, twelve kernel-argument dwords more) still fits gfx9's SGPRs."""
+    p = GemmProblem.make(50, 70, 260, "int8", d="bf16", c="fp16", beta=0.5, alpha=2.0, layout="NT", batch=2,
+                         scale_mode=mode, activation="relu", bias="m")
+    x, y, c, bias = operands(p, seed=9)
+    sa, sb = scale_operands(p, seed=9)
+    ref = reference(p, x, y, c, bias, sa, sb)
+    for generator in ("asm", "llvm"):
+        kernel = compile_kernel(p, arch="gfx950", generator=generator, use_disk_cache=False)
+        call = prepare(x, y, c, alpha=2.0, beta=0.5, out_dtype=p.d.numpy, bias=bias, activation="relu",
+                       scales=(sa, sb, mode))
+        out = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu",
+                     strict=True)
+        check(call.problem, out, ref)

@@ -7,8 +7,8 @@ import shutil
 import subprocess
 import sys
 
+from tests.fixtures.agents.cheats import CORRECT, cheats
 from tests.fixtures.oracles import REPO
-from tests.jitgemm.agents.cheats import CORRECT, cheats
 
 
 def _jitgemm(*args: str) -> subprocess.CompletedProcess:
@@ -51,3 +51,18 @@ def test_agent_eval_scores_a_folder(tmp_path):
     assert listing.returncode == 0 and len(listing.stdout.splitlines()) == 12
     missing = _jitgemm("agent-eval", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "not a folder" in missing.stderr
+
+
+def test_emulate_poison_shows_what_a_kernel_never_wrote(tmp_path):
+    """`jitgemm emulate --poison`: a store of a register nothing wrote gives zeros plainly, the poison with it."""
+    from jitgemm import agent_tools, battery
+
+    source = ("  s_load_dwordx2 s[12:13], s[0:1], 0x0\n  v_lshlrev_b32 v1, 2, v0\n  s_waitcnt lgkmcnt(0)\n"
+              "  global_store_dword v1, v5, s[12:13]\n")
+    case = battery.Case.from_json({"args": [{"name": "c", "dtype": "u32", "shape": 64, "output": True}]})
+    blob, _ = agent_tools.assemble_text(source, "gfx942", case.args)
+    (tmp_path / "k.co").write_bytes(blob)
+    plain = _jitgemm("emulate", str(tmp_path / "k.co"), "--arg", "u32:64:zeros")
+    poisoned = _jitgemm("emulate", str(tmp_path / "k.co"), "--arg", "u32:64:zeros", "--poison")
+    assert plain.returncode == poisoned.returncode == 0, (plain.stderr, poisoned.stderr)
+    assert "abs-max=0" in plain.stdout and "abs-max=2.14" in poisoned.stdout   # 0x7FBADBAD = 2142952365

@@ -1,7 +1,7 @@
 """`jitgemm mcp` through a real MCP client session: the official SDK's client starts `python -m jitgemm mcp` over
 stdio, and two scripted agents use it -- one writes correct kernels for the agent-eval tasks (hand-written AMDGPU
-assembly in tests/jitgemm/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
-known cheats (tests/jitgemm/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
+assembly in tests/fixtures/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
+known cheats (tests/fixtures/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
 refused with its finding."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.agents.cheats import CORRECT, cheats
 from tests.fixtures.oracles import REPO, require_module
-from tests.jitgemm.agents.cheats import CORRECT, cheats
 
 # The tasks the correct agent solves through the session (all twelve: one battery each, a few seconds in all).
 SESSION_TASKS = ("vector_add", "saxpy", "row_bias", "block_sum", "wave_max", "transpose_lds", "gemv",
@@ -73,6 +73,9 @@ async def _correct_agent(session, submission=None) -> dict:
                  {"name": "b", "dtype": "f32", "shape": 64, "data": [0.5] * 64},
                  {"name": "c", "dtype": "f32", "shape": 64, "output": True}]})
     if submission is not None:
+        lying = dict(submission["contract"], operation=dict(submission["contract"]["operation"], layout="TN"))
+        out["lying"] = await _call(session, "qualify", contract=lying,
+                                   code_object_base64=submission["code_object_base64"])
         out["submit"] = await _call(session, "submit", **submission)
         out["gemm_profile"] = await _call(session, "profile", contract=submission["contract"],
                                           code_object_base64=submission["code_object_base64"],
@@ -82,7 +85,13 @@ async def _correct_agent(session, submission=None) -> dict:
 
 
 async def _cheating_agent(session) -> dict:
-    return {c.name: await _call(session, "qualify", case=c.case, source=c.source) for c in cheats()}
+    out = {c.name: await _call(session, "qualify", case=c.case, source=c.source) for c in cheats()}
+    zeros = next(c for c in cheats() if c.name == "zeros_only")      # the same kernel on the task's own case
+    from jitgemm.agent_eval import task
+
+    out["zeros_only on random inputs"] = await _call(session, "qualify", case=task("vector_add").case,
+                                                     source=zeros.source)
+    return out
 
 
 @pytest.fixture(scope="module")
@@ -107,10 +116,11 @@ def test_correct_agent_session(mcp_sdk, tmp_path):
     for name, (asm, run, verdict, prof) in out["tasks"].items():
         assert asm["ok"] and asm["snippet"], (name, asm)
         assert run["ok"] and run["findings"] == [] and run["max_error"] is not None, (name, run)
-        assert verdict["ok"], (name, verdict["findings"])
+        assert verdict["ok"] and verdict["findings"] == [], (name, verdict["findings"])
         assert verdict["runs"] == 5          # lockstep, three random schedules, a second input set
         assert prof["ok"] and prof["us"] > 0 and "roofline" in prof["model"], (name, prof)
     assert out["lookup"]["ok"] and out["lookup"]["name"] == "V_MFMA_F32_16X16X16_F16"
+    assert out["lookup"]["passes"] == 4 and any(h["as"] == "writer" for h in out["lookup"]["hazards"])
     assert {o["operand_type"] for e in out["lookup"]["encodings"] for o in e["operands"]} >= {"OPR_VGPR_OR_ACCVGPR"}
     assert not out["typo"]["ok"] and "V_MFMA_F32_16X16X16_F16" in out["typo"]["closest"]
     assert out["search"]["results"][0]["name"].startswith("V_MFMA_F32_") and \
@@ -126,6 +136,7 @@ def test_correct_agent_session(mcp_sdk, tmp_path):
     assert not out["bad_arch"]["ok"] and "gfx9999" in out["bad_arch"]["diagnostics"][0]["message"]
     assert out["given"]["ok"] and out["given"]["outputs"]["c"]["head"][:3] == [0.5, 1.5, 2.5]
     assert out["given"]["findings"] == []
+    assert not out["lying"]["ok"] and out["lying"]["findings"][0]["check"] in ("mismatch", "out_of_bounds")
     assert out["submit"]["ok"], out["submit"]
     gemm = out["gemm_profile"]
     assert gemm["ok"] and gemm["model"] == "jitgemm.timing.predict" and gemm["us"] > 0 and gemm["bound"], gemm
@@ -146,9 +157,13 @@ def test_cheating_agent_session(mcp_sdk):
         assert c.check in checks, (c.name, verdict["findings"])
     lane32 = next(f for f in out["lane32"]["findings"] if f["check"] == "mismatch")
     assert "32-lane" in lane32["message"] and lane32["detail"]["lane_pattern_32"]
+    wave64 = next(f for f in out["lane32"]["findings"] if f["check"] == "wave64")
+    assert wave64["severity"] == "warning" and "exec_hi" in wave64["message"] and wave64["pc"] == 16
     wait = out["missing_wait"]["findings"][0]
     assert wait["detail"]["rule"] == "missing s_waitcnt" and wait["detail"]["first"]["text"].startswith("global_load")
     assert "65792" in out["lds_over_limit"]["findings"][0]["message"]
+    on_random = out["zeros_only on random inputs"]
+    assert not on_random["ok"] and [f["check"] for f in on_random["findings"]] == ["mismatch"]
     print("\n".join(f"{name:<16} refused={not ok} findings={checks}" for name, ok, checks in table))
 
 

@@ -80,3 +80,22 @@ def test_trace_is_cached_per_code(kernel):
     for m in range(64, 64 * 40, 64):
         predict(kernel, GemmProblem.make(m, 1024, 1024, "bf16", layout="NT"))
     assert trace_module._cached.cache_info().hits - before >= 38
+
+
+def test_emulated_addresses_give_bank_conflicts_and_transactions(kernel):
+    """One macro tile in the emulator: the NT kernel's padded LDS rows are conflict-free, the NN kernel's B
+    staging is not; both read their tiles in whole 64-byte segments (A and B tile bytes of one iteration). The
+    conflicts cost LDS time in the prediction."""
+    from jitgemm.timing.emu_counters import emu_counters
+
+    nn = jitgemm.compile(GemmProblem.make(256, 256, 256, "bf16", layout="NN"))
+    clean, conflicted = emu_counters(kernel), emu_counters(nn)
+    assert clean.lds_conflict_cycles == 0 and clean.lds_bank_cycles > 0
+    assert conflicted.lds_conflict_cycles > 0 and conflicted.lds_conflict_factor > 1.5
+    for c in (clean, conflicted):
+        assert c.global_bytes == (128 + 128) * 32 * 2 and c.global_transactions * 64 == c.global_bytes
+    p = GemmProblem.make(4096, 4096, 4096, "bf16", layout="NN")
+    plain, measured = predict(nn, p), predict(nn, p, measured=conflicted)
+    assert plain.counters["lds_bank_conflicts"] is None and measured.counters["lds_bank_conflicts"] > 0
+    assert measured.us > plain.us and measured.stalls_us.get("lds_bandwidth", 0) > plain.stalls_us.get(
+        "lds_bandwidth", 0)
