@@ -10,7 +10,18 @@ disk-cache hit in a new process; an in-memory hit. Triton: a bf16 GEMM with the 
 for gfx942 on the CPU (fresh cache dir: its first compile, import included, from its installed, byte-compiled
 wheel), and its in-process cache hit.
 
-    python bench/bench_compile.py
+    python bench/bench_compile.py                 # everything
+    python bench/bench_compile.py --kernels       # only the default-kernel rows (fast)
+    python bench/bench_compile.py --base main     # the same rows in another revision beside this tree's
+
+Decisions are taken on CPU seconds (time.process_time, resource usage of child processes): this machine is
+shared, and wall time measures the load. Every table says the load average it was measured under.
+
+Default-kernel rows (issue 31): every default kernel of gfx942 and gfx950 (bf16, fp16, fp8, int8, MX) at
+4096^3 and the 128x128x32-tile bf16 kernel, compiled in-process with the spec loaded (best of 3 CPU seconds),
+beside Triton's first compile of its bf16 GEMM (CPU seconds, import excluded), and the emitter's cost per
+instruction of the largest one (CPU microseconds of the lowering / instructions emitted). `--base REV` runs the
+same measurements in a temporary worktree of REV (as bench/bench_emu.py does), so a regression is a ratio.
 """
 
 from __future__ import annotations
@@ -67,7 +78,9 @@ t1 = time.perf_counter()
 sig = {"a": "*bf16", "b": "*bf16", "c": "*bf16", "M": "i32", "N": "i32", "K": "i32", "sam": "i32", "sak": "i32",
        "sbk": "i32", "sbn": "i32", "scm": "i32", "scn": "i32", "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
 src = ASTSource(gemm, sig, constexprs={"BM": 128, "BN": 128, "BK": 32})
+c1 = time.process_time()
 k = triton.compile(src, target=GPUTarget("hip", "gfx942", 64))
+c2 = time.process_time()
 t2 = time.perf_counter()
 k2 = triton.compile(src, target=GPUTarget("hip", "gfx942", 64))
 t3 = time.perf_counter()
@@ -75,15 +88,139 @@ import resource
 cpu = sum(getattr(resource.getrusage(w), f) for w in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN)
           for f in ("ru_utime", "ru_stime"))   # up to the first compile's end would be fairer; the hit is ~0
 print(json.dumps({"import": t1 - t0, "compile": t2 - t1, "total": t2 - t0, "hit": t3 - t2, "cpu": cpu,
+                  "compile_cpu": c2 - c1,
                   "bytes": len(k.asm["hsaco"])}))
 """
+
+
+# (arch, label, GemmProblem.make arguments): the default kernel of each
+KERNELS = [
+    *((arch, f"{a} 4096^3 NT", dict(m=4096, n=4096, k=4096, a=a, layout="NT"))
+      for arch, fp8 in (("gfx942", "fp8"), ("gfx950", "fp8_e4m3")) for a in ("bf16", "fp16", fp8, "int8")),
+    ("gfx950", "MX fp8 4096^3", dict(m=4096, n=4096, k=4096, a="fp8_e4m3", b="fp8_e4m3", a_scale="plain",
+                                    b_scale="plain")),
+    ("gfx950", "MX fp4 4096^3", dict(m=4096, n=4096, k=4096, a="fp4", b="fp4", a_scale="plain", b_scale="plain")),
+    ("gfx942", "bf16 128x128x32 tile (256x512x512)", dict(m=256, n=512, k=512, a="bf16", layout="NT")),
+]
+
+KERNEL_ROWS = r"""
+import json, sys, time
+kernels = json.loads(sys.argv[1])
+from jitgemm import isa
+from jitgemm.codegen.direct_generator import compile_gemm
+from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.generator import generator
+out = []
+specs = {}
+for arch, label, args in kernels:
+    if arch not in specs:
+        specs[arch] = isa.load_spec(arch)
+        compile_gemm(GemmProblem.make(64, 64, 64, "bf16"), spec=specs[arch], target=arch)   # warm its tables
+    p = GemmProblem.make(**args)
+    cpu = []
+    for _ in range(3):
+        t = time.process_time()
+        k = compile_gemm(p, spec=specs[arch], target=arch)
+        cpu.append(time.process_time() - t)
+    n = len(k.lowered.instructions)
+    gen, profile = generator("asm"), isa.target_profile(arch)
+    cls = p.kernel_class()
+    config = gen.choose_config(p, specs[arch], profile)
+    if p.scaled:
+        from jitgemm.codegen.gemm_asm_mx import lower_mx_gemm as lower
+    else:
+        from jitgemm.codegen.gemm_asm import lower_gemm as lower
+    low = []
+    for _ in range(3):
+        t = time.process_time()
+        lower(cls, config, specs[arch], profile, "k")
+        low.append(time.process_time() - t)
+    out.append({"arch": arch, "label": label, "cpu": min(cpu), "lower": min(low), "instructions": n})
+print(json.dumps(out))
+"""
+
+
+def load() -> str:
+    one, five, _ = os.getloadavg()
+    return f"load average {one:.1f} (1 min), {five:.1f} (5 min) on {os.cpu_count()} CPUs"
+
+
+def base_tree(rev: str, tmp: str) -> str:
+    """A temporary worktree of `rev` (removed at exit by the caller's cleanup)."""
+    path = os.path.join(tmp, "base")
+    subprocess.run(["git", "-C", REPO, "worktree", "add", "--detach", path, rev], check=True, capture_output=True)
+    return path
+
+
+def kernel_rows(tree: str, env: dict) -> list[dict]:
+    return run(KERNEL_ROWS, json.dumps(KERNELS), env={**env, "PYTHONPATH": tree})
+
+
+def triton_cpu(tmp: str, runs: int = 3) -> dict:
+    """Triton's first compile of its bf16 GEMM in a new process with a fresh cache (median of `runs`)."""
+    script = os.path.join(tmp, "triton_gemm.py")   # Triton reads the kernel's source from its file
+    with open(script, "w") as fh:
+        fh.write(TRITON)
+    tris = []
+    for i in range(runs):     # a fresh Triton cache each time: its first compile
+        tri_env = dict(os.environ, TRITON_CACHE_DIR=os.path.join(tmp, f"triton-cold-{i}"))
+        out = subprocess.run([sys.executable, script], capture_output=True, text=True, env=tri_env, check=True)
+        tris.append(json.loads(out.stdout.strip().splitlines()[-1]))
+    tri = {key: statistics.median(t[key] for t in tris) for key in ("import", "compile", "total", "hit", "cpu",
+                                                                      "compile_cpu")}
+    tri["bytes"] = tris[0]["bytes"]
+    return tri
+
+
+def hit_cpu(tree: str, tmp: str, label: str, runs: int = 3, **extra: str) -> float:
+    """Median CPU seconds of a new process whose compile is a disk-cache hit (interpreter start included)."""
+    env = dict(os.environ, PYTHONPATH=tree, JITGEMM_CACHE_DIR=os.path.join(tmp, f"hit-{label}"), **extra)
+    run(COLD, "256", env=env)    # fill
+    return statistics.median(run(COLD, "256", env=env)["cpu"] for _ in range(runs))
+
+
+def kernels_table(tmp: str, base: str | None) -> None:
+    env = dict(os.environ, JITGEMM_CACHE_DIR=os.path.join(tmp, "kernels"))
+    print(f"default kernels, in-process compile, CPU seconds (best of 3); {load()}")
+    tri = triton_cpu(tmp)
+    ours = kernel_rows(REPO, env)
+    theirs = kernel_rows(base_tree(base, tmp), env) if base else None
+    head = f"{'kernel':<44} {'jitgemm':>9} {'xTriton':>8}"
+    if theirs:
+        head += f" {'base ' + base:>14} {'base/this':>9}"
+    print(head + "  goal")
+    for i, row in enumerate(ours):
+        line = (f"{row['arch'] + ' ' + row['label']:<44} {row['cpu'] * 1e3:7.1f}ms "
+                f"{tri['compile_cpu'] / row['cpu']:7.1f}x")
+        if theirs:
+            line += f" {theirs[i]['cpu'] * 1e3:12.1f}ms {theirs[i]['cpu'] / row['cpu']:8.2f}x"
+        goal = "<= 25 ms" if "128x128" in row["label"] else "<= 50 ms, >= 20x Triton"
+        print(f"{line}  {goal}")
+    big = max(range(len(ours)), key=lambda i: ours[i]["instructions"])
+    row = ours[big]
+    line = (f"{'emit cost, ' + row['arch'] + ' ' + row['label']:<44} "
+            f"{row['lower'] / row['instructions'] * 1e6:7.1f}us per instruction ({row['instructions']} instructions)")
+    if theirs:
+        t = theirs[big]
+        line += f"; base {t['lower'] / t['instructions'] * 1e6:.1f}us ({t['instructions']})"
+    print(line)
+    print(f"(Triton: first compile of the bf16 128x128x32 GEMM {tri['compile_cpu'] * 1e3:.0f} ms CPU without its "
+          f"import, {tri['cpu'] * 1e3:.0f} ms with it; xTriton = Triton CPU / jitgemm CPU)")
+    trees = [("this tree", REPO)] + ([(f"base {base}", os.path.join(tmp, "base"))] if base else [])
+    for label, tree in trees:
+        hits = {b: hit_cpu(tree, tmp, f"{label}-{b}", **({"PYTHONDONTWRITEBYTECODE": "1"} if b else {}))
+                for b in (False, True)}
+        print(f"disk-cache hit, new process, {label}: {hits[False] * 1e3:.0f} ms CPU (.pyc written), "
+              f"{hits[True] * 1e3:.0f} ms CPU (PYTHONDONTWRITEBYTECODE=1); goal <= 60 ms")
 
 
 def run(code: str, *args: str, env: dict) -> dict:
     """Run `code` in a new process from a neutral folder (with `-c` the current folder is on sys.path, and a
     source checkout there would shadow an installed wheel); its last stdout line is JSON."""
-    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env, check=True,
+    out = subprocess.run([sys.executable, "-c", code, *args], capture_output=True, text=True, env=env,
                          cwd=tempfile.gettempdir())
+    if out.returncode:
+        sys.exit(f"bench_compile: a measuring process failed:\n{out.stderr[-2000:]}")
     return json.loads(out.stdout.strip().splitlines()[-1])
 
 
@@ -131,13 +268,32 @@ def xml_only_spec_dir(tmp: str) -> str:
 
 
 def main() -> None:
+    import argparse
+    import atexit
+
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--base", metavar="REV", help="also measure the default-kernel rows in this git revision")
+    ap.add_argument("--kernels", action="store_true", help="only the default-kernel rows")
+    args = ap.parse_args()
+    tmp = tempfile.mkdtemp(prefix="jitgemm-bench-")
+
+    def cleanup() -> None:
+        if os.path.isdir(os.path.join(tmp, "base")):
+            subprocess.run(["git", "-C", REPO, "worktree", "remove", "--force", os.path.join(tmp, "base")],
+                           capture_output=True)
+        shutil.rmtree(tmp, ignore_errors=True)
+
+    atexit.register(cleanup)
+    kernels_table(tmp, args.base)
+    if args.kernels:
+        return
+    print()
     from jitgemm.codegen.direct_generator import compile_gemm
     from jitgemm.codegen.gemm_ir import GemmProblem
 
     import jitgemm
     from jitgemm import isa
 
-    tmp = tempfile.mkdtemp(prefix="jitgemm-bench-")
     env = dict(os.environ, JITGEMM_CACHE_DIR=os.path.join(tmp, "jit"), PYTHONPATH=REPO)   # this tree
     os.environ["JITGEMM_CACHE_DIR"] = env["JITGEMM_CACHE_DIR"]
     spec = isa.load_spec("gfx942")

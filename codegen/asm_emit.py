@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from jitgemm.isa.hazards import SALU, EmitFacts, HazardRule, RegKey, hazard_rule, reg_keys
-from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg
+from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, LabelDef, Reg, SrcMods
 
 
 class RegisterFileFull(ValueError):
@@ -61,101 +61,206 @@ class RegAlloc:
         self.next[kind] = min(self.next[kind], mark)
 
 
-@dataclass
-class _Pending:
-    regs: set[RegKey]
-    scalar: bool = False
+_NO_KEYS: frozenset = frozenset()
+_KEYS: dict[Reg, frozenset] = {}     # register operand -> its keys (the same few hundred registers recur)
 
 
-def _in_file(keys: set[RegKey], regs: str) -> set[RegKey]:
+def _keys_of(operand) -> frozenset:
+    """`reg_keys(operand)` once per register: the emitter asks for the keys of every operand of every
+    instruction, and a kernel names a few hundred distinct registers."""
+    if type(operand) is Reg:
+        hit = _KEYS.get(operand)
+        if hit is None:
+            hit = _KEYS[operand] = frozenset(reg_keys(operand))
+        return hit
+    if isinstance(operand, (Reg, SrcMods)):
+        return frozenset(reg_keys(operand))
+    return _NO_KEYS
+
+
+_FILES: dict[tuple[str, frozenset], frozenset] = {}
+
+
+def _in_file(keys, regs: str) -> frozenset:
     """The keys of one register file, for a hazard row's `regs` (vgpr: v and a; sgpr: every other register;
-    hwreg: none, the emitter tracks no hardware registers; any: all)."""
+    hwreg: none, the emitter tracks no hardware registers; any: all). Cached: an operand's keys recur."""
+    hit = _FILES.get((regs, keys))
+    if hit is None:
+        if len(_FILES) > 100_000:
+            _FILES.clear()
+        hit = _FILES[(regs, keys)] = _file_keys(keys, regs)
+    return hit
+
+
+def _file_keys(keys, regs: str) -> frozenset:
     if regs == "vgpr":
-        return {k for k in keys if k[0] in ("v", "a")}
+        return frozenset(k for k in keys if k[0] in ("v", "a"))
     if regs == "sgpr":
-        return {k for k in keys if k[0] not in ("v", "a")}
+        return frozenset(k for k in keys if k[0] not in ("v", "a"))
     if regs == "hwreg":
-        return set()
-    return keys
+        return _NO_KEYS
+    return frozenset(keys)
+
+
+class _Counter:
+    """One wait counter's pending operations, in issue order, with an index from register to the youngest
+    pending operation that writes it, so a wait is found without scanning the queue.
+
+    Operation `seq` (0, 1, ...) is pending while `seq >= done`; `entries[seq]` is its (written keys, scalar)."""
+
+    __slots__ = ("entries", "done", "youngest", "last_scalar")
+
+    def __init__(self, entries: Iterable[tuple[frozenset, bool]] = ()) -> None:
+        self.entries: list[tuple[frozenset, bool]] = []
+        self.done = 0
+        self.youngest: dict[RegKey, int] = {}
+        self.last_scalar = -1
+        for regs, scalar in entries:
+            self.push(regs, scalar)
+
+    def push(self, regs: frozenset, scalar: bool) -> None:
+        seq = len(self.entries)
+        self.entries.append((regs, scalar))
+        youngest = self.youngest
+        for k in regs:
+            youngest[k] = seq
+        if scalar:
+            self.last_scalar = seq
+
+    def __len__(self) -> int:
+        return len(self.entries) - self.done
+
+    def pending(self) -> list[tuple[frozenset, bool]]:
+        return self.entries[self.done:]
 
 
 class Emitter:
     """An instruction list with automatic waits. `facts` answers what the spec says about an instruction
     (`emit_facts`); `hazards` is the target's table (`TargetProfile.hazards` rows or `HazardRule`s) of data
     hazards the hardware does not interlock — `s_nop` is inserted to cover the rows meant for the emitter, at
-    each row's worst-case `wait_states`, on the registers of its `regs` file."""
+    each row's worst-case `wait_states`, on the registers of its `regs` file.
+
+    The cost of an instruction does not grow with the code before it (issue 31): each counter keeps, per
+    register, its youngest pending write (`_Counter`); the hazard state keeps, per register and writer class,
+    the time (in wait states since the last join) at which the last such write ended (`_written`), so a rule is
+    checked by a few dictionary reads, not by walking the recent instructions."""
 
     def __init__(self, facts: EmitFacts, hazards: Iterable[dict | HazardRule] = ()) -> None:
         self.code: list = []
         self.facts = facts
-        self._queues: dict[str, list[_Pending]] = {"vmcnt": [], "lgkmcnt": []}
+        self._queues: dict[str, _Counter] = {"vmcnt": _Counter(), "lgkmcnt": _Counter()}
         rules = [hazard_rule(h, f"hazards[{i}]") for i, h in enumerate(hazards)]
         self._rules = [(r.writer, r.reader, r.wait_states, r.regs, r.access) for r in rules if r.emitter]
         self._horizon = max([r[2] for r in self._rules] + [0])
-        self._recent: list[tuple[frozenset[str], set[RegKey], int]] = []   # (classes, written, wait states covered)
-        self._log: list[tuple[frozenset[str], set[RegKey], set[RegKey], int]] = []   # classes, read, written, covers
+        self._writers = frozenset(r[0] for r in self._rules)          # classes whose writes are remembered
+        self._rules_for: dict[frozenset[str], tuple] = {}             # reader classes -> the rules they meet
+        # the hazard history: (classes, written, wait states covered), the latest ones spanning the horizon
+        # (kept for joins and back edges); `_time` wait states since it began; `_written[key][writer class]` the
+        # time at which the youngest write of `key` by that class ended
+        self._recent: list[tuple[frozenset[str], frozenset, int]] = []
+        self._recent_total = 0
+        self._time = 0
+        self._written: dict[RegKey, dict[str, int]] = {}
+        self._class_time: dict[str, int] = {}                         # writer class -> its youngest write's end
+        self._log: list[tuple[frozenset[str], frozenset, frozenset, int]] = []   # classes, read, written, covers
         self._labels: dict[str, int] = {}
         self._label_queues: dict[str, dict] = {}
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
         self._dead = False                                        # after an unconditional branch
+        self._memo: dict[tuple, tuple] = {}                       # emit's arguments -> `_plan`
 
-    def _needed(self, cls: frozenset[str], read: set[RegKey], written: set[RegKey], elapsed_before: int = 0) -> int:
+    def _rules_of(self, cls: frozenset[str]) -> tuple:
+        hit = self._rules_for.get(cls)
+        if hit is None:
+            hit = self._rules_for[cls] = tuple(r for r in self._rules if r[1] in cls)
+        return hit
+
+    def _needed(self, cls: frozenset[str], read, written, elapsed_before: int = 0) -> int:
         """Wait states still missing before an instruction of classes `cls` reading `read` and writing `written`,
-        with `elapsed_before` wait states already between it and the end of the hazard history."""
+        with `elapsed_before` wait states already between it and the end of the hazard history: per rule, the
+        youngest write of one of its registers by its writer class decides."""
         need = 0
-        for writer, reader, states, regs, access in self._rules:
-            if reader not in cls:
-                continue
-            keys = _in_file(read if access == "read" else written, regs)
-            if not keys:
-                continue
-            elapsed = elapsed_before
-            for wcls, wrote, covers in reversed(self._recent):
-                if elapsed >= states:
-                    break
-                if writer in wcls and wrote & keys:
-                    need = max(need, states - elapsed)
-                    break
-                elapsed += covers
+        now = self._time + elapsed_before
+        table = self._written
+        latest = self._class_time
+        for writer, _reader, states, regs, access in self._rules_of(cls):
+            if now - latest.get(writer, -states) >= states:
+                continue                      # no write of this class at all within the rule's reach
+            keys = read if access == "read" else written
+            if regs != "any":
+                keys = _in_file(keys, regs)
+            youngest = -1
+            for k in keys:
+                t = table.get(k)
+                if t is not None:
+                    t = t.get(writer, -1)
+                    if t > youngest:
+                        youngest = t
+            if youngest >= 0 and now - youngest < states:
+                need = max(need, states - (now - youngest))
         return need
 
     def _nops(self, need: int) -> None:
         while need > 0:
             n = min(need, 8)
             self.code.append(AsmInstruction("s_nop", (Imm(n - 1),)))
-            self._note(SALU, set(), n)
+            self._note(SALU, _NO_KEYS, n)
             need -= n
 
-    def _note(self, cls: frozenset[str], written: set[RegKey], covers: int = 1,
-              read: set[RegKey] | None = None) -> None:
-        self._log.append((cls, read or set(), written, covers))
-        self._recent.append((cls, written, covers))
-        total, keep = 0, 0
-        for _, _, c in reversed(self._recent):
-            total += c
-            keep += 1
-            if total > self._horizon:
-                break
-        del self._recent[: len(self._recent) - keep]
+    def _note(self, cls: frozenset[str], written, covers: int = 1, read=_NO_KEYS) -> None:
+        self._log.append((cls, read, written, covers))
+        self._push_recent(cls, written, covers)
+
+    def _push_recent(self, cls: frozenset[str], written, covers: int) -> None:
+        recent = self._recent
+        recent.append((cls, written, covers))
+        self._recent_total += covers
+        # keep the shortest tail of the history longer than the horizon (older writes cannot matter)
+        while len(recent) > 1 and self._recent_total - recent[0][2] > self._horizon:
+            self._recent_total -= recent.pop(0)[2]       # a short list: the horizon is a few dozen wait states
+        self._time += covers
+        if written:
+            mine = cls & self._writers
+            if mine:
+                now, table = self._time, self._written
+                for c in mine:
+                    self._class_time[c] = now
+                for k in written:
+                    row = table.get(k)
+                    if row is None:
+                        row = table[k] = {}
+                    for c in mine:
+                        row[c] = now
+
+    def _set_history(self, recent: list) -> None:
+        """Replace the hazard history (after a join) and rebuild the per-register index from it."""
+        self._recent, self._recent_total, self._time, self._written, self._class_time = [], 0, 0, {}, {}
+        for cls, written, covers in recent:
+            self._push_recent(cls, written, covers)
 
     # --- waits -------------------------------------------------------------------------------------
-    def _wait_for(self, keys: set[RegKey]) -> None:
+    def _wait_for(self, keys) -> None:
         if not keys:
             return
         parts = []
         for counter, queue in self._queues.items():
-            last = -1
-            for i, entry in enumerate(queue):
-                if entry.regs & keys:
-                    last = i
-            if last < 0:
+            done = queue.done
+            if len(queue.entries) == done:
                 continue
-            if counter == "lgkmcnt" and any(e.scalar for e in queue):
+            youngest = queue.youngest
+            last = -1
+            for k in keys:
+                i = youngest.get(k, -1)
+                if i > last:
+                    last = i
+            if last < done:
+                continue
+            if counter == "lgkmcnt" and queue.last_scalar >= done:
                 allowed = 0
-                del queue[:]
+                queue.done = len(queue.entries)
             else:
-                allowed = len(queue) - 1 - last
-                del queue[: last + 1]
+                allowed = len(queue.entries) - 1 - last
+                queue.done = last + 1
             parts.append((counter, min(allowed, self.facts.max_count[counter])))
         if parts:
             self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
@@ -168,7 +273,7 @@ class Emitter:
                 continue
             queue = self._queues[counter]
             if len(queue) > value:
-                del queue[: len(queue) - value]
+                queue.done = len(queue.entries) - value
                 parts.append((counter, value))
         if parts:
             self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
@@ -177,41 +282,75 @@ class Emitter:
     def emit(self, name: str, *operands, reads: Iterable | None = None, **modifiers) -> AsmInstruction:
         """Append one instruction. The operands the spec marks as outputs are its destinations; every register
         operand counts as read. Memory instructions are queued on their counter."""
-        written: set[RegKey] = set()
-        for i in self.facts.written(name, len(operands)):
-            written |= reg_keys(operands[i])
-        read: set[RegKey] = set()
-        for op in (operands if reads is None else reads):
-            read |= reg_keys(op)
-        self._wait_for(read | written)
-        cls = self.facts.hazard_classes(name)
-        self._nops(self._needed(cls, read, written))
-        mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None)
-        inst = AsmInstruction(name, tuple(_operand(o, self.facts.inline_ints) for o in operands), mods)
+        key = None
+        if reads is None:     # an epilogue repeats the same instructions: what they read and write is worked out once
+            types = tuple(map(type, operands))
+            mtypes = tuple(map(type, modifiers.values())) if modifiers else ()
+            if float not in types and float not in mtypes:    # 1 == 1.0 and 0.0 == -0.0: not one instruction
+                key = (name, operands, types, tuple(modifiers.items()) if modifiers else (), mtypes)
+                try:
+                    hit = self._memo.get(key)
+                except TypeError:        # an unhashable operand or modifier value
+                    key = hit = None
+                if hit is not None:
+                    return self._append(*hit)
+        plan = self._plan(name, operands, reads, modifiers)
+        if key is not None:
+            self._memo[key] = plan
+        return self._append(*plan)
+
+    def _plan(self, name: str, operands: tuple, reads, modifiers: dict) -> tuple:
+        """What `emit` needs of one instruction, independent of the code before it."""
+        facts = self.facts
+        keys = [_keys_of(o) for o in operands]          # each operand's registers, once
+        written = _NO_KEYS
+        for i in facts.written(name, len(operands)):
+            if keys[i]:
+                written = keys[i] if not written else written | keys[i]
+        if reads is not None:
+            keys = [_keys_of(o) for o in reads]
+        read = _NO_KEYS
+        for k in keys:
+            if k:
+                read = k if not read else read | k
+        cls = facts.hazard_classes(name)
+        mods = tuple((k, v) for k, v in modifiers.items() if v is not False and v is not None) if modifiers else ()
+        inline = facts.inline_ints
+        inst = AsmInstruction(name, tuple([_operand(o, inline) for o in operands]), mods)
+        counters = facts.counters(name)
+        scalar = facts.scalar_memory(name) if counters else False
+        return inst, read, written, read | written if written else read, cls, counters, scalar
+
+    def _append(self, inst: AsmInstruction, read, written, both, cls, counters, scalar) -> AsmInstruction:
+        if both:
+            self._wait_for(both)
+        need = self._needed(cls, read, written)
+        if need:
+            self._nops(need)
         self.code.append(inst)
         self._note(cls, written, read=read)
-        for counter in self.facts.counters(name):
-            self._queues[counter].append(_Pending(written, scalar=self.facts.scalar_memory(name)))
+        for counter in counters:
+            self._queues[counter].push(written, scalar)
         return inst
 
     # --- control flow ------------------------------------------------------------------------------
     def _queue_state(self) -> dict:
-        return {c: [(frozenset(e.regs), e.scalar) for e in q] for c, q in self._queues.items()}
+        return {c: q.pending() for c, q in self._queues.items()}
 
     def _settle(self, *others: dict) -> None:
         """Make the pending-operation queues valid for other paths reaching the same point: a counter whose
         queue differs between the paths is waited for completely."""
         parts = []
         for counter, queue in self._queues.items():
-            mine = [(frozenset(e.regs), e.scalar) for e in queue]
+            mine = queue.pending()
             if any(mine != other.get(counter, []) for other in others):
                 parts.append((counter, 0))
-                del queue[:]
+                queue.done = len(queue.entries)
         if parts:
             self.code.append(AsmInstruction("s_waitcnt", (Counters(tuple(parts)),)))
 
     @staticmethod
-    def _distances(recent: list) -> list[tuple[int, str, set[RegKey], int]]:
+    def _distances(recent: list) -> list[tuple[int, str, frozenset, int]]:
         out, elapsed = [], 0
         for cls, written, covers in reversed(recent):
             out.append((elapsed, cls, written, covers))
@@ -226,7 +365,7 @@ class Emitter:
         for k, (dist, cls, written, covers) in enumerate(entries):
             nxt = entries[k + 1][0] if k + 1 < len(entries) else dist + covers
             merged.append((cls, written, nxt - dist))
-        self._recent = list(reversed(merged))
+        self._set_history(list(reversed(merged)))
 
     def label(self, name: str) -> None:
         """A branch target. Fall-through keeps the hazard history; forward branches to it join theirs (hazards
@@ -237,7 +376,7 @@ class Emitter:
         if incoming and self._dead:
             # nothing falls through (an unconditional branch came before): only the branches' states count
             first = incoming[0][1]
-            self._queues = {c: [_Pending(set(regs), scalar) for regs, scalar in q] for c, q in first.items()}
+            self._queues = {c: _Counter(q) for c, q in first.items()}
             self._merge_hazards([h for h, _ in incoming])
             self._settle(*(queues for _, queues in incoming[1:]))
         elif incoming:
@@ -259,8 +398,7 @@ class Emitter:
         if target in self._labels:
             self._settle(self._label_queues[target])
             head = self._log[self._labels[target]:]
-            saved = list(self._recent)
-            self._note(SALU, set())           # the branch itself is one wait state
+            self._time += 1                   # the branch itself is one wait state (it writes nothing)
             need = 0
             elapsed_head = 0
             for cls, read, written, covers in head:
@@ -268,11 +406,10 @@ class Emitter:
                     break
                 need = max(need, self._needed(cls, read, written, elapsed_head))
                 elapsed_head += covers
-            self._recent = saved
-            del self._log[-1]
+            self._time -= 1
             self._nops(need)
         self.code.append(AsmInstruction(name, (Label(target),)))
-        self._note(SALU, set())
+        self._note(SALU, _NO_KEYS)
         if target not in self._labels:
             self._forward.setdefault(target, []).append((list(self._recent), self._queue_state()))
 

@@ -34,7 +34,14 @@ def _asm(build: Build) -> str:
 
     lower = lower_mx_gemm if build.problem.scaled else lower_gemm     # block-scaled, sub-byte, weight-only
     build.lowered = lower(build.problem, build.config, build.spec, build.profile, build.name)
-    return "".join(format_item(item) + "\n" for item in build.lowered.instructions)
+    texts: dict[int, str] = {}     # the emitter hands out one object per repeated instruction: print it once
+    lines = []
+    for item in build.lowered.instructions:
+        text = texts.get(id(item))
+        if text is None:
+            text = texts[id(item)] = format_item(item) + "\n"
+        lines.append(text)
+    return "".join(lines)
 
 
 def _co(build: Build) -> bytes:

@@ -14,8 +14,6 @@ from dataclasses import dataclass
 from importlib import resources
 from typing import Any
 
-import yaml
-
 from jitgemm.codegen.gemm_ir import GemmProblem
 
 # argument roles that carry a buffer address (the rest are by-value scalars)
@@ -28,6 +26,8 @@ class ContractError(ValueError):
 
 @functools.cache
 def schema() -> dict:
+    import yaml  # at use: importing PyYAML costs a disk-cache hit ~15 ms of CPU (issue 31)
+
     return yaml.safe_load(resources.files("jitgemm.specs").joinpath("contract.schema.yaml").read_text(encoding="utf-8"))
 
 
@@ -145,6 +145,8 @@ class Contract:
     def load(obj: Mapping[str, Any] | str | bytes, source: str = "<contract>") -> Contract:
         """Validate a mapping or YAML text; ContractError names the key and what is allowed."""
         if isinstance(obj, (str, bytes)):
+            import yaml
+
             try:
                 from jitgemm.util.safe_yaml import load_yaml
 
