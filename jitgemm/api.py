@@ -14,6 +14,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
+from .dlpack import accepts_dlpack
 from .packing import packed_segment
 
 BACKENDS = ("auto", "emu", "hip")
@@ -409,6 +410,7 @@ def _backend(backend: str) -> str:
     return "hip" if available else "emu"
 
 
+@accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
            backend: str = "auto") -> np.ndarray:
@@ -447,6 +449,7 @@ def default_arch(problem: GemmProblem) -> str:
     return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
 
 
+@accepts_dlpack("a", "b", "scale_a", "scale_b", "bias", error=MatmulError)
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
                   backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
     """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on
