@@ -1,7 +1,7 @@
 """The anti-cheat battery's cost beside one plain emulated run, per agent-eval task, and an MCP round trip (the SDK's
 client over stdio to `python -m jitgemm mcp`) beside the same tool called in-process.
 
-    python bench/bench_battery.py            # all twelve tasks' reference solutions (tests/jitgemm/agents/correct)
+    python bench/bench_battery.py            # all twelve tasks' reference solutions (tests/fixtures/agents/correct)
 
 The battery runs the kernel five times (strict lockstep with poison, three random schedules, a second input set)
 plus the limit checks; plain is one non-strict lockstep run. Times are wall-clock on this machine, best of 3.
@@ -21,7 +21,7 @@ sys.path.insert(0, str(REPO))
 
 from jitgemm import agent_eval, agent_tools, battery  # noqa: E402
 
-SOLUTIONS = REPO / "tests" / "jitgemm" / "agents" / "correct"
+SOLUTIONS = REPO / "tests" / "fixtures" / "agents" / "correct"
 
 
 def best(fn, repeat: int = 3) -> float:

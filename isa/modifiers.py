@@ -77,8 +77,8 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
     bits = 0
     if form.scale_mfma and name in ("op_sel", "op_sel_hi"):
         # LLVM takes up to three entries and encodes the first two (one per scale source), no default of 1
-        if len(value) > 3:
-            raise Mismatch(f"{name}: takes up to 3 values for {form.mnemonic}, got {len(value)}")
+        if len(value) > 4:   # llvm-mc-22 reads up to 4 (parseOperandArrayWithPrefix) and encodes the first two
+            raise Mismatch(f"{name}: takes up to 4 values for {form.mnemonic}, got {len(value)}")
         fields[fname] = sum(b << i for i, b in enumerate(value[:2]))
         return
     if name == "op_sel" and form.name in syn.OPSEL_PER_BIT and n <= len(value) <= codec.width:
@@ -88,12 +88,17 @@ def _m_list(form: Form, name: str, value, fields: dict) -> None:
             bits |= b << i
         bits |= value[-1] << (codec.width - 1)
     else:
-        if len(value) > codec.width or (n and len(value) not in (n, codec.width)):
-            raise Mismatch(f"{name}: takes {n} value(s) (one per source) for {form.mnemonic}, got {len(value)}")
-        for i, b in enumerate(value):
+        # LLVM reads 1 to 4 entries (AMDGPUAsmParser::parseOperandArrayWithPrefix): missing sources are 0, and an
+        # entry past what the instruction has is dropped (llvm-mc-22 -mcpu=gfx950: `op_sel:[1,0]` on a
+        # three-source instruction, `op_sel:[0,0,0,1]` on v_pk_minimum3_f16 encode as op_sel:[1,0,0] / nothing)
+        if not 1 <= len(value) <= max(4, codec.width):
+            raise Mismatch(f"{name}: takes 1 to 4 values (one per source) for {form.mnemonic}, got {len(value)}")
+        keep = codec.width if len(value) == codec.width and (form.vop3p or not n) \
+            and form.name not in syn.SOURCES_ONLY_VOP3P else max(n, 1)
+        for i, b in enumerate(value[:keep]):
             bits |= b << i
-        if name == "op_sel_hi" and not form.mix:  # unwritten sources keep LLVM's default of 1 (0 for mix)
-            bits |= ((1 << codec.width) - 1) & ~((1 << len(value)) - 1)
+        if name == "op_sel_hi" and not form.mix:  # sources the instruction lacks keep LLVM's default of 1
+            bits |= ((1 << codec.width) - 1) & ~((1 << max(min(len(value), keep), n)) - 1)
     fields[fname] = bits
 
 
@@ -163,6 +168,15 @@ def _m_bound_ctrl(form: Form, name: str, value, fields: dict) -> None:
     fields["BOUND_CTRL"] = 1  # LLVM sets the bit for bound_ctrl:0 and bound_ctrl:1 alike
 
 
+def _m_opsel_flag(form: Form, name: str, value, fields: dict) -> None:
+    """bound_ctrl / fi of gfx950's lane swaps (syn.OPSEL_DPP_FLAGS): one OP_SEL bit each, set by fi:1 and by
+    bound_ctrl:0 and :1 alike (as DPP's BOUND_CTRL, llvm-mc-22)."""
+    if value not in (0, 1, True):
+        raise Mismatch(f"{name}: takes 0 or 1")
+    if value or name == "bound_ctrl":
+        fields["OP_SEL"] = fields.get("OP_SEL", 0) | 1 << syn.OPSEL_DPP_FLAGS[form.name][name]
+
+
 def _m_keep_bits(form: Form, name: str, value, fields: dict) -> None:
     allowed = dict(form.hidden)
     try:
@@ -186,7 +200,7 @@ MODIFIER_ENCODERS: dict[str, Callable] = {
     "keep_bits": _m_keep_bits,
     "flag": _m_flag, "int": _m_int, "ds_offset": _m_ds_offset, "smem_offset": _m_smem_offset, "list": _m_list,
     "omod": _m_omod, "sel": _m_sel, "unused": _m_unused, "dpp": _m_dpp, "bound_ctrl": _m_bound_ctrl,
-    "format": _m_format, "mfma_neg": _m_mfma_neg,
+    "format": _m_format, "mfma_neg": _m_mfma_neg, "opsel_flag": _m_opsel_flag,
 }
 
 
@@ -264,6 +278,9 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
         elif kind == "bound_ctrl":
             if fv.get("BOUND_CTRL"):
                 out.append(("bound_ctrl", 1))
+        elif kind == "opsel_flag":
+            if fv.get("OP_SEL", 0) >> syn.OPSEL_DPP_FLAGS[form.name][name] & 1:
+                out.append((name, 1))
         elif kind == "format":
             dfmt, nfmt = fv["DFMT"], fv["NFMT"]
             parts = []
@@ -401,6 +418,22 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         kinds["dst_unused"] = "unused"
     if "DFMT" in fields and "NFMT" in fields:
         kinds["format"] = "format"
+    if form.name in syn.NO_CLAMP_OMOD:
+        sdwa = "SDWA" in form.enc.name.upper()   # v_prng_b32_sdwa keeps clamp (llvm-mc-22 takes it)
+        for name in ("mul", "div") if sdwa else ("clamp", "mul", "div"):
+            kinds.pop(name, None)
+    if form.name.startswith("v_smfmac_"):   # LLVM's SMFMAC profile: cbsz and abid, no blgp (llvm-mc-22 refuses it)
+        kinds.pop("blgp", None)
+    if form.name in syn.NO_ABID:
+        kinds.pop("abid", None)
+    if form.name in syn.SOURCES_ONLY_VOP3P:
+        kinds.pop("neg_lo", None)
+        kinds.pop("neg_hi", None)
+    if form.name in syn.NO_OPSEL_VOP3P:
+        kinds.pop("op_sel", None)
+        kinds.pop("op_sel_hi", None)
+    if "OP_SEL" in fields and form.name in syn.OPSEL_DPP_FLAGS and "DPP_CTRL" not in fields:
+        kinds.update(dict.fromkeys(syn.OPSEL_DPP_FLAGS[form.name], "opsel_flag"))
     if "DPP_CTRL" in fields:
         for name in syn.DPP_CTRL_NAMES:
             kinds[name] = "dpp"

@@ -231,13 +231,65 @@ INT16_AS_INT32 = frozenset({("v_ldexp_f16", 1)})
 OPSEL_PER_BIT = frozenset({"v_cvt_sr_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_scalef32_pk_fp4_f16",
                            "v_cvt_scalef32_pk_fp4_bf16"})
 
+# gfx950's lane-swap instructions take DPP's bound_ctrl and fi in their VOP3 form, held in OP_SEL bits (modifier ->
+# bit): llvm-mc-22 -mcpu=gfx950 -show-encoding encodes `v_permlane16_swap_b32_e64 v0, v1 bound_ctrl:1 fi:1` as
+# 00 18 99 d1 ... (word bit 12 = OP_SEL[1] for bound_ctrl, bit 11 = OP_SEL[0] for fi; LLVM's VOP3_PERMLANE_SWAP
+# profile); fi:0 leaves its bit clear, bound_ctrl:0 sets it as bound_ctrl:1 does (as in DPP).
+OPSEL_DPP_FLAGS = {name: {"fi": 0, "bound_ctrl": 1} for name in ("v_permlane16_swap_b32", "v_permlane32_swap_b32")}
+
+# gfx950 VOP3 instructions whose LLVM profiles have no clamp and no output modifier, though ENC_VOP3 has CLAMP and
+# OMOD: llvm-mc-22 -mcpu=gfx950 refuses `clamp`, `mul:2`, `mul:4`, `div:2` on each ("invalid operand for
+# instruction" / "not a valid operand", tests/fixtures/gfx950_modifiers.py); their bits are kept unprinted.
+NO_CLAMP_OMOD = frozenset({
+    "v_ashr_pk_i8_i32", "v_ashr_pk_u8_i32", "v_bitop3_b16", "v_bitop3_b32", "v_cvt_scalef32_2xpk16_bf6_f32",
+    "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_f16_bf8", "v_cvt_scalef32_f16_fp8",
+    "v_cvt_scalef32_f32_bf8", "v_cvt_scalef32_f32_fp8", "v_cvt_scalef32_pk32_bf16_bf6",
+    "v_cvt_scalef32_pk32_bf16_fp6", "v_cvt_scalef32_pk32_bf6_bf16", "v_cvt_scalef32_pk32_bf6_f16",
+    "v_cvt_scalef32_pk32_f16_bf6", "v_cvt_scalef32_pk32_f16_fp6", "v_cvt_scalef32_pk32_f32_bf6",
+    "v_cvt_scalef32_pk32_f32_fp6", "v_cvt_scalef32_pk32_fp6_bf16", "v_cvt_scalef32_pk32_fp6_f16",
+    "v_cvt_scalef32_pk_bf16_bf8", "v_cvt_scalef32_pk_bf16_fp4", "v_cvt_scalef32_pk_bf16_fp8",
+    "v_cvt_scalef32_pk_bf8_bf16", "v_cvt_scalef32_pk_bf8_f16", "v_cvt_scalef32_pk_bf8_f32",
+    "v_cvt_scalef32_pk_f16_bf8", "v_cvt_scalef32_pk_f16_fp4", "v_cvt_scalef32_pk_f16_fp8",
+    "v_cvt_scalef32_pk_f32_bf8", "v_cvt_scalef32_pk_f32_fp4", "v_cvt_scalef32_pk_f32_fp8",
+    "v_cvt_scalef32_pk_fp4_bf16", "v_cvt_scalef32_pk_fp4_f16", "v_cvt_scalef32_pk_fp4_f32",
+    "v_cvt_scalef32_pk_fp8_bf16", "v_cvt_scalef32_pk_fp8_f16", "v_cvt_scalef32_pk_fp8_f32",
+    "v_cvt_scalef32_sr_bf8_bf16", "v_cvt_scalef32_sr_bf8_f16", "v_cvt_scalef32_sr_bf8_f32",
+    "v_cvt_scalef32_sr_fp8_bf16", "v_cvt_scalef32_sr_fp8_f16", "v_cvt_scalef32_sr_fp8_f32",
+    "v_cvt_scalef32_sr_pk32_bf6_bf16", "v_cvt_scalef32_sr_pk32_bf6_f16", "v_cvt_scalef32_sr_pk32_bf6_f32",
+    "v_cvt_scalef32_sr_pk32_fp6_bf16", "v_cvt_scalef32_sr_pk32_fp6_f16", "v_cvt_scalef32_sr_pk32_fp6_f32",
+    "v_cvt_scalef32_sr_pk_fp4_bf16", "v_cvt_scalef32_sr_pk_fp4_f16", "v_cvt_scalef32_sr_pk_fp4_f32",
+    "v_cvt_sr_bf16_f32", "v_cvt_sr_f16_f32", "v_mfma_ld_scale_b32", "v_permlane16_swap_b32",
+    "v_permlane32_swap_b32", "v_prng_b32"
+})
+
+# gfx950 MFMAs on f8f6f4 operands: their CBSZ/BLGP pick the formats, and LLVM has no abid for them (llvm-mc-22
+# -mcpu=gfx950 "not a valid operand").
+NO_ABID = frozenset({"v_mfma_f32_16x16x128_f8f6f4", "v_mfma_f32_32x32x64_f8f6f4"})
+# gfx950 v_dot2_f32_bf16 (VOP3P): llvm-mc-22 refuses any op_sel or a non-default op_sel_hi ("invalid op_sel
+# operand"); the bits are kept unprinted.
+NO_OPSEL_VOP3P = frozenset({"v_dot2_f32_bf16"})
+# gfx950 v_mfma_ld_scale_b32 (VOP3P, two scale sources): LLVM has no neg_lo/neg_hi for it and its op_sel and
+# op_sel_hi reach the two sources only (llvm-mc-22: `op_sel:[0,0,1]` encodes as op_sel:[0,0], OP_SEL_HI[2] stays 1).
+SOURCES_ONLY_VOP3P = frozenset({"v_mfma_ld_scale_b32"})
+
 # VOP3 instructions with 16-bit parts whose LLVM profile has no op_sel operand (VOP3Instructions.td: the GFX8
 # opcodes kept as *_legacy_* on GFX9, v_sad_u16 and the packing conversions from 32-bit sources): llvm-objdump-22
 # prints no op_sel for them and llvm-mc-22 rejects one ("not a valid operand"); their OP_SEL bits are kept
 # unprinted (keep_bits). Checked against both by tests/isa/test_disasm_llvm_random.py::test_op_sel_where_llvm_has_it.
 NO_OPSEL = frozenset({"v_sad_u16", "v_mad_legacy_f16", "v_mad_legacy_u16", "v_mad_legacy_i16", "v_fma_legacy_f16",
                       "v_div_fixup_legacy_f16", "v_cvt_pknorm_i16_f32", "v_cvt_pknorm_u16_f32", "v_cvt_pkrtz_f16_f32",
-                      "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32"})
+                      "v_cvt_pk_u16_u32", "v_cvt_pk_i16_i32",
+                      # gfx950: llvm-mc-22 -mcpu=gfx950 has no op_sel for these ("not a valid operand")
+                      "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_2xpk16_bf6_f32",
+                      "v_cvt_scalef32_sr_pk32_fp6_f32", "v_cvt_scalef32_sr_pk32_bf6_f32",
+                      "v_cvt_scalef32_pk32_f32_fp6", "v_cvt_scalef32_pk32_f32_bf6",
+                      "v_cvt_scalef32_pk32_fp6_f16", "v_cvt_scalef32_pk32_fp6_bf16",
+                      "v_cvt_scalef32_pk32_bf6_f16", "v_cvt_scalef32_pk32_bf6_bf16",
+                      "v_cvt_scalef32_sr_pk32_fp6_f16", "v_cvt_scalef32_sr_pk32_fp6_bf16",
+                      "v_cvt_scalef32_sr_pk32_bf6_f16", "v_cvt_scalef32_sr_pk32_bf6_bf16",
+                      "v_cvt_scalef32_pk32_f16_fp6", "v_cvt_scalef32_pk32_bf16_fp6",
+                      "v_cvt_scalef32_pk32_f16_bf6", "v_cvt_scalef32_pk32_bf16_bf6", "v_cvt_pk_f16_f32",
+                      "v_cvt_pk_bf16_f32"})
 
 # An immediate LLVM's syntax has where AMD's spec gives the instruction no operand: mnemonic -> the field it is.
 # S_ENDPGM takes an optional imm16 in LLVM (SOPInstructions.td, EndpgmImm; AMDGPUInstPrinter::printEndpgm prints
@@ -367,7 +419,7 @@ MODIFIER_ORDER = (
     "format", "idxen", "offen", "offset", "offset0", "offset1", "sc0", "nt", "sc1", "glc", "slc", "lds", "gds", "nv",
     "bitop3", "op_sel", "op_sel_hi", "neg_lo", "neg_hi", "clamp", "mul", "div", "cbsz", "abid", "blgp", "neg",
     "quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol", "wave_shr", "wave_ror",
-    "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl",
+    "row_mirror", "row_half_mirror", "row_bcast", "row_newbcast", "row_mask", "bank_mask", "bound_ctrl", "fi",
     "dst_sel", "dst_unused", "src0_sel", "src1_sel",
 )
 MODIFIER_RANK = {name: i for i, name in enumerate(MODIFIER_ORDER)}

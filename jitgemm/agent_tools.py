@@ -368,8 +368,9 @@ def _case(case: Mapping[str, Any] | None):
 def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
         kernel: str | None = None, arch: str | None = None, strict: bool = True, schedule: str = "lockstep",
         seed: int = 0, input_seed: int = 1) -> dict[str, Any]:
-    """Run a kernel once on the case's inputs (drawn with `input_seed`) in the emulator (strict by default) and
-    compare its outputs with the case's numpy reference: max error, findings (violations with PCs)."""
+    """Run a kernel once on the case's inputs (drawn with `input_seed`; 1, battery.VISIBLE_INPUT_SEED, is the set
+    the battery's first run uses too) in the emulator (strict by default) and compare its outputs with the case's
+    numpy reference: max error, findings (violations with PCs)."""
     from jitgemm.battery import CaseError, constant_inputs, make_inputs, run_case
 
     parsed, bad = _case(case)
@@ -452,6 +453,8 @@ def profile(case: Mapping[str, Any] | None = None, source: str | None = None, co
 def _gemm_kernel(contract, source, code_object_base64, arch):
     """(Contract, code object) of a GEMM kernel given with its contract, or a result dict saying what is wrong;
     the contract is checked against the kernel's metadata."""
+    import yaml
+
     from jitgemm.codegen.codeobj import CodeObjectError, read
     from jitgemm.contract import Contract, ContractError
     from jitgemm.util.safe_yaml import load_yaml
@@ -459,7 +462,7 @@ def _gemm_kernel(contract, source, code_object_base64, arch):
     try:
         data = load_yaml(contract) if isinstance(contract, str) else dict(contract)
         parsed = Contract.load(data, "contract")
-    except (ValueError, TypeError, ContractError) as exc:
+    except (ValueError, TypeError, ContractError, yaml.YAMLError) as exc:
         return _error(f"contract: {exc}")
     if source:
         blob, result = assemble_text(source, arch)
@@ -573,8 +576,9 @@ def submit(contract: str | Mapping[str, Any], source: str | None = None, code_ob
 
 
 def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
-    """Tuning-database rows for the submitted kernel: emulator-verified, and the cost model's TFLOP/s on a
-    representative problem of its contract (the rows `TuningDB.deciding_row` ranks by)."""
+    """Tuning-database rows for the submitted kernel: emulator-verified, and the timing model's TFLOP/s (through
+    `selector.predicted`, the selector's own call of jitgemm.timing) on a representative problem of its contract
+    (the rows `TuningDB.deciding_row` ranks by); no TFLOP/s row when the model cannot time the kernel."""
     import random
 
     from jitgemm.qualify import draw_problems
@@ -590,7 +594,7 @@ def _record(contract, data: dict, blob: bytes, sha: str, db: str | None) -> int:
         common = {"target": contract.target, "problem": problem_key(p), "kernel": contract.kernel,
                   "code_sha256": sha, "origin": "jitgemm mcp submit", "contract": data}
         rows.append({**common, "metric": "emulator_ok", "value": 1.0, "source": "emulator"})
-        pred = predicted(cand, p, contract.target)   # the one timing model (a string: it cannot time the kernel)
-        rows.append({**common, "metric": "tflops", "value": 0.0 if isinstance(pred, str) else pred.tflops,
-                     "source": "model"})
+        pred = predicted(cand, p, contract.target)   # a string when the model cannot time the kernel
+        if not isinstance(pred, str):
+            rows.append({**common, "metric": "tflops", "value": pred.tflops, "source": "model"})
     return base.add(rows) if rows else 0

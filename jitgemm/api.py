@@ -5,16 +5,20 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jitgemm.codegen.dtypes import DType, dtype, of_numpy
-from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
 from .dlpack import accepts_dlpack
+
+if TYPE_CHECKING:
+    from .kernel import Kernel
 from .packing import packed_segment
 
 BACKENDS = ("auto", "emu", "hip")
@@ -333,6 +337,12 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
                                    ldb=ops.ldb, ldc=ldc or None, ldd=None, alpha=alpha,
                                    beta=beta if c is not None else 0.0, bias=bias_kind, activation=activation,
                                    **ops.fields, **scale_fields)
+        # packed storage is the problem without leading dimensions, as GemmProblem.make, the CLI and the tuning
+        # database spell it: one problem, one key (`jitgemm select`/`sweep` rows then match matmul's problem)
+        packed = {f"ld{x}": None for x in ("a", "b", "c") if getattr(problem, f"ld{x}") is not None
+                  and getattr(problem, f"ld{x}") == GemmProblem.lead.fget(replace(problem, **{f"ld{x}": None}))[x]}
+        if packed:
+            problem = replace(problem, **packed)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     d = np.empty((batch, m, n) if batch > 1 or ops.batched_out else (m, n), dtype=problem.d.numpy)
@@ -410,6 +420,71 @@ def _backend(backend: str) -> str:
     return "hip" if available else "emu"
 
 
+def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.ndarray | None:
+    """The result of a GEMM with M, N, K or the batch zero, computed here (no kernel launches for nothing): an
+    empty D when M, N or the batch is 0; when only K is 0, A @ B is all zeros, so D = activation(beta * C + bias)
+    -- what numpy's matmul gives. None when the product is not empty (the kernel's work)."""
+    if not (isinstance(a, np.ndarray) and isinstance(b, np.ndarray)) or a.ndim not in (2, 3) or b.ndim not in (2, 3):
+        return None
+    if 0 not in a.shape and 0 not in b.shape:
+        return None
+    if a.shape[-1] != b.shape[-2]:
+        raise MatmulError(f"a is {a.shape}, b is {b.shape}: inner dimensions {a.shape[-1]} and {b.shape[-2]} differ")
+    batch = a.shape[0] if a.ndim == 3 else b.shape[0] if b.ndim == 3 else None
+    if a.ndim == 3 and b.ndim == 3 and a.shape[0] != b.shape[0]:
+        raise MatmulError(f"batch sizes differ: a has {a.shape[0]}, b has {b.shape[0]}")
+    da, db = _dt(a, "a"), _dt(b, "b")
+    try:
+        probe = GemmProblem.make(1, 1, 1, da, db, None if out_dtype is None else
+                                 of_numpy(out_dtype) if not isinstance(out_dtype, str) else dtype(out_dtype))
+    except (IRError, ValueError) as exc:
+        raise MatmulError(str(exc)) from None
+    m, n = a.shape[-2], b.shape[-1]
+    shape = ((batch,) if batch is not None else ()) + (m, n)
+    if beta != 0 and c is None:
+        raise MatmulError("beta is non-zero but no c was given")
+    out = np.zeros(shape, np.float64)
+    if c is not None:
+        c = _operand(c, "c")
+        if c.shape != shape[-c.ndim:] or c.ndim > len(shape):
+            raise MatmulError(f"c has shape {c.shape}; expected {shape}")
+        out = out + beta * c.astype(np.float64)
+    if bias is not None:
+        if not isinstance(bias, np.ndarray) or bias.ndim != 1 or bias.shape[0] not in (m, n):
+            raise MatmulError(f"bias: expected a 1-D array of length M={m} or N={n}")
+        vec = bias.astype(np.float64)
+        out = out + (vec[:, None] if bias.shape[0] == m else vec[None, :])
+    if activation == "relu":
+        out = np.maximum(out, 0)
+    elif activation == "gelu":
+        out = 0.5 * out * (1 + np.tanh(np.sqrt(2 / np.pi) * (out + 0.044715 * out**3)))
+    elif activation != "none":
+        raise MatmulError(f"activation={activation!r}; accepted: none, relu, gelu")
+    return out.astype(probe.d.numpy)
+
+
+def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
+            use_disk_cache: bool = True, generator: str | None = None) -> Kernel:
+    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
+    Without a `config`, the kernel is the one `matmul` runs for the problem (packed operands, 256-byte aligned):
+    the default selector's best candidate among the project's generators (`selector.selected_config`), so the
+    API, the CLI and `matmul` agree on one kernel per problem. `generator`: a registered generator ("asm": the
+    direct generator; "llvm": LLVM IR through llvmlite and LLVM's AMDGPU backend), which narrows that choice to
+    its candidates (with a `config` it defaults to "asm"). Its stage table runs and every stage's text is kept in
+    `Kernel.stages`."""
+    from jitgemm.codegen.gemm_text import parse
+
+    from .kernel import compile as compile_config
+    from .selector import selected_config
+
+    if isinstance(problem, str):
+        problem, parsed = parse(problem)
+        config = config or parsed
+    if config is None:   # chosen afresh each call: the tuning database may have learnt something since
+        config, generator = selected_config(problem, arch, generator)
+    return compile_config(problem, config, arch=arch, use_disk_cache=use_disk_cache, generator=generator or "asm")
+
+
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
@@ -421,8 +496,13 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     a bf16/fp16 A beside MX weights is the weight-only GEMM), B as the logical (K, N) operand quantized along K
     (`jitgemm.mx.weights(w)` for [N, K] weights); jitgemm/mx_operands.py says how they are stored.
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
-    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
+    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
+    producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
+    """
     where = _backend(backend)
+    empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
+    if empty is not None:
+        return empty
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)

@@ -109,9 +109,12 @@ _lock = threading.Lock()
 
 def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
             use_disk_cache: bool = True, generator: str = "asm") -> Kernel:
-    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
-    `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM IR through llvmlite and
-    LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in `Kernel.stages`."""
+    """Compile (or fetch from cache) one generator's kernel for a problem's class: the suppliers' and the
+    sweep's way in (`jitgemm.compile`, in jitgemm/api.py, is the public one: without a config it compiles the
+    selector's choice). `problem` may be the IR text form; without a `config`, the generator's own default
+    (`Generator.choose_config`). `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM
+    IR through llvmlite and LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in
+    `Kernel.stages`."""
     gen = _generator(generator)
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
@@ -120,17 +123,9 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     if fast is not None:
         return fast
     asked = config
-    if config is None and use_disk_cache:   # a new process with a known problem: no spec, no config choice
-        kernel = _known_problem(problem, arch, gen)
-        if kernel is not None:
-            kernel = replace(kernel, made_for=problem)
-            with _lock:
-                _by_problem[(problem, None, arch, generator)] = kernel
-            return kernel
     spec = isa.load_spec(arch)
-    profile = isa.target_profile(arch)
     if config is None:   # the default depends on the problem's sizes; the cache keys on what was chosen
-        config = gen.choose_config(problem, spec, profile)
+        config = gen.choose_config(problem, spec, isa.target_profile(arch))
     ir_text = format_ir(problem.kernel_class(), config)
     key_mem = (ir_text, spec.sha256, arch, generator)
     with _lock:
@@ -157,8 +152,6 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
                                                                "ir": ir_text, "target": arch,
                                                                "config": _config_data(config)})
-    if asked is None and use_disk_cache:
-        kernel_cache.store_choice(_problem_key(problem, arch, gen, spec.sha256), disk_key)
     with _lock:
         _memory[key_mem] = kernel
         if len(_by_problem) > 4096:
@@ -182,33 +175,6 @@ def _config_data(config: GemmConfig) -> dict:
     data = asdict(config)
     data.pop("extras", None)
     return data
-
-
-def _problem_key(problem: GemmProblem, arch: str, gen: Generator, spec_sha: str) -> str:
-    from jitgemm.codegen.gemm_text import format_problem
-
-    return kernel_cache.problem_key(format_problem(problem), spec_sha, arch, gen.name, gen.version())
-
-
-def _known_problem(problem: GemmProblem, arch: str, gen: Generator) -> Kernel | None:
-    """The kernel an earlier process chose and compiled for exactly this problem, from the disk cache."""
-    from jitgemm.isa.spec.sources import spec_sha256
-
-    try:
-        spec_sha = spec_sha256(isa.locate_spec(arch).path)
-    except (isa.SpecError, OSError):
-        return None
-    key = kernel_cache.load_choice(_problem_key(problem, arch, gen, spec_sha))
-    entry = kernel_cache.load(key) if key else None
-    if entry is None:
-        return None
-    blob, record = entry
-    try:
-        config = GemmConfig(**record["config"])
-    except (KeyError, TypeError, ValueError):   # a record from another config layout: compile afresh
-        return None
-    return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                  generator=gen.name, from_cache="disk")
 
 
 def clear_memory_cache() -> None:

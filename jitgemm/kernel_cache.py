@@ -45,33 +45,6 @@ def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, versi
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def problem_key(problem_text: str, spec_sha256: str, target: str, generator: str, version: str) -> str:
-    """Key of the default kernel chosen for one exact problem (sizes included): lets a new process find its
-    kernel without loading the spec or choosing a config."""
-    return cache_key("problem:" + problem_text, spec_sha256, target, generator, version)
-
-
-def _is_key(text: str) -> bool:
-    return len(text) == 64 and all(c in "0123456789abcdef" for c in text)
-
-
-def load_choice(pkey: str) -> str | None:
-    """The kernel key an earlier process chose for this problem key, or None (absent or corrupt)."""
-    raw = read_sealed(kernel_dir() / "by-problem" / pkey, 1024)
-    try:
-        key = raw.decode("ascii").strip() if raw is not None else ""
-    except UnicodeDecodeError:
-        return None
-    return key if _is_key(key) else None
-
-
-def store_choice(pkey: str, key: str) -> None:
-    try:
-        write_sealed(kernel_dir() / "by-problem" / pkey, key.encode())
-    except OSError:
-        pass
-
-
 def _valid_record(record: object, key: str) -> bool:
     """The fields the compiler reads from a record, with their types (a record lacking one is rebuilt)."""
     return (isinstance(record, dict) and record.get("format") == FORMAT and record.get("key") == key
@@ -105,5 +78,8 @@ def store(key: str, blob: bytes, record: dict) -> None:
         atomic_write(folder / f"{key}.co", blob)
         full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
         write_sealed(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
-    except OSError:
-        pass
+    except OSError as exc:
+        from .cache_notice import notice
+
+        notice(f"kernel cache {folder}: cannot write ({exc.strerror or exc}); running without it (kernels are "
+               f"compiled again in every process)")

@@ -35,7 +35,9 @@ def annotated_listing(code_object: bytes, spec: Spec) -> str:
     for kernel in obj.kernels:
         meta = kernel.metadata
         lines.append(f"; kernel {kernel.name}  ({obj.target or obj.processor})")
-        lines.append(f";   vgprs {meta.get('.vgpr_count', '?')}  agprs {meta.get('.agpr_count', '?')}  "
+        # metadata's .vgpr_count is the unified register file's total (AGPRs included), .agpr_count the AGPRs
+        lines.append(f";   vgprs {meta.get('.vgpr_count', '?')} (unified: VGPRs + AGPRs)  agprs "
+                     f"{meta.get('.agpr_count', '?')}  "
                      f"sgprs {meta.get('.sgpr_count', '?')}  lds {meta.get('.group_segment_fixed_size', '?')} B  "
                      f"kernarg {meta.get('.kernarg_segment_size', '?')} B  "
                      f"workgroup <= {meta.get('.max_flat_workgroup_size', '?')}")

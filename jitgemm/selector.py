@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.spec.cache import cache_root
 from jitgemm.util.files import read_sealed, write_sealed
@@ -96,20 +96,30 @@ _BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
 
 def rank_key(verdict: Verdict) -> tuple:
     """The ranking of legal candidates, best first -- the one place that orders them: kernels that spill
-    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then the wider sure loads
-    (`_load_width`); then a stable identity, so the choice is deterministic."""
+    after those that do not; then the basis (`_BASIS_ORDER`); then the score; then `tie_key` (the one
+    tie-break, which the sweep's "best" uses too); then the supplier's identity, so the choice is deterministic."""
     c = verdict.candidate
-    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), -_load_width(c), c.supplier,
-            c.label, c.key)
+    return (spills(c), _BASIS_ORDER.get(verdict.basis, 9), -(verdict.score or 0.0), *tie_key(c.contract.data),
+            c.supplier, c.label, c.key)
+
+
+def tie_key(contract: dict) -> tuple:
+    """The one tie-break between kernels of equal score, from their contracts (the selector's `rank_key` and
+    `SweepReport.best` both end with it): the wider sure loads first (`load_width`), then the kernel's name."""
+    return (-load_width(contract), str(contract.get("identity", {}).get("kernel", "")))
+
+
+def load_width(contract: dict) -> int:
+    """The narrowest pointer alignment a contract demands (its widest sure vector loads); among equal scores
+    the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
+    need = contract.get("legality", {}).get("align_bytes", {})
+    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
+    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
+    return max(sure, int(contract.get("tile", {}).get("load_bytes", 1)))
 
 
 def _load_width(candidate: Candidate) -> int:
-    """The narrowest pointer alignment a candidate's contract demands (its widest sure vector loads); among
-    equal scores the more specialized kernel wins, as Triton's launcher picks its tt.divisibility 16 variant."""
-    need = candidate.contract.data.get("legality", {}).get("align_bytes", {})
-    sure = min((need.get(x, 1) for x in ("a", "b")), default=1)
-    # a kernel whose loads are wide whatever the alignment says so itself (tile.load_bytes)
-    return max(sure, int(candidate.contract.data.get("tile", {}).get("load_bytes", 1)))
+    return load_width(candidate.contract.data)
 
 
 class Selector:
@@ -262,6 +272,12 @@ def default_selector(target: str = "gfx942") -> Selector:
     return sel
 
 
+def forget_choices() -> None:
+    """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    for sel in list(_selectors.values()):
+        sel.forget()
+
+
 def register_supplier(supplier: Supplier) -> None:
     """Offer a supplier's kernels to `matmul` on every target."""
     default_suppliers().append(supplier)
@@ -275,30 +291,70 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align)
 
 
+def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
+                    align: dict[str, int] | None = None) -> tuple[GemmConfig, str]:
+    """(config, generator option) of the kernel the default selector ranks first for `problem` among the
+    candidates a generator of this project compiles (its own suppliers and the tuning database's variants; a
+    prebuilt or Triton kernel has no config to compile), optionally only `generator`'s. `align`: the operands'
+    pointer alignment (default 256 bytes, what numpy's large allocations and `select --align` give). One
+    ranking (`selector.rank_key`) decides for `compile`, `matmul`, `select` and `explain`."""
+    from jitgemm.codegen.generator import by_name
+    from jitgemm.codegen.generator import generator as registered
+
+    if generator is not None:          # a misspelt or unavailable generator is named before any work
+        ok, why = registered(generator).available()
+        if not ok:
+            raise SelectionError(f"generator={generator!r} is not available: {why}")
+    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
+    for v in verdicts:
+        if not v.legal:
+            break
+        made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
+        if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
+            continue
+        return v.candidate.config, made_by.option
+    why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
+    raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
+                         f"{why or 'no candidates'}")
+
+
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
     """Offer the code objects in `folder` (or the one kernel file `folder` names) to `matmul`: kernels with
     embedded or sidecar contracts, and hipBLASLt GFA kernels (`.s` or `.co` with a custom.config), completed by
     `custom_yaml` (a Tensile test YAML with their CustomKernel/ProblemType) when given; returns the reasons any
-    kernel there was refused."""
+    kernel there was refused (a folder with no kernel file at all says so: nothing was offered). A path that
+    does not exist is a SelectionError naming it (a typo must not pass as "nothing refused")."""
     from .suppliers import PrebuiltSupplier
 
+    path = Path(folder).expanduser()
+    if not path.exists():
+        raise SelectionError(f"use_prebuilt({str(folder)!r}): no such folder or file; expected a folder of code "
+                             f"objects (*.co, *.hsaco) or assembly files (*.s) with jitgemm contracts")
     supplier = PrebuiltSupplier(folder, name=f"prebuilt:{folder}", custom_yaml=custom_yaml)
-    supplier._scan()
+    entries = supplier._scan()
     register_supplier(supplier)
+    if not entries and not supplier.errors:
+        return [f"{folder}: no code objects (*.co, *.hsaco) or assembly files (*.s); nothing was offered"]
     return list(supplier.errors)
 
 
-def use_triton() -> None:
-    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed; block-scaled problems
-    see Triton's kernels without it)."""
+def use_triton() -> str:
+    """Offer Triton-compiled GEMMs to `matmul` for every problem (Triton must be installed: a SelectionError
+    says how to get it; block-scaled problems see Triton's kernels without this call). Returns what was done,
+    with Triton's version."""
     from .suppliers import TritonSupplier
 
     if not TritonSupplier.available():
-        raise SelectionError("Triton is not installed (pip install triton)")
+        raise SelectionError("use_triton(): Triton is not installed (pip install triton); the selector keeps "
+                             "offering the project's own kernels")
+    import triton
+
+    done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
             for sel in list(_selectors.values()):
                 sel.forget()
-            return
+            return done
     register_supplier(TritonSupplier())
+    return done

@@ -25,6 +25,7 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.isa.errors import IsaError
 
 if TYPE_CHECKING:
     from jitgemm.codegen.generator import Generator
@@ -106,10 +107,13 @@ class SweepReport:
 
     @property
     def best(self) -> Result | None:
-        """The emulator-verified variant with the highest predicted TFLOP/s; ties go to the smallest kernel
-        name, the identity the selector breaks its ties on too."""
+        """The emulator-verified variant the selector would rank first among them: kernels that spill last,
+        then the highest predicted TFLOP/s, then the selector's one tie-break (`selector.tie_key`)."""
+        from .selector import tie_key
+
         ok = self.ok
-        return min(ok, key=lambda r: (-r.predicted_tflops, r.kernel, r.index)) if ok else None
+        return min(ok, key=lambda r: (r.scratch_bytes > 0, -r.predicted_tflops, *tie_key(r.contract), r.index)) \
+            if ok else None
 
     @property
     def variants_per_second(self) -> float:
@@ -122,7 +126,7 @@ class SweepReport:
         t = Table(title=f"{len(self.results)} variants of {_short(self.problem)} on {self.target} "
                         f"({self.seconds:.1f} s, {self.workers} {self.engine} worker(s))")
         for col in ("#", "gen", "tile", "waves", "mfma", "pf", "lds buf", "pad", "vec", "VGPR", "AGPR", "SGPR",
-                    "LDS", "waves/SIMD", "clk/MFMA", "bound", "emu", "TFLOP/s"):
+                    "LDS", "waves/SIMD", "clk/MFMA", "bound", "emu", "predicted TFLOP/s"):
             t.add_column(col, justify="right" if col not in ("gen", "mfma", "bound") else "left")
         ranked = sorted((r for r in self.results if not r.error), key=lambda r: -r.predicted_tflops)
         for r in ranked[:top]:
@@ -131,7 +135,8 @@ class SweepReport:
                       c["mfma"].lower().replace("v_mfma_", ""), str(c["prefetch"]), str(c["lds_buffers"]),
                       str(c["lds_pad"]), f"{c['vec_a']}x{c['vec_b']}", str(r.vgprs), str(r.agprs), str(r.sgprs),
                       str(r.lds_bytes), str(r.waves_per_simd), f"{r.cycles_per_mfma:.1f}", r.bound,
-                      "ok" if r.emulator_ok else "FAIL", f"{r.predicted_tflops:.0f}")
+                      "ok" if r.emulator_ok else "FAIL" if r.emulator_problem else "not run",
+                      f"{r.predicted_tflops:.3g}")
         failed = [r for r in self.results if r.error]
         if failed:
             t.caption = f"{len(failed)} variant(s) failed; first: #{failed[0].index}: {failed[0].error[:100]}"
@@ -139,15 +144,14 @@ class SweepReport:
 
     def plot(self, path: str | None = None):
         """Two panels: predicted TFLOP/s by macro tile, and occupancy against clocks per MFMA (the Pareto front
-        marked). Saved to `path` (PNG) when given; returns the matplotlib figure."""
-        import matplotlib
-
-        if path:
-            matplotlib.use("Agg")
-        import matplotlib.pyplot as plt
+        marked). Saved to `path` (PNG, SVG or PDF by its suffix) when given; returns the matplotlib figure, which a
+        notebook shows when a cell ends with it. The figure is made without pyplot, so no backend is switched
+        and no window opens (a notebook's inline display keeps working)."""
+        from matplotlib.figure import Figure
 
         rows = [r for r in self.results if not r.error]
-        fig, (left, right) = plt.subplots(1, 2, figsize=(13, 5))
+        fig = Figure(figsize=(13, 5))
+        left, right = fig.subplots(1, 2)
         tiles = sorted({f"{r.config['tile_m']}x{r.config['tile_n']}" for r in rows},
                        key=lambda s: tuple(int(x) for x in s.split("x")))
         for gen, marker in (("asm", "o"), ("llvm", "s")):
@@ -173,7 +177,6 @@ class SweepReport:
         fig.tight_layout()
         if path:
             fig.savefig(path, dpi=100)
-            plt.close(fig)
         return fig
 
 
@@ -194,57 +197,79 @@ def _short(problem: GemmProblem) -> str:
 def config_space(problem: GemmProblem, target: str = "gfx942", generator: str = "asm",
                  tiles: Sequence[int] = TILES, waves: Sequence[tuple[int, int]] = WAVES) -> list[GemmConfig]:
     """Every config of the grid that the target and the generator accept for the problem, in a fixed order:
-    MFMA x macro tile x waves x K depth x prefetch x LDS buffers x LDS padding (none, or the fewest bank
-    conflicts) x vector widths (the widest the problem allows, and half of it). A config is kept when the
-    generator plans it (`Generator.plan`: the shared `validate_config` and the generator's own `accept`)."""
-    from jitgemm import isa
-    from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, widest_vectors
-    from jitgemm.codegen.mfma_catalog import mfmas_for
-
+    MFMA x macro tile x waves x K depth x prefetch x LDS buffers (`grid_points`, cheap) x vector widths (the
+    widest the problem allows, and half of it) x LDS padding (none, or the fewest bank conflicts)
+    (`point_configs`, the costly part). A config is kept when the generator plans it (`Generator.plan`: the
+    shared `validate_config` and the generator's own `accept`)."""
     key = (problem, target, generator, tuple(tiles), tuple(waves))
     if key in _SPACES:
         return list(_SPACES[key])
-    spec, profile = isa.load_spec(target), isa.target_profile(target)
-    gen = _generator(generator)
     out: list[GemmConfig] = []
     seen: set[GemmConfig] = set()
-    pads: dict[GemmConfig, int | None] = {}      # the best padding does not depend on prefetch
+    for point in grid_points(problem, target, generator, tiles, waves):
+        for cand in point_configs(problem, point, target, generator):
+            if cand not in seen:
+                seen.add(cand)
+                out.append(cand)
+    _SPACES[key] = tuple(out)
+    return out
+
+
+_SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
+
+
+def grid_points(problem: GemmProblem, target: str = "gfx942", generator: str = "asm",
+                tiles: Sequence[int] = TILES, waves: Sequence[tuple[int, int]] = WAVES) -> list[GemmConfig]:
+    """The grid's points before vector widths and LDS padding are fitted: MFMA x macro tile x waves x K depth x
+    prefetch x LDS buffers, those whose tile the waves' MFMAs divide. Cheap (no plan is made), so a sweep with
+    `limit` picks its points here and fits only those (`point_configs`)."""
+    from jitgemm import isa
+    from jitgemm.codegen.mfma_catalog import mfmas_for
+
+    _generator(generator)
+    spec = isa.load_spec(target)
+    out = []
     for mfma in mfmas_for(spec, problem.a, problem.b):
         depths = [mfma.k * f for f in (1, 2, 4, 8) if mfma.k * f * problem.a.bytes <= 256]
         for tm, tn, (wm, wn), depth, prefetch, buffers in itertools.product(tiles, tiles, waves, depths, (1, 2),
                                                                              (1, 2)):
             if tm % (wm * mfma.m) or tn % (wn * mfma.n):
                 continue
-            base = GemmConfig(tm, tn, depth, wm, wn, mfma.name, prefetch=prefetch, lds_buffers=buffers)
-            try:
-                wide = fit_vectors(problem, widest_vectors(problem, base), spec, profile, gen.accept)
-            except IRError:
-                continue
-            vectors = [wide]
-            if wide.vec_a > 1 or wide.vec_b > 1:
-                vectors.append(replace(wide, vec_a=max(1, wide.vec_a // 2), vec_b=max(1, wide.vec_b // 2)))
-            for cfg in vectors:
-                pad_key = replace(cfg, prefetch=1)
-                if pad_key not in pads:
-                    try:
-                        pads[pad_key] = best_lds_pad(problem, cfg, spec, profile)
-                    except IRError:
-                        pads[pad_key] = None
-                for pad in sorted({0, pads[pad_key] or 0}):
-                    cand = replace(cfg, lds_pad=pad)
-                    if cand in seen:
-                        continue
-                    try:
-                        gen.plan(problem, cand, spec, profile)
-                    except IRError:
-                        continue
-                    seen.add(cand)
-                    out.append(cand)
-    _SPACES[key] = tuple(out)
+            out.append(GemmConfig(tm, tn, depth, wm, wn, mfma.name, prefetch=prefetch, lds_buffers=buffers))
     return out
 
 
-_SPACES: dict[tuple, tuple[GemmConfig, ...]] = {}     # config_space per process (the grid is pure)
+def point_configs(problem: GemmProblem, point: GemmConfig, target: str = "gfx942",
+                  generator: str = "asm") -> list[GemmConfig]:
+    """The configs of one grid point the generator plans: the widest vectors the problem allows and half of
+    them, each with no LDS padding and with the padding of fewest bank conflicts (`best_lds_pad`)."""
+    from jitgemm import isa
+    from jitgemm.codegen.gemm_config import best_lds_pad, fit_vectors, widest_vectors
+
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    gen = _generator(generator)
+    try:
+        wide = fit_vectors(problem, widest_vectors(problem, point), spec, profile, gen.accept)
+    except IRError:
+        return []
+    vectors = [wide]
+    if wide.vec_a > 1 or wide.vec_b > 1:
+        vectors.append(replace(wide, vec_a=max(1, wide.vec_a // 2), vec_b=max(1, wide.vec_b // 2)))
+    out = []
+    for cfg in vectors:
+        try:      # the best padding does not depend on prefetch (best_lds_pad remembers it per config)
+            pad = best_lds_pad(problem, replace(cfg, prefetch=1), spec, profile)
+        except IRError:
+            pad = 0
+        for lds_pad in sorted({0, pad}):
+            cand = replace(cfg, lds_pad=lds_pad)
+            try:
+                gen.plan(problem, cand, spec, profile)
+            except IRError:
+                continue
+            if cand not in out:
+                out.append(cand)
+    return out
 
 
 def _generator(option: str) -> Generator:
@@ -260,22 +285,50 @@ def _generator(option: str) -> Generator:
 def variants(problems: Iterable[GemmProblem], target: str = "gfx942", generators: Sequence[str] = ("asm",),
              search: str = "grid", limit: int | None = None, seed: int = 0, tiles: Sequence[int] = TILES,
              waves: Sequence[tuple[int, int]] = WAVES) -> list[Variant]:
-    """The variants of a sweep: the grid of every problem x generator (`config_space`), cut to `limit` —
-    the first ones (`search="grid"`, spread evenly over the grid) or a seeded random sample (`"random"`)."""
+    """The variants of a sweep: every config of every problem x generator (`config_space`), or, with a `limit`
+    below the grid's size, `limit` of them without fitting the whole grid (the fitting is the costly part):
+    `search="grid"` takes grid points spread evenly over the grid (`grid_points`), `"random"` a seeded random
+    sample of them; each chosen point gives one of its configs (`point_configs`), a point that gives none is
+    replaced by the next one."""
     if search not in ("grid", "random"):
         raise SweepError(f"search={search!r}; accepted: grid, random")
     for g in generators:
         _generator(g)
     if limit is not None and limit < 1:
         raise SweepError(f"limit={limit}; it must be at least 1")
-    points = [(p, g, c) for p in problems for g in generators for c in config_space(p, target, g, tiles, waves)]
-    if limit is not None and limit < len(points):
-        if search == "random":
-            points = random.Random(seed).sample(points, limit)
-        else:
-            step = len(points) / limit
-            points = [points[int(i * step)] for i in range(limit)]
-    return [Variant(i, p, g, c) for i, (p, g, c) in enumerate(points)]
+    problems = list(problems)
+    grid = [(p, g, point) for p in problems for g in generators for point in grid_points(p, target, g, tiles, waves)]
+    if limit is None or limit >= len(grid):
+        points = [(p, g, c) for p in problems for g in generators for c in config_space(p, target, g, tiles, waves)]
+        if limit is not None and limit < len(points):
+            if search == "random":
+                points = random.Random(seed).sample(points, limit)
+            else:
+                step = len(points) / limit
+                points = [points[int(i * step)] for i in range(limit)]
+        return [Variant(i, p, g, c) for i, (p, g, c) in enumerate(points)]
+    rng = random.Random(seed)
+    if search == "random":
+        order = rng.sample(range(len(grid)), len(grid))
+    else:
+        step = len(grid) / limit
+        spread = [int(i * step) for i in range(limit)]
+        chosen = set(spread)
+        order = spread + [i for i in range(len(grid)) if i not in chosen]
+    picked: dict[int, GemmConfig] = {}
+    seen: set[tuple] = set()
+    for i in order:
+        if len(picked) == limit:
+            break
+        p, g, point = grid[i]
+        configs = [c for c in point_configs(p, point, target, g) if (p, g, c) not in seen]
+        if not configs:
+            continue
+        cfg = rng.choice(configs) if search == "random" else configs[len(picked) % len(configs)]
+        seen.add((p, g, cfg))
+        picked[i] = cfg
+    keep = sorted(picked) if search == "grid" else list(picked)
+    return [Variant(n, grid[i][0], grid[i][1], picked[i]) for n, i in enumerate(keep)]
 
 
 # --- one variant -----------------------------------------------------------------------------------------------
@@ -392,14 +445,17 @@ def _evaluate_task(args: tuple) -> Result:
 
 # --- running a sweep -------------------------------------------------------------------------------------------
 def run_variants(tasks: list[Variant], target: str = "gfx942", workers: int = 1, ray: str | None = None,
-                 emulate: bool = True, progress: bool = True) -> tuple[list[Result], str]:
+                 emulate: bool = True, progress: bool = True, bar: _progress | None = None
+                 ) -> tuple[list[Result], str]:
     """Evaluate variants in this process (workers=1), in `workers` local processes, or as Ray tasks on the
-    cluster at `ray` ("local" starts one here with `workers` CPUs). Results come back in the variant order."""
+    cluster at `ray` ("local" starts one here with `workers` CPUs). Results come back in the variant order.
+    `bar`: a progress bar already showing (the sweep's), else one is made when `progress`."""
     if workers < 1:
         raise SweepError(f"workers={workers}; it must be at least 1")
     jobs = [(v, target, emulate) for v in tasks]
     results: list[Result | None] = [None] * len(jobs)
-    with _progress(len(jobs), progress) as advance:
+    with (bar if bar is not None else _progress(len(jobs), progress)) as shown:
+        advance = shown.advance
         if ray:
             for i, r in ray_map(_evaluate_task, jobs, ray, workers):
                 results[i] = r
@@ -451,20 +507,30 @@ def ray_map(fn: Callable, jobs: list, address: str, workers: int):
 
 
 class _progress:
-    """A rich progress bar (or nothing) as a context manager yielding `advance()`."""
+    """A rich progress bar (or nothing) as a context manager yielding `advance()`. It shows from the start of
+    the sweep (`describe` says what is being done before the variants are known); `start(total)` turns it into
+    the variants' bar."""
 
-    def __init__(self, total: int, show: bool) -> None:
-        self.total, self.show, self.bar = total, show, None
+    def __init__(self, total: int | None, show: bool, describe: str = "sweep") -> None:
+        self.total, self.show, self.bar, self.describe, self.task = total, show, None, describe, None
 
-    def __enter__(self) -> Callable[[], None]:
-        if not self.show:
-            return lambda: None
-        from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
+    def __enter__(self) -> _progress:
+        if self.show:
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeRemainingColumn
 
-        self.bar = Progress(TextColumn("sweep"), BarColumn(), MofNCompleteColumn(), TimeRemainingColumn())
-        self.bar.start()
-        task = self.bar.add_task("sweep", total=self.total)
-        return lambda: self.bar.advance(task)
+            self.bar = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                                TimeRemainingColumn())
+            self.bar.start()
+            self.task = self.bar.add_task(self.describe, total=self.total)
+        return self
+
+    def start(self, total: int, describe: str = "sweep") -> None:
+        if self.bar is not None:
+            self.bar.update(self.task, total=total, completed=0, description=describe)
+
+    def advance(self) -> None:
+        if self.bar is not None:
+            self.bar.advance(self.task)
 
     def __exit__(self, *exc) -> None:
         if self.bar is not None:
@@ -496,7 +562,11 @@ def record(db, report: SweepReport) -> int:
         if r.emulator_problem:
             rows.append({**common, "metric": "emulator_ok", "value": 1.0 if r.emulator_ok else 0.0,
                          "source": "emulator", "origin": f"sweep variant {r.index}: {r.emulator_problem}"})
-    return db.add(rows) if rows else 0
+    added = db.add(rows) if rows else 0
+    from .selector import forget_choices
+
+    forget_choices()          # matmul's memo of chosen kernels: the database now ranks differently
+    return added
 
 
 def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942",
@@ -521,15 +591,33 @@ def sweep(problems: GemmProblem | Sequence[GemmProblem], *, arch: str = "gfx942"
         rates(isa.load_spec(arch), isa.target_profile(arch))
     except PipelineModelError as exc:
         raise SweepError(f"{arch}: {exc}") from None
-    tasks = variants(plist, arch, generators, search, limit, seed, tiles, waves)
-    if not tasks:
-        raise SweepError(f"no config of the grid fits {arch} for {_short(plist[0])}")
-    start = time.perf_counter()
-    results, engine = run_variants(tasks, arch, workers, ray, emulate, progress)
+    if ray:
+        check_ray()
+    store = None if db is False else db if isinstance(db, TuningDB) else TuningDB(db)
+    if store is not None and db is not None:
+        try:                                  # a database the results cannot go to is said before the work
+            store.check_writable()
+        except IsaError as exc:
+            raise SweepError(str(exc)) from None
+    with _progress(None, progress, f"choosing variants of {_short(plist[0])}") as bar:
+        tasks = variants(plist, arch, generators, search, limit, seed, tiles, waves)
+        if not tasks:
+            raise SweepError(f"no config of the grid fits {arch} for {_short(plist[0])}")
+        bar.start(len(tasks))
+        start = time.perf_counter()
+        results, engine = run_variants(tasks, arch, workers, ray, emulate, progress, bar=bar)
     report = SweepReport(plist[0], arch, results, time.perf_counter() - start, workers, engine)
-    if db is not False:
-        record(db if isinstance(db, TuningDB) else TuningDB(db), report)
+    if store is not None:
+        record(store, report)
     return report
+
+
+def check_ray() -> None:
+    """Ray is importable (the optional extra `ray`), else SweepError at once, before any variant is made."""
+    import importlib.util
+
+    if importlib.util.find_spec("ray") is None:
+        raise SweepError("--ray needs Ray (pip install 'jitgemm[ray]')")
 
 
 def results_json(report: SweepReport) -> str:

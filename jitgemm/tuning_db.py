@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import csv
 import json
+import math
 import os
 import sqlite3
 import time
@@ -32,7 +33,9 @@ from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
 from jitgemm.isa.spec.cache import cache_root
-from jitgemm.isa.spec.targets import base_target
+from jitgemm.isa.spec.targets import base_target, known_targets
+
+from .cache_notice import notice
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
@@ -90,6 +93,24 @@ class Row:
     config: str
     contract: str
 
+    @classmethod
+    def coerced(cls, values: tuple) -> Row | None:
+        """A row from the database's values as they are stored, whatever wrote them (SQLite keeps any type
+        in any column: a NULL, a BLOB, text in `value`): text columns as text, `value` and `time` as finite
+        floats; None for a row whose id, value or time is not a number (it is skipped, not a traceback)."""
+        rid, *rest = values
+        text = [("" if v is None else v.decode("utf-8", "replace") if isinstance(v, bytes) else str(v))
+                for v in rest]
+        try:
+            value, stamp = float(rest[7]), float(rest[10])
+            if isinstance(rest[7], (bytes, str)) or isinstance(rest[10], (bytes, str)) or \
+                    not (math.isfinite(value) and math.isfinite(stamp)) or not isinstance(rid, int):
+                return None
+        except (TypeError, ValueError):
+            return None
+        stamp = stamp if 0 <= stamp < 1e11 else 0.0      # a time past the year 5000 prints as the epoch
+        return cls(rid, *text[:7], value, text[8], text[9], stamp, *text[11:14])
+
     def describe(self) -> str:
         """What `explain` prints for the row that decided."""
         where = f", {self.origin}" if self.origin else ""
@@ -123,6 +144,48 @@ def contract_identity(contract: dict) -> tuple[str, str, str]:
     return str(ident.get("kernel", "")), generator, str(ident.get("code_sha256", "") or "")
 
 
+_CORRUPT = "not a readable SQLite database"
+_MEMORY = Path(":memory:")
+SQLITE_MAGIC = b"SQLite format 3\x00"     # the first 16 bytes of every SQLite 3 file (sqlite.org/fileformat.html)
+def _unusable(path: Path) -> str | None:
+    """Why the database file cannot be used, judged without opening it with SQLite (which would block on a
+    FIFO, read a device forever or trust a sparse file of zeros): None when it is absent, empty or starts with
+    the SQLite header; `_CORRUPT...` when it is a regular file that is not a database (set aside, rebuilt);
+    another reason (a folder, device, FIFO, unreadable or read-only place) when it cannot be used at all."""
+    import stat
+
+    try:
+        st = path.stat()
+    except FileNotFoundError:
+        parent = path.parent
+        if parent.exists() and not parent.is_dir():
+            return f"{parent} is not a folder"
+        probe = parent
+        while not probe.exists() and probe != probe.parent:
+            probe = probe.parent
+        if not os.access(probe, os.W_OK | os.X_OK):
+            return f"cannot create it ({probe} is read-only)"
+        return None
+    except OSError as exc:
+        return f"cannot use it ({exc.strerror or exc})"
+    if not stat.S_ISREG(st.st_mode):
+        kind = "a folder" if stat.S_ISDIR(st.st_mode) else "a FIFO" if stat.S_ISFIFO(st.st_mode) else \
+            "a device" if stat.S_ISCHR(st.st_mode) or stat.S_ISBLK(st.st_mode) else "not a regular file"
+        return f"it is {kind}, not a database file"
+    if st.st_size == 0:
+        return None if os.access(path, os.W_OK) and os.access(path.parent, os.W_OK) else "it is read-only"
+    try:
+        with open(path, "rb") as f:
+            head = f.read(16)
+    except OSError as exc:
+        return f"cannot read it ({exc.strerror or exc})"
+    if head != SQLITE_MAGIC:
+        return f"{_CORRUPT} (its first bytes are not the SQLite header)"
+    if not os.access(path, os.W_OK) or not os.access(path.parent, os.W_OK | os.X_OK):
+        return "it (or its folder) is read-only"
+    return None
+
+
 class TuningDB:
     """The SQLite tuning database. `path`: a `.db` file, or a folder (then `<folder>/tuning.db`, and the
     folder's old `<target>.json` files are migrated into it)."""
@@ -136,26 +199,120 @@ class TuningDB:
             legacy = cache_root() / "tuning"
         self.path = p
         self._legacy = legacy
+        self._explicit = path is not None
         self._conn: sqlite3.Connection | None = None
         self._pid = -1
+        self.degraded = ""        # why this process runs without the file (a read-only cache, ...): "" when not
 
     # --- connection ----------------------------------------------------------------------------------------
+    def check_writable(self) -> None:
+        """Open the database now and make sure a row could be written (the folder exists and is writable, the
+        file is a database or can become one): a TuningDBError naming the file and the reason otherwise, so a
+        command that records results says so before it works (`jitgemm sweep --db ...`)."""
+        parent = self.path.parent
+        if not parent.is_dir():
+            raise TuningDBError(f"{self.path}: the folder {parent} does not exist")
+        if self.path.exists() and not self.path.is_file():
+            raise TuningDBError(f"{self.path}: not a regular file (a folder, device or FIFO); expected an SQLite "
+                                f"database file or a new file name")
+        if not os.access(parent, os.W_OK | os.X_OK) or (self.path.exists() and not os.access(self.path, os.W_OK)):
+            raise TuningDBError(f"{self.path}: cannot write there (read-only file or folder)")
+        self._connect()
+        if self.degraded:
+            raise TuningDBError(f"{self.path}: {self.degraded}")
+
     def _connect(self) -> sqlite3.Connection:
         if self._conn is not None and self._pid == os.getpid():
             return self._conn
+        conn = None
+        why = _unusable(self.path)
+        if why is None:
+            try:
+                conn = self._open(self.path)
+            except (sqlite3.Error, OSError) as exc:
+                why = str(exc) if str(exc).startswith(_CORRUPT) else f"cannot open it ({exc})"
+        if why is not None and why.startswith(_CORRUPT):
+            aside = self._set_aside()   # a cache: keep the damaged file for a post-mortem, start a new one
+            if aside:
+                try:
+                    conn = self._open(self.path)
+                    notice(f"tuning database {self.path}: {why}; moved to {aside.name} and started afresh")
+                    why = None
+                except (sqlite3.Error, OSError) as exc:
+                    why = f"cannot open it ({exc})"
+        if why is not None and "read-only" in why and self.path.is_file():
+            try:                     # a read-only database still ranks kernels; nothing new is recorded
+                conn = sqlite3.connect(f"file:{self.path}?mode=ro", uri=True, isolation_level=None)
+                conn.execute("SELECT count(*) FROM results").fetchone()
+                self.degraded = f"{why}: read, nothing recorded"
+                notice(f"tuning database {self.path}: {why}; reading it, recording nothing")
+                why = None
+            except sqlite3.Error:
+                conn = None
+        if why is not None:
+            conn = self._in_memory(why)
+        self._conn, self._pid = conn, os.getpid()
+        if not self.degraded and self._legacy is not None and self._legacy.is_dir():
+            self.migrate_json(self._legacy)
+        return conn
+
+    def _open(self, path: Path) -> sqlite3.Connection:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        conn = sqlite3.connect(path, timeout=60.0, isolation_level=None)
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            conn = sqlite3.connect(self.path, timeout=60.0, isolation_level=None)
             conn.execute("PRAGMA busy_timeout = 60000")
             conn.execute("PRAGMA journal_mode = WAL")
             conn.executescript(_SCHEMA)
             conn.execute("INSERT OR IGNORE INTO meta (key, value) VALUES ('schema_version', ?)", (SCHEMA_VERSION,))
-        except (sqlite3.Error, OSError) as exc:
-            raise TuningDBError(f"{self.path}: cannot open the tuning database ({exc})") from None
-        self._conn, self._pid = conn, os.getpid()
-        if self._legacy is not None and self._legacy.is_dir():
-            self.migrate_json(self._legacy)
+            missing = set(CSV_COLUMNS) - {r[1] for r in conn.execute("PRAGMA table_info(results)")}
+            if missing:
+                raise sqlite3.DatabaseError(f"{_CORRUPT}: table results lacks {', '.join(sorted(missing))}")
+        except sqlite3.Error as exc:
+            conn.close()
+            text = str(exc)
+            if any(w in text for w in ("not a database", "malformed", "disk image", _CORRUPT)):
+                raise sqlite3.DatabaseError(text if text.startswith(_CORRUPT) else f"{_CORRUPT} ({text})") from None
+            raise
         return conn
+
+    def _set_aside(self) -> Path | None:
+        """Rename the damaged file (and its WAL companions) to `<name>.corrupt-<time>`; None when that fails."""
+        aside = self.path.with_name(f"{self.path.name}.corrupt-{time.strftime('%Y%m%d-%H%M%S')}-{os.getpid()}")
+        try:
+            self.path.rename(aside)
+        except OSError:
+            return None
+        for extra in ("-wal", "-shm"):
+            try:
+                self.path.with_name(self.path.name + extra).unlink()
+            except OSError:
+                pass
+        return aside
+
+    def _in_memory(self, why: str) -> sqlite3.Connection:
+        """Run without the file: an empty database in memory for this process, said once on stderr."""
+        self.degraded = why
+        notice(f"tuning database {self.path}: {why}; running without it (nothing read from it, nothing "
+                   f"recorded)")
+        conn = sqlite3.connect(":memory:", isolation_level=None)
+        conn.executescript(_SCHEMA)
+        return conn
+
+    def _recover(self, why: str) -> None:
+        """The open database failed a read: set the file aside and start afresh when it is damaged, else run
+        without it (a cache never stops the work)."""
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except sqlite3.Error:
+                pass
+        self._conn = None
+        if not self.degraded and any(w in why for w in ("malformed", "not a database", "disk image")) \
+                and self._set_aside() is not None:
+            notice(f"tuning database {self.path}: {why}; set aside and started afresh")
+            self._connect()
+            return
+        self._conn, self._pid = self._in_memory(why), os.getpid()
 
     def close(self) -> None:
         if self._conn is not None and self._pid == os.getpid():
@@ -182,12 +339,26 @@ class TuningDB:
                 value = float(r["value"])
             except (TypeError, ValueError):
                 raise TuningDBError(f"row {i}: value={r['value']!r} is not a number") from None
+            if not math.isfinite(value) or value < 0 or (r["metric"] == "seconds" and value == 0):
+                raise TuningDBError(f"row {i}: value={r['value']!r}; a finite number (> 0 for seconds) is accepted")
+            target = base_target(str(r["target"]))
+            if target not in known_targets():
+                raise TuningDBError(f"row {i}: target={str(r['target'])[:40]!r}; accepted: "
+                                    f"{', '.join(known_targets())}")
+            _check_problem(str(r["problem"]), f"row {i}")
+            stamp = r.get("time")
+            try:
+                stamp = float(stamp) if stamp not in (None, "") else now
+            except (TypeError, ValueError):
+                raise TuningDBError(f"row {i}: time={stamp!r} is not a number") from None
+            if not 0 <= stamp < 1e11:
+                raise TuningDBError(f"row {i}: time={r.get('time')!r}; seconds since 1970 are accepted")
             tools = r.get("tools") or {}
-            records.append((base_target(str(r["target"])), str(r["problem"]), str(r["kernel"]),
+            records.append((target, str(r["problem"]), str(r["kernel"]),
                             str(r.get("generator") or ""), str(r.get("code_sha256") or ""),
                             str(r.get("contract_key") or ""), str(r["metric"]), value, str(r["source"]),
                             tools if isinstance(tools, str) else json.dumps(tools, sort_keys=True),
-                            float(r.get("time") or now), str(r.get("origin") or ""),
+                            stamp, str(r.get("origin") or ""),
                             _json_text(r.get("config")), _json_text(r.get("contract"))))
         conn = self._connect()
         try:
@@ -199,6 +370,8 @@ class TuningDB:
         except sqlite3.Error as exc:
             if conn.in_transaction:
                 conn.execute("ROLLBACK")
+            if self.degraded:        # a read-only database: the rows are not kept, as it said when it opened
+                return 0
             raise TuningDBError(f"{self.path}: cannot write ({exc})") from None
         return len(records)
 
@@ -225,11 +398,14 @@ class TuningDB:
             if value is not None:
                 where.append(f"{column} = ?")
                 args.append(value)
-        sql = "SELECT * FROM results" + (" WHERE " + " AND ".join(where) if where else "") + " ORDER BY id"
+        sql = (f"SELECT id, {', '.join(CSV_COLUMNS)} FROM results" + (" WHERE " + " AND ".join(where) if where else "")
+               + " ORDER BY id")
         try:
-            return [Row(*r) for r in self._connect().execute(sql, args)]
-        except sqlite3.Error as exc:
-            raise TuningDBError(f"{self.path}: cannot read ({exc})") from None
+            rows = [Row.coerced(r) for r in self._connect().execute(sql, args)]
+        except sqlite3.Error as exc:       # damage SQLite finds only when it reads the pages (a truncated file)
+            self._recover(f"cannot read it ({exc})")
+            return []
+        return [r for r in rows if r is not None]
 
     def lookup(self, target: str, problem: GemmProblem, kernel_key: str) -> float | None:
         """The fastest measured seconds of a kernel (by candidate key) for exactly this problem."""
@@ -321,8 +497,8 @@ class TuningDB:
             raise TuningDBError(f"{path}: cannot read ({exc})") from None
         if set(CSV_COLUMNS) <= set(header):
             rows = [dict(r) for r in lines]
-            for r in rows:
-                r["time"] = float(r["time"] or 0) or None
+            for r in rows:            # add() checks every field (a time that is not a number is refused there)
+                r["time"] = r["time"] or None
         elif {"M", "N", "K", "us", "kernelName"} <= set(header):
             if not target:
                 raise TuningDBError(f"{path}: a foreign tuning table needs --target (which GPU measured it)")
@@ -357,6 +533,30 @@ def _foreign_row(path, line: int, r: dict, target: str, layout: str) -> dict:
     return {"target": target, "problem": problem_key(problem), "kernel": r["kernelName"], "metric": "seconds",
             "value": us * 1e-6, "source": "hardware", "origin": f"{Path(path).name}:{line}",
             "tools": {"cu_num": r.get("cu_num", ""), "libtype": r.get("libtype", "")}}
+
+
+MAX_SIZE = 2**31 - 1        # sizes travel as 32-bit kernel arguments
+
+
+def _check_problem(text: str, where: str) -> None:
+    """A row's problem must be one the project can make (the IR text `format_problem` writes) with sizes a kernel
+    takes: M=1e30 or a garbled key is refused on the way in, never found later by a reader."""
+    from jitgemm.codegen.gemm_text import parse
+
+    if text in _GOOD_PROBLEMS:
+        return
+    try:
+        problem, _ = parse(text, where)
+    except (IRError, ValueError) as exc:
+        raise TuningDBError(f"{where}: problem {text[:80]!r}: {str(exc)[:200]}") from None
+    if max(problem.m, problem.n, problem.k, problem.batch) > MAX_SIZE:
+        raise TuningDBError(f"{where}: problem {text[:80]!r}: sizes up to {MAX_SIZE} are accepted")
+    if len(_GOOD_PROBLEMS) > 65536:
+        _GOOD_PROBLEMS.clear()
+    _GOOD_PROBLEMS.add(text)
+
+
+_GOOD_PROBLEMS: set[str] = set()
 
 
 def _json_text(value) -> str:

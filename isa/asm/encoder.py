@@ -73,6 +73,9 @@ def encode_form(form: Form, inst: AsmInstruction, pc: int = 0, symbols=None) -> 
     if form.width_slots:
         slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
                       if s.width_field is not None else s for s in slots)
+    if len(ops) == len(slots) - 1 and slots and slots[0].kind == "fixed" and slots[0].output \
+            and form.enc.name.upper().startswith(("ENC_VOPC", "VOPC_")):
+        slots = slots[1:]   # `v_cmp_eq_f32_e32 v0, v1`: llvm-mc-22 takes a VOPC without its implicit vcc
     if len(ops) != len(slots) and not (form.optional_imm is not None and len(ops) == len(slots) - 1):
         raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {form.enc.name}, got {len(ops)}",
                        rank=-1)
@@ -357,6 +360,8 @@ def _parts_value(form: Form, slot: Slot, op) -> int:
         return v & ((1 << w) - 1)
     if type(op) is Counters:
         table = slot.table
+        if table is None:   # `s_endpgm vmcnt(0)`: llvm-mc says "expected absolute expression"
+            raise Mismatch(f"expected an absolute expression (an immediate), not the counters {op}")
         parts = table.parts
         if not parts:
             raise Mismatch(f"{table.name} has no named parts")

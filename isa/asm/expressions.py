@@ -159,7 +159,11 @@ class _Parser:
 
     def _leaf(self, kind: str, text: str, off: int) -> Node:
         if kind == "num":
-            value = int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1].isdigit()) else int(text, 8)
+            try:
+                value = int(text, 0) if not (len(text) > 1 and text[0] == "0" and text[1].isdigit()) \
+                    else int(text, 8)
+            except ValueError:   # `012345678`: a leading 0 makes it octal, and 8 is no octal digit
+                raise ExprSyntaxError(f"invalid number {text!r} (a leading 0 means octal: digits 0-7)", off) from None
             if value > MASK64:
                 raise ExprSyntaxError(f"integer {text} does not fit in 64 bits", off)
             return Num(wrap64(value))

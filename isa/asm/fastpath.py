@@ -16,10 +16,8 @@ from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.instruction import AsmInstruction, Counters, Imm, Label, Reg, SrcMods, identifier_operand
 
 _LABEL = re.compile(r"\s*([A-Za-z_$@.][\w.$@]*):(?=\s|$)", re.ASCII)
-_INSTR = re.compile(r"\s*([A-Za-z_][\w.]*)(?:\s+(.*?))?\s*$", re.ASCII)
-_COMMENT = re.compile(r"\s*(?:;|//)", re.ASCII)
-_SPLIT_COMMAS = re.compile(r",\s*(?![^\[\(]*[\]\)])", re.ASCII)
-_SPLIT_SPACES = re.compile(r"\s+(?![^\[\(]*[\]\)])", re.ASCII)
+_MNEMONIC = re.compile(r"[A-Za-z_][\w.]*", re.ASCII)
+_SPACE = " \t\n\r\f\v"  # what the ASCII regexes call \s
 _RANGE = re.compile(r"(ttmp|s|v|a)\[(\d{1,6})(?::(\d{1,6}))?\]\Z", re.IGNORECASE | re.ASCII)
 _NAME = re.compile(r"[A-Za-z_$@.][\w.$@]*\Z", re.ASCII)
 _HEX = re.compile(r"0[xX][0-9a-fA-F]+\Z", re.ASCII)
@@ -34,6 +32,7 @@ _OPERANDS: dict[str, object] = {}
 _MODIFIERS: dict[str, tuple] = {}
 _LINES: dict[str, tuple | None] = {}
 _MAX_CACHE = 1 << 16
+_MAX_CACHED_LINE = 256
 
 
 def _number(text: str):
@@ -192,6 +191,44 @@ def finish(mnemonic: str, ops: list, mods: list) -> AsmInstruction:
     return AsmInstruction(mnemonic, tuple(ops), tuple(mods))
 
 
+def _strip_comment(text: str) -> str:
+    """`text` up to its first `;` or `//` (one scan; the regex search this replaces was quadratic in runs of
+    spaces)."""
+    cut = [i for i in (text.find(";"), text.find("//")) if i >= 0]
+    return text[:min(cut)] if cut else text
+
+
+def _split_top(text: str, sep: str) -> list[str] | None:
+    """`text` split at `sep` (a comma, or a run of whitespace for " ") outside brackets and parentheses, in one
+    pass; after a comma, leading whitespace is dropped. None for unbalanced brackets (the LALR parser reports
+    those). Linear in the length of the line, where the lookahead regexes it replaces were quadratic."""
+    parts = []
+    depth = 0
+    start = 0
+    i = 0
+    n = len(text)
+    while i < n:
+        c = text[i]
+        if c in "[(":
+            depth += 1
+        elif c in "])":
+            depth -= 1
+            if depth < 0:
+                return None
+        elif depth == 0 and (c == sep or (sep == " " and c in _SPACE)):
+            parts.append(text[start:i])
+            i += 1
+            while i < n and text[i] in _SPACE:
+                i += 1
+            start = i
+            continue
+        i += 1
+    if depth:
+        return None
+    parts.append(text[start:])
+    return parts
+
+
 def _line(line: str):
     labels = []
     pos = 0
@@ -201,20 +238,19 @@ def _line(line: str):
             break
         labels.append(m.group(1))
         pos = m.end()
-    rest = line[pos:]
-    cm = _COMMENT.search(rest)
-    if cm is not None:
-        rest = rest[:cm.start()]
-    if not rest.strip():
+    rest = _strip_comment(line[pos:]).strip(_SPACE)
+    if not rest:
         return (tuple(labels), None)
-    m = _INSTR.match(rest)
-    if m is None:
+    m = _MNEMONIC.match(rest)
+    if m is None or (m.end() < len(rest) and rest[m.end()] not in _SPACE):
         return None
-    mnemonic = m.group(1).lower()
-    body = m.group(2)
+    mnemonic = m.group(0).lower()
+    body = rest[m.end():].strip(_SPACE)
     if not body:
         return (tuple(labels), AsmInstruction(mnemonic))
-    parts = _SPLIT_COMMAS.split(body)
+    parts = _split_top(body, ",")
+    if parts is None:
+        return None
     last = parts[-1]
     ops = []
     for part in parts[:-1]:
@@ -222,7 +258,9 @@ def _line(line: str):
         if op is None:
             return None
         ops.append(op)
-    words = _SPLIT_SPACES.split(last)
+    words = _split_top(last, " ")
+    if words is None:
+        return None
     # the last operand, which may be a counter sequence written with spaces
     n = 1
     if _COUNTER.match(words[0]):
@@ -262,6 +300,8 @@ def parse_line(line: str):
     if hit is not False:
         return hit
     result = _line(line)
+    if len(line) > _MAX_CACHED_LINE:
+        return result   # a 50 KB line is not repeated; 65536 of them would hold gigabytes
     if len(_LINES) > _MAX_CACHE:
         _LINES.clear()
     _LINES[line] = result

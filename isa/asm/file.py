@@ -20,6 +20,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import NamedTuple
 
+from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.asm_errors import AsmError
 from jitgemm.isa.instruction import Align, AsmInstruction, Data, Label, LabelDef, identifier_operand
 from jitgemm.isa.spec.forms import SpecForms, forms_of
@@ -30,6 +31,7 @@ from .encoder import StatementError, encode_items
 from .fastpath import parse_line
 from .macros import (
     AsmFileError,
+    AsmFileErrors,
     Loc,
     Macro,
     bind_args,
@@ -70,6 +72,21 @@ _SIMPLE_INSTRUCTION = re.compile(rf"\s*+[A-Za-z_]\w*+(?:\s++{_OPERAND}(?:\s*+,\s
 # A line that starts with a mnemonic-like word (not a directive, not a label); assignments are told by '='.
 _PLAIN_INSTRUCTION = re.compile(r"\s*([a-z_][a-z0-9_]*)(?:\s|$)")
 _WORDS = re.compile(r"[A-Za-z_.$][\w.$]*")
+_HEX_FLOAT = re.compile(r"(?<![\w.])(0[xX][0-9a-fA-F]*(?:\.[0-9a-fA-F]*)?[pP][-+]?\d+)(?![\w.])")
+_REG_INDEX = re.compile(r"(?<![\w:\]])(v|s|a|ttmp|acc)\[([^\[\]]*)\]")
+# words of the instruction syntax that are not operands: modifiers, flags, DPP/SDWA/format names
+_SYNTAX_WORDS = frozenset(n.lower() for n in (*syn.FLAG_MODIFIERS, *syn.MODIFIER_RANK, *syn.FLAG_FIELDS))
+_MOD_LIST = re.compile(r"(?<![\w.])([A-Za-z_]\w*):\[([^\[\]]*)\]")
+_PLAIN_ITEM = re.compile(r"-?(?:\d+|0x[0-9a-fA-F]+)|[A-Za-z_]\w*")
+_COUNTER_EXPR = re.compile(r"(?<![\w.])((?:vm|lgkm|exp)cnt)\(([^()]*(?:\([^()]*\)[^()]*)*)\)")
+_KNOWN_WORDS: set[str] = set()
+# a name that is a whole operand (between the mnemonic or a comma and a comma or the end of the line)
+_BARE_OPERAND = re.compile(r"(?:^\s*[\w.]+\s+|,\s*)([A-Za-z_.$][\w.$]*)\s*(?=,|$)")
+# a first look for any of them: a hex float, a register index or modifier list entry that is not a plain number,
+# a counter value that is not a number
+_ODD_SPELLING = re.compile(r"0[xX][0-9a-fA-F.]*[pP]|(?<![\w:\]])(?:v|s|a|ttmp|acc)\[(?![\d:]*\])"
+                           r"|:\[[^\]]*[^\w\s,\]-]|cnt\((?!\s*\d+\s*\))")
+_SCALAR_E32 = re.compile(r"(\s*)(s_\w+_e32)(?=\s|$)")
 _TRITON_TARGET = re.compile(r"amdgpu(\d+)\.(\d+)-amd-amdhsa-unknown-(gfx\w+)(.*)")
 
 
@@ -213,6 +230,9 @@ class _FileAssembler:
         self.sizes: list[tuple[str, X.Node, Loc]] = []
         self.dots = 0
         self.ended = False
+        self.errors: list[AsmFileError] = []
+        self.label_operands = False
+        self.wide_operand = False
         # llvm-mc (AMDGPUAsmParser::initializeGprCountSymbol / updateGprCountSymbols, LLVM 22) defines these two
         # symbols at 0 for an HSA target and raises them past every v/s register an instruction names, so
         # `.amdhsa_next_free_sgpr .amdgcn.next_free_sgpr` counts the registers used so far
@@ -233,7 +253,22 @@ class _FileAssembler:
             except StopIteration:
                 self.sources.pop()
                 continue
-            self.line(text, loc)
+            try:
+                self.line(text, loc)
+            except AsmFileError as exc:   # llvm-mc reports every error of a file: go on with the next line
+                self.error(exc)
+        try:
+            self.end_of_input()
+        except AsmFileError as exc:
+            self.error(exc)
+
+    def error(self, exc: AsmFileError) -> None:
+        """Record one error; past AsmFileErrors.MAX_ERRORS, stop with what was found."""
+        self.errors.extend(exc.errors if isinstance(exc, AsmFileErrors) else [exc])
+        if len(self.errors) >= AsmFileErrors.MAX_ERRORS:
+            raise AsmFileErrors(self.errors[:AsmFileErrors.MAX_ERRORS], truncated=True)
+
+    def end_of_input(self) -> None:
         if self.collect is not None:
             raise AsmFileError(f"no matching '.end{'m' if self.collect.kind == 'macro' else 'r'}' for "
                                f"'.{self.collect.kind}'", self.collect.loc, 1)
@@ -503,6 +538,7 @@ class _FileAssembler:
         sec = self.obj.sections[self.section]
         if sec.type == "nobits":
             raise AsmFileError(f"instruction in section {self.section}, which holds no data (nobits)", loc, col)
+        text = self.llvm_spellings(text)
         text, fixups = self.operand_expressions(text, loc)
         fast = parse_line(text)  # the parser's fast path for one line (what parse() tries first)
         if fast is not None and not fast[0] and fast[1] is not None:
@@ -523,6 +559,85 @@ class _FileAssembler:
             for node, fcol in fixups:
                 self.fixups.append(_Fixup(self.section, index, 4, node, loc, fcol, True))
 
+    def llvm_spellings(self, text: str) -> str:
+        """Spellings llvm-mc-22 accepts that the instruction grammar does not, rewritten to ones it does (each
+        keeps its meaning; found by mutating corpus lines beside llvm-mc, tests/isa/test_asm_mutations.py): a
+        trailing comma after the operands; a hex float (`0x1p3` is 8.0); a register index written as an
+        expression (`v[0x10:0x11]`, `s[2+2]`); `_e32` on a scalar instruction, which has only that size."""
+        if text.rstrip().endswith(","):
+            text = text.rstrip()[:-1]
+        m = _SCALAR_E32.match(text) if "_e32" in text else None
+        if m and self.forms.forms_for(m.group(2)) is None and self.forms.forms_for(m.group(2)[:-4]) is not None:
+            text = text[:m.start(2)] + m.group(2)[:-4] + text[m.end(2):]
+        if _ODD_SPELLING.search(text) is None:   # the common line: none of the spellings below
+            return text
+        text = _HEX_FLOAT.sub(lambda m: repr(float.fromhex(m.group(1))), text)
+        text = _REG_INDEX.sub(self._register_index, text)
+        text = _MOD_LIST.sub(self._list_items, text)
+        return _COUNTER_EXPR.sub(self._counter_value, text)
+
+    def _absolute(self, text: str) -> int | None:
+        try:
+            v = X.evaluate(X.parse_expr(text), self.lookup_now)
+        except (X.ExprSyntaxError, X.ExprValueError):
+            return None
+        return v.const if v.absolute else None
+
+    def _list_items(self, m: re.Match) -> str:
+        """`quad_perm:[3,!2,1,0]`: llvm-mc reads each entry of a modifier's list as an absolute expression."""
+        items = m.group(2).split(",")
+        if all(_PLAIN_ITEM.fullmatch(i.strip()) for i in items):
+            return m.group(0)
+        values = [self._absolute(i) if not _PLAIN_ITEM.fullmatch(i.strip()) else i.strip() for i in items]
+        if any(v is None for v in values):
+            return m.group(0)
+        return f"{m.group(1)}:[{','.join(str(v) for v in values)}]"
+
+    def _counter_value(self, m: re.Match) -> str:
+        """`vmcnt(1+1)`, `expcnt(!1)`: a counter's value is an absolute expression in llvm-mc."""
+        if m.group(2).strip().isdigit():
+            return m.group(0)
+        v = self._absolute(m.group(2))
+        return m.group(0) if v is None else f"{m.group(1)}({v})"
+
+    def _register_index(self, m: re.Match) -> str:
+        """`v[<expr>]` or `v[<expr>:<expr>]` with decimal indexes, when the expressions are absolute."""
+        parts = m.group(2).split(":")
+        if all(p.strip().isdigit() for p in parts) or len(parts) > 2:
+            return m.group(0)
+        values = []
+        for part in parts:
+            try:
+                v = X.evaluate(X.parse_expr(part), self.lookup_now)
+            except (X.ExprSyntaxError, X.ExprValueError):
+                return m.group(0)
+            if not v.absolute or v.const < 0:
+                return m.group(0)
+            values.append(str(v.const))
+        return f"{m.group(1)}[{':'.join(values)}]"
+
+    def undefined_name(self, word: str) -> bool:
+        """A word that is no register, no syntax keyword, no label or symbol defined so far."""
+        if word in _KNOWN_WORDS:
+            return False
+        if type(identifier_operand(word)) is not Label or word.lower() in _SYNTAX_WORDS:
+            if len(_KNOWN_WORDS) < 1 << 16:
+                _KNOWN_WORDS.add(word)   # registers and keywords stay what they are: remembered
+            return False
+        return word not in self.labels and word not in self.sets
+
+    def operand_wider_than_32(self, mnemonic: str, index: int) -> bool:
+        """Whether operand `index` holds 64 bits in every form of the instruction: llvm-mc refuses a relocatable
+        value (an undefined name) there ("invalid operand for instruction"): its literal has 32 bits."""
+        forms = self.forms.forms_for(mnemonic)
+        sizes = [f.slots[index].size for f in forms or () if index < len(f.slots)]
+        return bool(sizes) and min(sizes) > 32
+
+    def takes_label(self, mnemonic: str) -> bool:
+        """Whether the instruction has a branch-target operand (a name there is a label, defined later or not)."""
+        forms = self.forms.forms_for(mnemonic)
+        return forms is None or any(s.kind == "label" for f in forms for s in f.slots)
+
     def count_registers(self, inst: AsmInstruction) -> None:
         """Raise `.amdgcn.next_free_{v,s}gpr` past the v/s registers `inst` names (see __init__)."""
         for op in inst.operands:
@@ -538,11 +653,14 @@ class _FileAssembler:
         """The instruction text with each operand that is an expression replaced: by its value when that is
         known now, else by a placeholder literal with a fixup (a label difference, `sym@rel32@lo+4`), as
         llvm-mc encodes a non-constant operand as a 32-bit literal with a fixup."""
-        if _SIMPLE_INSTRUCTION.match(text) and (not self.sets or self.sets.keys().isdisjoint(_WORDS.findall(text))):
-            return text, []
+        if _SIMPLE_INSTRUCTION.match(text):
+            if self.sets.keys().isdisjoint(_WORDS.findall(text)) and \
+                    not any(map(self.undefined_name, _BARE_OPERAND.findall(text))):
+                return text, []
         m = _MNEMONIC_REST.match(text)
         if not m or not m.group(3):
             return text, []
+        self.label_operands = self.takes_label(m.group(1).strip())
         start = m.end(2)
         body = m.group(3)
         parts = _split_with_offsets(body)
@@ -551,8 +669,11 @@ class _FileAssembler:
         shift = 0
         sets = self.sets
         named = bool(sets) and not sets.keys().isdisjoint(_WORDS.findall(body))  # a .set symbol is used
+        mnemonic = m.group(1).strip()
         for i, (part, off) in enumerate(parts):
-            if _SIMPLE_OPERAND.match(part) and not (named and not sets.keys().isdisjoint(_WORDS.findall(part))):
+            self.wide_operand = self.operand_wider_than_32(mnemonic, i)
+            if _SIMPLE_OPERAND.match(part) and not (named and not sets.keys().isdisjoint(_WORDS.findall(part))) \
+                    and not (not self.label_operands and self.undefined_name(part.strip())):
                 continue
             last = i == len(parts) - 1
             lead = len(part) - len(part.lstrip())
@@ -563,8 +684,8 @@ class _FileAssembler:
             rest = part[end:]
             if rest.strip() and (not last or not rest[:1].isspace()):
                 continue
-            if not self.is_expression(node):
-                continue
+            if not self.is_expression(node) and not part.lstrip().startswith(("(", "-(")):
+                continue   # a register, a plain number: the instruction parser reads it (`(1)` it cannot)
             try:
                 value = X.evaluate(node, self.lookup_now)
             except X.ExprValueError as exc:
@@ -590,12 +711,40 @@ class _FileAssembler:
         if isinstance(node, X.Num):
             return False
         if isinstance(node, X.Sym):
-            return node.specifier is not None or node.name in self.sets
+            # a name that is no register, no label and no symbol yet: llvm-mc makes it a literal with a
+            # relocation (an undefined symbol), unless the line defines it later as a label
+            return node.specifier is not None or node.name in self.sets or (
+                not self.label_operands and self.undefined_name(node.name) and not self.wide_operand)
         if isinstance(node, X.Unary) and isinstance(node.arg, X.Num) and node.op == "-":
-            return False
+            return False   # `-5`: the instruction parser's (a negative constant, or neg of a float)
+        if isinstance(node, X.Unary) and node.op in ("~", "!"):
+            return True
         if not syms and not any(isinstance(n, X.Binary | X.Call) for n in _walk(node)):
             return False
         return True
+
+    def encode_section(self, sec: Section):
+        """The section encoded; every instruction that cannot be is reported (AsmFileErrors, bounded), each
+        found by encoding again without the ones already reported, as llvm-mc reports each bad line."""
+        errors: list[AsmFileError] = []
+        items, places = list(sec.items), list(sec.places)
+        while True:
+            try:
+                result = encode_items(items, self.forms)
+            except StatementError as exc:
+                loc, st, text = places[exc.index]
+                col = 1
+                if st is not None:
+                    from .assembler import _place
+                    col = _place(locate(st, text, loc.file), exc.error)
+                errors.append(AsmFileError(exc.error.reason, loc, col))
+                if len(errors) >= AsmFileErrors.MAX_ERRORS:
+                    raise AsmFileErrors(errors, truncated=True) from None
+                del items[exc.index], places[exc.index]
+                continue
+            if errors:
+                raise AsmFileErrors(sorted(errors, key=lambda e: (e.file or "", e.line or 0))) from None
+            return result
 
     # -- end of file: layout, fixups, symbols
     def finish(self) -> AsmObject:
@@ -617,15 +766,7 @@ class _FileAssembler:
                         raise AsmFileError(f"section {sec.name} holds no data (nobits)", loc, 1)
                 sec.size = pos
                 continue
-            try:
-                result = encode_items(sec.items, self.forms)
-            except StatementError as exc:
-                loc, st, text = sec.places[exc.index]
-                col = 1
-                if st is not None:
-                    from .assembler import _place
-                    col = _place(locate(st, text, loc.file), exc.error)
-                raise AsmFileError(exc.error.reason, loc, col) from None
+            result = self.encode_section(sec)
             sec.data = result.code
             sec.size = len(result.code)
             offsets[sec.name] = result.offsets
@@ -1149,7 +1290,17 @@ def assemble_file(text: str, spec: Spec | SpecForms, *, file: str = "<input>",
     asm = _FileAssembler(forms, file, read or (lambda p: read_bounded(p, MAX_SOURCE_BYTES).decode()))
     asm.push_text(text, file)
     asm.run()
-    return asm.finish()
+    if not asm.errors:
+        return asm.finish()
+    try:   # the lines that parsed may still fail to encode: report those too, as llvm-mc does
+        asm.finish()
+    except AsmFileError as exc:
+        asm.errors.extend(exc.errors if isinstance(exc, AsmFileErrors) else [exc])
+    except Exception:  # noqa: BLE001 (a state the first errors left inconsistent: they are what to report)
+        pass
+    errors = sorted(asm.errors, key=lambda e: (e.file != file, e.line or 0, e.col or 0))
+    limit = AsmFileErrors.MAX_ERRORS
+    raise AsmFileErrors(errors[:limit], truncated=len(errors) >= limit)
 
 
 def find_target(text: str) -> str | None:

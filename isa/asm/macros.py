@@ -58,6 +58,32 @@ class AsmFileError(AsmError):
                           for f, ln, c, _t in self.chain]}
 
 
+class AsmFileErrors(AsmFileError):
+    """Every error of a file (up to MAX_ERRORS), as llvm-mc reports them all instead of stopping at the first.
+    Its position, reason and macro chain are the first error's, so a caller that handles one error still works;
+    `errors` holds each, and the message prints them all in llvm-mc's layout."""
+
+    MAX_ERRORS = 100
+
+    def __init__(self, errors: list[AsmFileError], truncated: bool = False) -> None:
+        first = errors[0]
+        AsmError.__init__(self, first.reason, file=first.file, line=first.line, col=first.col,
+                          source_line=first.source_line)
+        self.chain = first.chain
+        self.errors = list(errors)
+        self.truncated = truncated
+        self.args = (self.render(),)
+
+    def render(self) -> str:
+        text = "\n".join(e.render() for e in self.errors)
+        if self.truncated:
+            text += f"\n{self.file}: note: stopped after {len(self.errors)} errors"
+        return text
+
+    def to_json(self) -> dict:
+        return {**self.errors[0].to_json(), "errors": [e.to_json() for e in self.errors]}
+
+
 def strip_comment(line: str) -> str:
     """The line without its `;` or `//` comment (quotes respected)."""
     if ";" not in line and "/" not in line:

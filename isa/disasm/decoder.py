@@ -209,7 +209,9 @@ def _decode_parts(slot: Slot, value: int, form: Form):
 _CACHE_LIMIT = 1 << 18
 
 
-def _match(forms: SpecForms, word: int, avail: int) -> tuple[Form, AsmInstruction] | None:
+def _match(forms: SpecForms, word: int, avail: int, why: list | None = None) -> tuple[Form, AsmInstruction] | None:
+    """The first form that decodes `word`; `why` collects (form, reason) of forms whose identifier and
+    condition matched but an operand or modifier value did not."""
     for mask, table in forms.decode_by_top.get((word >> 23) & 0x1FF, ()):
         candidates = table.get(word & mask)
         if not candidates:
@@ -226,7 +228,9 @@ def _match(forms: SpecForms, word: int, avail: int) -> tuple[Form, AsmInstructio
                     continue
             try:
                 return form, decode_form(form, w)
-            except Mismatch:
+            except Mismatch as exc:
+                if why is not None:
+                    why.append((form, exc))
                 continue
     return None
 
@@ -274,13 +278,22 @@ def decode_at(data: bytes, pos: int, forms: SpecForms, base: int = 0) -> Decoded
 
 
 def _unknown(data: bytes, pos: int, word: int, nbytes: int, forms: SpecForms, base: int) -> Decoded:
+    """A word no form decodes: one `.long` of 4 bytes, and decoding goes on at the next word, as llvm-objdump-22
+    does (it printed two `.long`s for an unknown 64-bit opcode and hid the word after it). The warning says why:
+    no encoding, an opcode the spec lacks, or the instruction and the operand value the spec does not define."""
     low = word & 0xFFFFFFFF
+    why: list = []
+    _match(forms, word, nbytes, why)
+    if why:   # LLVM decodes such a word as the instruction (marking the operand invalid): it spans the form
+        form, exc = why[0]
+        return Decoded(base + pos, form.size, data[pos:pos + form.size], None, form.enc.name,
+                       f"{form.mnemonic}: {exc} (word 0x{low:08x}, encoding {form.enc.name})")
     found = forms.encoding_of_unknown(word, nbytes)
     if found is None:
         return Decoded(base + pos, 4, data[pos:pos + 4], None, None,
                        f"no encoding of the spec matches word 0x{low:08x}")
-    name, size = found
-    return Decoded(base + pos, size, data[pos:pos + size], None, name,
+    name, _size = found
+    return Decoded(base + pos, 4, data[pos:pos + 4], None, name,
                    f"opcode not in the spec: word 0x{low:08x} is in encoding {name}")
 
 

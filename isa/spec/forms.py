@@ -409,7 +409,8 @@ def _hidden_bits(form: Form, fields, unwritten: dict[str, int], read: set[str]) 
             if fname in fields:
                 hidden[fname] = hidden.get(fname, 0) | bits
     if "OP_SEL" in fields and not form.vop3p and "op_sel" not in form.mods:
-        hidden["OP_SEL"] = (1 << fields["OP_SEL"].width) - 1
+        flags = sum(1 << bit for name, bit in syn.OPSEL_DPP_FLAGS.get(form.name, {}).items() if name in form.mods)
+        hidden["OP_SEL"] = (1 << fields["OP_SEL"].width) - 1 & ~flags
     if form.smem and "GLC" in fields and "glc" not in form.mods:
         hidden["GLC"] = 1
     if form.smem_sgpr_mask != -1:   # OFFSET above the SGPR number it names when IMM = 0

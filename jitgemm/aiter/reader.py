@@ -35,28 +35,21 @@ def release_spec() -> Mapping[str, Any]:
 
 
 def device_of(cu_num: int | None) -> tuple[str, str] | None:
-    """(device name, arch) of the GPU an aiter table's `cu_num` names, or None when unknown. The one place that
-    maps CU counts to devices: it moves to the target profiles' `TargetProfile.device(cu_num)` when they hold
-    devices (interface 3)."""
+    """(device name, arch) of the GPU an aiter table's `cu_num` names, from the target profiles' devices
+    (`TargetProfile.device`, interface 3), or None when no profile of release.yaml's `targets` has one."""
     if cu_num is None:
         return None
-    try:
-        from jitgemm.isa.spec import targets
+    from jitgemm.isa.errors import IsaError
+    from jitgemm.isa.spec import targets
 
-        for arch in ("gfx942", "gfx950"):
-            profile = targets.target_profile(arch)
-            finder = getattr(profile, "device", None)
-            if finder is not None:
-                try:
-                    dev = finder(int(cu_num))
-                except (KeyError, ValueError, LookupError):
-                    dev = None
-                if dev is not None:
-                    return str(getattr(dev, "name", dev)), arch
-    except Exception:  # noqa: BLE001 - the profiles without devices: fall back to the release data
-        pass
-    entry = release_spec()["devices"].get(int(cu_num))
-    return (entry["device"], entry["arch"]) if entry else None
+    for arch in release_spec()["targets"]:
+        try:
+            dev = targets.target_profile(arch).device(int(cu_num))
+        except (IsaError, KeyError, ValueError, LookupError):
+            continue
+        if dev is not None:
+            return str(getattr(dev, "name", dev)), arch
+    return None
 
 
 @dataclass

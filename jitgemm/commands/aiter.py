@@ -105,6 +105,14 @@ def _cmd_inventory(args: argparse.Namespace) -> int:
     from jitgemm.selector import default_suppliers
 
     archs = [base_target(args.arch)] if args.arch else ["gfx942", "gfx950"]
+    if args.arch:
+        from jitgemm.isa.errors import IsaError
+        from jitgemm.isa.spec.targets import target_profile
+
+        try:
+            target_profile(archs[0])
+        except (IsaError, KeyError, ValueError, OSError) as exc:
+            raise CliError(f"--arch {args.arch}: {exc}") from None
     verdicts = load_verdicts()
     releases = args.release and [args.release] or registered()
     invs = [_inventory(p) for p in releases]

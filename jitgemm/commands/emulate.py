@@ -7,7 +7,7 @@ argument in order: `null`, a scalar `i32:5` / `u32:7` / `i64:-1` / `f32:1.5` / `
 (standard normal, seed 0), iota). It prints the run statistics and a checksum of every buffer.
 
 `jitgemm emulate --where NAME` (no file) prints, as `file:line: ...` lines, the code that implements an
-instruction in the emulator: its named entry, or the semantics_alu statement and the family path that runs it
+instruction in the emulator: its named entry, or the alu_statements statement and the family path that runs it
 (jitgemm/emu/registry.py). Exit status 1 when the instruction has no semantics, 2 when no spec knows the name
 (the closest names are listed).
 """
@@ -19,7 +19,7 @@ import math
 import sys
 import time
 
-from jitgemm.cli import CliError, read_input
+from jitgemm.cli import CliError, read_code_object
 
 _TYPES = {"f32": "float32", "f16": "float16", "f64": "float64", "bf16": "bfloat16", "fp8": "float8_e4m3fnuz",
           "bf8": "float8_e5m2fnuz", "i8": "int8", "u8": "uint8", "i16": "int16", "u16": "uint16", "i32": "int32",
@@ -202,11 +202,9 @@ def _emulate(args: argparse.Namespace) -> int:
 
 def _run(args: argparse.Namespace) -> int:
     from jitgemm import isa
-    from jitgemm.codegen.codeobj import read
     from jitgemm.emu import check, engine
 
-    data = read_input(args.file)
-    co = read(data)
+    data, co = read_code_object(args.file)
     arch = args.arch or co.processor
     spec = isa.load_spec(args.spec or arch) if (args.spec or arch) else None
     if args.check and spec is not None:

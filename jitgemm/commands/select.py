@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jitgemm.cli import CliError, positive_int, problem_args
+from jitgemm.cli import CliError, positive_int, problem_args, problems_from_args, use_spec_option
 
 
 def _folder(text: str, option: str) -> Path:
@@ -49,22 +49,10 @@ def _selector(args: argparse.Namespace):
 
 
 def _cmd_select(args: argparse.Namespace) -> int:
-    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
-    from jitgemm.codegen.gemm_text import parse_dtype_list
-    from jitgemm.commands.gemm import scale_fields
     from jitgemm.selector import SelectionError
 
-    try:
-        da, db = parse_dtype_list(args.dtype)
-        mx = dict(a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
-        problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
-                                   batch=args.batch, lda=args.lda, ldb=args.ldb, **mx, **scale_fields(args))
-    except (IRError, ValueError) as exc:
-        raise CliError(str(exc)) from None
-    if args.spec:
-        from jitgemm import isa
-
-        isa.spec.sources.use_spec_file(args.arch, args.spec)
+    (problem,) = problems_from_args(args, lda=args.lda, ldb=args.ldb)
+    use_spec_option(args)
     selector, prebuilt = _selector(args)
     align = {"a": args.align, "b": args.align}
     for sup in prebuilt:
@@ -147,7 +135,11 @@ def _cmd_qualify(args: argparse.Namespace) -> int:
 
         emit({"command": "qualify", "ok": not failed and not sup.errors, "dir": str(args.dir),
               "refused": [{"severity": "error", "message": e} for e in sup.errors], "kernels": verdicts})
-    return 1 if failed else 0
+    if not as_json and sup.errors and not cands:
+        print(f"nothing qualified: every kernel in {args.dir} was refused")
+    # 1: a kernel was quarantined, or nothing in DIR qualified (every file refused); refusals beside qualified
+    # kernels are listed above and leave the status 0
+    return 1 if failed or not cands else 0
 
 
 def _abi(cand, seed: int):
@@ -190,12 +182,6 @@ def register(sub) -> None:
                    "the GFA kernels given with --prebuilt")
     p.add_argument("--triton", action="store_true", help="also offer Triton-compiled kernels (block-scaled "
                    "problems see Triton's tl.dot_scaled kernels without it)")
-    for side in ("a", "b"):
-        p.add_argument(f"--{side}-scale", choices=("none", "plain", "shuffled"), default="none",
-                       help=f"{side.upper()}'s E8M0 block scales (MX dtypes fp4 fp6_e2m3 fp6_e3m2 fp8_e4m3 "
-                       f"fp8_e5m2): plain [rows, K/32] or shuffled (jitgemm.mx.shuffle_scales); layout NT")
-    p.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
-                   help="B's bytes in the 16x16 pre-shuffled weight layout (jitgemm.mx.shuffle_weight)")
     p.add_argument("--explain", action="store_true", help="list every candidate with why it was kept or dropped")
     p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
     p.set_defaults(func=_cmd_select)

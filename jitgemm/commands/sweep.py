@@ -5,17 +5,16 @@ database takes `--db PATH` (default `$JITGEMM_TUNING_DB`, else `~/.cache/jitgemm
 from __future__ import annotations
 
 import argparse
-import itertools
 import sys
 
-from jitgemm.cli import CliError, positive_int
+from jitgemm.cli import CliError, check_output_path, problem_args, problems_from_args, use_spec_option
 
 
 def _sizes(text: str, name: str) -> list[int]:
     try:
         values = [int(x) for x in str(text).split(",") if x.strip()]
     except ValueError:
-        raise CliError(f"--{name} {text!r}: expected an integer or a comma-separated list such as 1024,4096") from None
+        raise CliError(f"--{name} {text!r}: expected an integer or a comma-separated list such as 64,128") from None
     if not values or any(v < 1 for v in values):
         raise CliError(f"--{name} {text!r}: sizes must be positive integers")
     return values
@@ -32,34 +31,48 @@ def _waves(text: str) -> list[tuple[int, int]]:
 
 
 def _problems(args: argparse.Namespace) -> list:
-    from jitgemm.codegen.gemm_ir import GemmProblem, IRError
-    from jitgemm.codegen.gemm_text import parse_dtype_list
+    """Every problem the shared problem options name (`cli.problems_from_args`: the defaults of run, compile,
+    select and the API)."""
+    problems = problems_from_args(args)
+    use_spec_option(args)
+    return problems
 
+
+def _db(args: argparse.Namespace, write: bool = True):
+    """The tuning database the command names, opened now: a `--db` that cannot take the command's rows
+    (`write`) is reported before any work; reading a damaged or unusable one never fails (a cache)."""
+    from jitgemm.tuning_db import TuningDB, TuningDBError
+
+    db = TuningDB(args.db) if args.db else TuningDB()
+    if not args.db or not write:
+        return db          # the default database is a cache: unusable, it is said once and the work goes on
     try:
-        da, db = parse_dtype_list(args.dtype)
-        return [GemmProblem.make(m, n, k, da, db, args.out_dtype, layout=args.layout, batch=args.batch)
-                for m, n, k in itertools.product(_sizes(args.m, "m"), _sizes(args.n, "n"), _sizes(args.k, "k"))]
-    except (IRError, ValueError) as exc:
-        raise CliError(str(exc)) from None
-
-
-def _db(args: argparse.Namespace):
-    from jitgemm.tuning_db import TuningDB
-
-    return TuningDB(args.db) if args.db else TuningDB()
+        db.check_writable()
+    except TuningDBError as exc:
+        raise CliError(f"--db: {exc}" if args.db else str(exc)) from None
+    return db
 
 
 def _cmd_sweep(args: argparse.Namespace) -> int:
     from rich.console import Console
 
-    from jitgemm.sweep import TILES, WAVES, SweepError, results_json, sweep
+    from jitgemm.sweep import TILES, WAVES, SweepError, check_ray, results_json, sweep
 
+    if args.plot:
+        check_output_path(args.plot, "--plot", (".png", ".svg", ".pdf"))
+    if args.json:
+        check_output_path(args.json, "--json")
+    if args.limit is not None and args.limit < 1:
+        raise CliError(f"--limit {args.limit}: at least 1")
     problems = _problems(args)
     tiles = _sizes(args.tiles, "tiles") if args.tiles else TILES
     waves = _waves(args.waves) if args.waves else WAVES
+    db = _db(args)
     try:
+        if args.ray:
+            check_ray()       # before the database is opened or a variant is chosen
         report = sweep(problems, arch=args.arch, generators=args.generator or ("asm",), search=args.search,
-                       limit=args.limit, seed=args.seed, workers=args.workers, ray=args.ray, db=_db(args),
+                       limit=args.limit, seed=args.seed, workers=args.workers, ray=args.ray, db=db,
                        emulate=not args.no_emulate, progress=not args.quiet, tiles=tiles, waves=waves)
     except SweepError as exc:
         raise CliError(str(exc)) from None
@@ -67,18 +80,21 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     console.print(report.table(args.top))
     best = report.best
     if best is not None:
-        console.print(f"best: #{best.index} {best.generator} {best.kernel} {best.predicted_tflops:.0f} TFLOP/s "
+        console.print(f"best: #{best.index} {best.generator} {best.kernel} {best.predicted_tflops:.3g} TFLOP/s "
                       f"predicted, {best.cycles_per_mfma:.1f} clocks/MFMA, emulator ok")
     elif args.no_emulate:
         console.print("no emulator check (--no-emulate): no variant is verified, none is called best")
     console.print(f"{len(report.results)} variants in {report.seconds:.1f} s ({report.variants_per_second:.2f} "
-                  f"variants/s, {report.workers} {report.engine} worker(s)); results in {_db(args).path}")
+                  f"variants/s, {report.workers} {report.engine} worker(s)); results in {db.path}")
     if args.plot:
         report.plot(args.plot)
         console.print(f"plot: {args.plot}")
     if args.json:
-        with open(args.json, "w") as f:
-            f.write(results_json(report))
+        try:
+            with open(args.json, "w") as f:
+                f.write(results_json(report))
+        except OSError as exc:
+            raise CliError(f"--json {args.json}: cannot write ({exc.strerror or exc})") from None
     return 0 if best is not None or args.no_emulate else 1
 
 
@@ -108,7 +124,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
 def _cmd_tuning(args: argparse.Namespace) -> int:
     from jitgemm.tuning_db import TuningDBError
 
-    db = _db(args)
+    db = _db(args, write=args.action == "import")
     try:
         if args.action == "import":
             if not args.file:
@@ -160,14 +176,7 @@ def _foreign_file(args: argparse.Namespace, db) -> None:
 
 
 def _problem_args(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--m", required=True, help="M (or a comma-separated list)")
-    p.add_argument("--n", required=True, help="N (or a comma-separated list)")
-    p.add_argument("--k", required=True, help="K (or a comma-separated list)")
-    p.add_argument("--batch", type=positive_int, default=1, help="independent GEMMs in one launch (default 1)")
-    p.add_argument("--dtype", default="bf16", help="A (and B) dtype, or A,B")
-    p.add_argument("--out-dtype", help="D dtype (default: A's for 16/32-bit, fp32 for fp8, int32 for int8)")
-    p.add_argument("--layout", default="NT", help="NN, NT, TN or TT")
-    p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
+    problem_args(p, lists=True)
     p.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
 
 

@@ -16,7 +16,7 @@ PCs are the code's addresses in the loaded object (the ELF's virtual addresses +
 them, s_setpc_b64/s_swappc_b64 outside the kernel's code fault at once; the scheduler keeps offsets into the
 kernel, memory faults print both. Every PT_LOAD segment of the object is mapped at CODE_BASE + its virtual
 address (memory.GlobalMemory.map_image), so .rodata/.data reached PC-relatively are there. Private (scratch)
-memory is one region of WAVE * private_segment_fixed_size bytes per wave (semantics_mem.private_pieces). The
+memory is one region of WAVE * private_segment_fixed_size bytes per wave (semantics.memory.private_pieces). The
 default step limit stops a runaway kernel within seconds and names the PC range its last steps stayed in.
 """
 
@@ -34,12 +34,15 @@ import numpy as np
 
 from jitgemm.codegen.codeobj.launch import LaunchDescription, LaunchError, pack_kernargs
 
-from . import kernarg_trace
-from .dispatch import Builder, Op
+from . import (
+    kernarg_trace,
+    semantics,  # noqa: F401 - registers every instruction's semantics
+)
 from .errors import EmulatorError, MemoryFault, StepLimitExceeded, UnsupportedInstruction
 from .memory import CODE_BASE, ByteStore, GlobalMemory, lds_limit
 from .modes import indexed, run_modal
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
+from .ops import Builder, Op
 from .program import Decoded, decode_kernel
 from .state import AT_BARRIER, RUNNING, WAVE, Waves
 
@@ -250,7 +253,7 @@ def private_segment_buffer(scratch_address: int) -> np.ndarray:
     """The private segment V# the user SGPRs s[0:3] receive: base = the dispatch's scratch, ADD_TID_ENABLE,
     SWIZZLE_ENABLE, element size 4, index stride 64, num_records = all (AMDGPUUsage "Private Segment Buffer";
     LLVM's SIInstrInfo.h RSRC_* fields), so `buffer_store_dword v, off, s[0:3], <wave offset>` lands where the
-    wave's flat scratch accesses do (see semantics_mem.private_pieces)."""
+    wave's flat scratch accesses do (see semantics.memory.private_pieces)."""
     word1 = ((scratch_address >> 32) & 0xFFFF) | (1 << 31)
     word3 = (1 << 23) | (3 << 21) | (1 << 19) | (4 << 15) | (7 << 12)
     return np.array([scratch_address & 0xFFFFFFFF, word1, 0xFFFFFFFF, word3], np.uint32)

@@ -15,9 +15,10 @@ How an instruction finds its semantics (`resolve`), in this order:
 A builder takes (Builder, Decoded) and returns the op's `run(ctx, w)`, or raises NoSemantics saying why not.
 where.py says which code implements an instruction (file:line), for `jitgemm emulate --where NAME`.
 
-Registration rule for semantics modules (semantics_gfx950.py): put `register(("V_NAME", ...), builder)` (or
-`register_pattern(REGEX, builder)`) beside the builder; dispatch.py imports the module so that it runs before
-the first build. A name registered twice is a programming error and raises at import.
+Registration rule for semantics modules (semantics/gfx950.py): put `register(("V_NAME", ...), builder)` (or
+`register_pattern(REGEX, builder)`) beside the builder, and import the module in semantics/__init__.py so that it
+runs before the first build (the engine and where.py import that package). A name registered twice is a programming
+error and raises at import.
 """
 
 from __future__ import annotations
@@ -56,8 +57,8 @@ VECTOR_FAMILIES = frozenset({"valu", "packed", "mfma", "ds", "flat", "buffer"})
 INDEXABLE_FAMILIES = frozenset({"valu", "packed"})
 
 FAMILY_TITLES = {
-    "salu": "SALU: the statement of semantics_alu.SEMANTICS, operands typed by the spec's data formats",
-    "valu": "VALU: the statement of semantics_alu.SEMANTICS with DPP/SDWA/op_sel/omod/clamp, operands typed by "
+    "salu": "SALU: the statement of alu_statements.SEMANTICS, operands typed by the spec's data formats",
+    "valu": "VALU: the statement of alu_statements.SEMANTICS with DPP/SDWA/op_sel/omod/clamp, operands typed by "
             "the spec's data formats",
     "packed": "VALU packed math (encoding with OP_SEL_HI): the statement on each source's op_sel/op_sel_hi "
               "components",

@@ -133,7 +133,7 @@ def _hwreg_id(op) -> int | None:
 
 def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Facts:
     """What strict mode needs of one decoded instruction, from the spec's operand descriptions; its counters and
-    hazard classes are the direct generator's emitter's (`facts`, codegen.asm_emit.EmitFacts)."""
+    hazard classes are the direct generator's emitter's (`facts`, isa.hazards.EmitFacts)."""
     inst = d.spec_inst
     f = Facts(d.pc, d.text, np.zeros(0, np.int64), np.zeros(0, np.int64))
     if inst is None or d.inst is None:
@@ -200,7 +200,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
         f.lds_atomic = dsmem_in and dsmem_out
         pend = [r for r in f.writes if r >= VREG_BASE or r < SGPR_SLOTS]
         if "ATOMIC" in name and not (d.modifier("sc0") or d.modifier("glc")):
-            # an atomic without SC0/GLC returns nothing (semantics_buffer._atomic): its data registers are only
+            # an atomic without SC0/GLC returns nothing (semantics.buffer._atomic): its data registers are only
             # read, as a store's, and may be rewritten after issue (the store-data wait states still apply)
             quiet = set(data)
             pend = [r for r in pend if r not in quiet]

@@ -1,17 +1,17 @@
 """Where an instruction's emulator semantics are implemented: the file:line of its named entry's builder, or of
-its semantics_alu statement and the family path that runs it (`jitgemm emulate --where NAME`). Importing this
-module imports dispatch.py, so every semantics module has registered (registry.py)."""
+its alu_statements statement and the family path that runs it (`jitgemm emulate --where NAME`). Importing this
+module imports the semantics package, so every semantics module has registered (registry.py)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from jitgemm.emu.semantics.alu_statements import statement_source
 from jitgemm.isa.spec.mfma import parse_mfma_name
 
-from . import dispatch  # noqa: F401 - every semantics module registers on import
+from . import semantics  # noqa: F401 - every semantics module registers on import
 from .registry import family_entry, family_of_spec, location, named, source_of
-from .semantics_alu import statement_source
 
 if TYPE_CHECKING:
     from jitgemm.isa.spec.model import Instruction, Spec
@@ -25,7 +25,7 @@ class Place:
     line: int
     what: str
     function: str = ""   # the builder's name, when the line is its `def`
-    statement: str = ""  # the statement text, when the line is a semantics_alu table entry
+    statement: str = ""  # the statement text, when the line is a alu_statements table entry
 
     def __str__(self) -> str:
         return f"{location(self.path, self.line)}: {self.what}"
@@ -55,7 +55,7 @@ def where(name: str, spec: Spec) -> list[Place]:
                           if statement_source(n) is not None), None)
             if found is None:
                 continue
-            out.append(Place(found[0], found[1], f"{key}: statement {found[2]!r} (semantics_alu)", statement=found[2]))
+            out.append(Place(found[0], found[1], f"{key}: statement {found[2]!r} (alu_statements)", statement=found[2]))
         path, line = source_of(path_entry.build)
         out.append(Place(path, line, f"{key}: run by the {fam} path, builder {path_entry.build.__name__} "
                          f"({path_entry.note})", path_entry.build.__name__))
@@ -78,7 +78,7 @@ def why_not(name: str, spec: Spec) -> str:
             reasons.append(f"the mfma path takes V_MFMA_<acc>_<M>X<N>X<K>[_<B>B]_<types> shapes and {inst.name} is "
                            "not one")
         else:
-            reasons.append(f"the {fam} path needs a statement in semantics_alu.SEMANTICS and {inst.name} has none")
+            reasons.append(f"the {fam} path needs a statement in alu_statements.SEMANTICS and {inst.name} has none")
     return f"{inst.name}: no emulator semantics: " + "; ".join(reasons or ["no encoding"])
 
 

@@ -213,7 +213,7 @@ def test_jitgemm_compile_generators_caches_and_stages():
 
     problem = GemmProblem.make(50, 60, 70, "fp16", layout="NT")
     llvm = jitgemm.compile(problem, generator="llvm")
-    direct = jitgemm.compile(problem)
+    direct = jitgemm.compile(problem, llvm.config)      # the same config through the direct generator (default)
     assert llvm.generator == "jitgemm-llvm" and direct.generator == "jitgemm-asm"
     assert llvm.name != direct.name and llvm.code_object != direct.code_object
     assert jitgemm.compile(problem, generator="llvm") is llvm
@@ -238,10 +238,15 @@ def test_cli_compile_with_llvm(tmp_path, capsys):
                  "--tile", "64x64x32", "--generator", "llvm", "--print-llir", "-o", str(out)])
     text = capsys.readouterr().out
     assert code == 0
-    name = re.search(r"kernel (\S+): ", text).group(1)
+    name = re.search(r"kernel (\S+) \(jitgemm-llvm, --tile\): ", text).group(1)
     assert name.endswith("_llvm") and f'define amdgpu_kernel void @"{name}"' in text
     assert codeobj.read(out.read_bytes()).kernel(name).contract["identity"]["generator"] == "jitgemm-llvm"
     code = main(["compile", "--m", "64", "--n", "64", "--k", "64", "--print-llir", "-o", str(out)])
+    err = capsys.readouterr().err
+    assert code == 2 and err.strip() == ("jitgemm compile: error: --print-llir goes with --generator llvm (the "
+                                         "selector may choose another generator)")
+    code = main(["compile", "--m", "64", "--n", "64", "--k", "64", "--generator", "asm", "--print-llir", "-o",
+                 str(out)])
     err = capsys.readouterr().err
     assert code == 2 and err.strip() == ("jitgemm compile: error: --print-llir goes with --generator llvm (the "
                                          "direct generator makes no LLVM IR)")

@@ -1,4 +1,4 @@
-"""V_PERM_B32 (semantics_alu.perm) against a plain per-byte reading of the CDNA 3 ISA guide's description:
+"""V_PERM_B32 (alu_statements.perm) against a plain per-byte reading of the CDNA 3 ISA guide's description:
 result byte i = selector byte i picking byte 0-7 of {S0, S1} (S1 is bytes 0-3), 8-11 the sign bit of S1[15],
 S1[31], S0[15], S0[31] replicated, 12 zero, 13-255 0xFF. Both of perm's paths: a selector per lane (a VGPR)
 and one selector for every lane (an SGPR or a constant, the byte-copy path LLVM's bf16 packing uses)."""
@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from jitgemm.emu.semantics_alu import perm
+from jitgemm.emu.semantics.alu_statements import perm
 
 
 def _reference(s0: int, s1: int, sel: int) -> int:

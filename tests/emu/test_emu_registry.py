@@ -3,7 +3,7 @@
 - Every instruction of the bundled gfx942 and gfx950 specs resolves to a family from its spec form (functional
   group/subgroups, encoding fields), never "other"; the family decides whether the op counts 64 lanes.
 - `where` names code that really holds the implementation: each printed file:line is the `def` of the builder
-  it names, or the semantics_alu table entry holding the very statement the emulator evaluates.
+  it names, or the alu_statements table entry holding the very statement the emulator evaluates.
 - What `where` reports is what `Builder.build` runs: for the instructions of real kernels (the Triton-compiled
   GEMM of tests/emu/test_emu_triton.py and jitgemm's own), the builder that made each op is the one `where` names.
 - The CLI: any case, exit 0 with file:line lines; 1 for an instruction without semantics; 2 and the closest
@@ -20,7 +20,7 @@ import pytest
 
 from jitgemm import isa
 from jitgemm.emu import registry, where
-from jitgemm.emu.semantics_alu import semantics_of
+from jitgemm.emu.semantics.alu_statements import semantics_of
 
 REPO = Path(__file__).resolve().parents[2]
 TARGETS = ("gfx942", "gfx950")
@@ -73,7 +73,7 @@ def test_where_points_at_the_code_that_implements_each_instruction(target):
 
 
 def registry_semantics():
-    from jitgemm.emu.semantics_alu import SEMANTICS
+    from jitgemm.emu.semantics.alu_statements import SEMANTICS
 
     return SEMANTICS
 

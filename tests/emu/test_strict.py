@@ -64,9 +64,10 @@ def test_a_profile_without_mfma_passes_checks_waits_and_says_that_hazards_are_no
     in RunStats.strict. gfx942's and gfx950's profiles have their passes: nothing is left out there."""
     import dataclasses
 
+    from jitgemm.isa.hazards import hazard_gap
     from jitgemm.isa.spec.targets import target_profile
 
-    from jitgemm.emu.strict import StrictWarning, hazard_gap
+    from jitgemm.emu.strict import StrictWarning
 
     for target in ("gfx942", "gfx950"):
         assert hazard_gap(target_profile(target)) is None, target

@@ -14,8 +14,8 @@ import subprocess
 import pytest
 from jitgemm.isa.asm import expressions as X
 
+from tests.fixtures.expr_fuzz import expression
 from tests.fixtures.oracles import require_tool
-from tests.isa.expr_fuzz import expression
 
 
 def llvm_fold(lines: list[str], tmp_path) -> list[int | None]:

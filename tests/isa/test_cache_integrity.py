@@ -220,16 +220,6 @@ def test_malformed_kernel_cache_entry_is_rebuilt(damage):
     assert jitgemm.compile(problem).from_cache == "disk"      # rewritten, valid again
 
 
-def test_corrupt_problem_choice_is_ignored():
-    import jitgemm
-
-    problem, kernel, _record, _co = _compiled_entry()
-    (choice,) = (kernel_cache.kernel_dir() / "by-problem").iterdir()
-    choice.write_text("0" * 64)          # names a kernel that is not there: plausible, unsealed
-    _fresh_process_state()
-    assert jitgemm.compile(problem).code_object == kernel.code_object
-
-
 # --- malformed spec XML ------------------------------------------------------------------------------------------
 
 def _nested_condition(depth: int) -> str:

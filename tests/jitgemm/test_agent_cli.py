@@ -7,8 +7,8 @@ import shutil
 import subprocess
 import sys
 
+from tests.fixtures.agents.cheats import CORRECT, cheats
 from tests.fixtures.oracles import REPO
-from tests.jitgemm.agents.cheats import CORRECT, cheats
 
 
 def _jitgemm(*args: str) -> subprocess.CompletedProcess:

@@ -45,7 +45,7 @@ def test_the_contract_follows_the_listing_row(inv):
     k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256")
     c = k.contract
     assert c.kernel == "_ZN5aiter42f4gemm_bf16_per1x32Fp4_BpreShuffle_256x256E"
-    assert c.data["operation"]["b_preshuffle"] == "16x16" and c.data["legality"]["divisible"]["n"] == 256
+    assert c.data["operation"]["b_preshuffle"] == "16x16" and c.data["legality"]["divisible"]["n"] == 32
     assert c.grid(300, 512, 1024, split_k=4) == (2, 2, 4)          # gdz = ceil(K / roundup(K/4, 256))
     assert c.grid(300, 512, 1024) == (2, 2, 1)
     assert c.split_refusal(1024, 3) and c.split_refusal(1024, 32) and not c.split_refusal(1024, 4)
@@ -98,3 +98,24 @@ def test_tuned_rows_name_device_library_and_family(inv):
     assert {r.kernel_label for r in a8} == {"gfx942/gemm_a8w8_m128_noSplitK", "gfx942/gemm_a8w8_m128_splitK"}
     assert all((r.split_k == 1) == (r.kernel_label.endswith("noSplitK")) for r in a8)
     assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]
+
+
+@pytest.mark.parametrize("argv, message", [
+    (["aiter", "import", "/nonexistent/aiter.whl"], "no such file or folder"),
+    (["inventory", "--arch", "gfx999"], "unknown target"),
+])
+def test_bad_input_is_one_line_and_status_2(argv, message, capsys):
+    from jitgemm.cli import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert message in err and err.count("\n") == 1
+
+
+def test_a_zip_that_is_not_a_wheel_is_refused(tmp_path, capsys):
+    from jitgemm.cli import main
+
+    bad = tmp_path / "x.whl"
+    bad.write_bytes(b"not a zip")
+    assert main(["aiter", "import", str(bad)]) == 2
+    assert "not an aiter wheel" in capsys.readouterr().err

@@ -10,8 +10,8 @@ import pytest
 from jitgemm.codegen.codeobj import read
 
 from jitgemm import agent_eval, agent_tools, battery
+from tests.fixtures.agents.cheats import CORRECT
 from tests.fixtures.oracles import require_tool
-from tests.jitgemm.agents.cheats import CORRECT
 
 VADD_CASE = agent_eval.task("vector_add").case
 
@@ -80,6 +80,13 @@ def test_case_errors_are_findings_not_exceptions():
     assert not r["ok"] and r["diagnostics"][0]["line"] == 1
     r = agent_tools.disassemble(code_object_base64="not base64!")
     assert not r["ok"]
+    vadd = (CORRECT / "vector_add.s").read_text()
+    r = agent_tools.run(dict(VADD_CASE, tolerance="tight"), source=vadd)
+    assert not r["ok"] and "case.tolerance" in r["diagnostics"][0]["message"]
+    r = agent_tools.qualify(dict(VADD_CASE, reference="a[:10]"), source=vadd)
+    assert not r["ok"] and "does not fit the output's [1024]" in r["diagnostics"][0]["message"]
+    r = agent_tools.submit("{{{")
+    assert not r["ok"] and r["diagnostics"][0]["message"].startswith("contract:")
 
 
 def test_run_warns_about_constant_inputs_and_reports_max_error():

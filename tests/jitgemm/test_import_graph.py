@@ -1,8 +1,8 @@
 """No import cycles among the project's modules: every `import` and `from ... import` (module level and inside
 functions alike, as both run; `if TYPE_CHECKING:` blocks excluded, as they never run) is an edge, and the
-graph's strongly connected components must be single modules. The layers hold (`LAYERS`): util <- isa <- codegen
-<- jitgemm and isa <- emu <- jitgemm; emu reads code objects (codegen.codeobj's reader and launch ABI) but never
-imports a generator or the API."""
+graph's strongly connected components must be single modules. The layers of ARCHITECTURE.md hold (`LAYERS`,
+read from its table): util <- isa <- codegen <- jitgemm and isa <- emu <- jitgemm; emu reads code objects
+(codegen.codeobj's reader and launch ABI) but never imports a generator or the API."""
 
 from __future__ import annotations
 
@@ -13,18 +13,27 @@ REPO = Path(__file__).resolve().parents[2]
 ROOTS = {"jitgemm": REPO / "jitgemm", "jitgemm.util": REPO / "util", "jitgemm.isa": REPO / "isa",
          "jitgemm.codegen": REPO / "codegen"}
 
-# layer -> (module prefix, the layers it may import). The first matching prefix names a module's layer; `jitgemm`
-# (the package root, which only resolves the layout and loads public names lazily) may be imported by any layer.
-LAYERS: dict[str, tuple[str, tuple[str, ...]]] = {
-    "util": ("jitgemm.util", ()),
-    "isa": ("jitgemm.isa", ("util",)),
-    "codegen": ("jitgemm.codegen", ("isa", "util")),
-    "emu": ("jitgemm.emu", ("isa", "util")),
-    "jitgemm": ("jitgemm.", ("emu", "codegen", "isa", "util")),
-}
-# single modules a layer may import outside its layers: emu reads code objects and packs launches as the hip
-# runtime does
-EXCEPTIONS = {"emu": {"jitgemm.codegen.codeobj.reader", "jitgemm.codegen.codeobj.launch"}}
+
+def _layer_table() -> tuple[dict[str, tuple[str, tuple[str, ...]]], dict[str, set[str]]]:
+    """The layer table of ARCHITECTURE.md (the rows between its `<!-- layers` and `<!-- /layers -->` markers):
+    layer -> (module prefix, the layers it may import), and the single modules a layer may import beyond them.
+    One source for the map people read and the rule this test enforces."""
+    text = (REPO / "ARCHITECTURE.md").read_text()
+    body = text[text.index("<!-- layers"):text.index("<!-- /layers -->")]
+    layers: dict[str, tuple[str, tuple[str, ...]]] = {}
+    exceptions: dict[str, set[str]] = {}
+    for line in body.splitlines():
+        cells = [c.strip() for c in line.strip().strip("|").split("|")]
+        if len(cells) < 3 or not cells[1].startswith("`"):
+            continue
+        name, prefix = cells[0], cells[1].strip("`")
+        allowed = [a.strip().strip("`") for a in cells[2].split(",") if a.strip()]
+        layers[name] = (prefix, tuple(a for a in allowed if "." not in a))
+        exceptions[name] = {a for a in allowed if "." in a}
+    return layers, exceptions
+
+
+LAYERS, EXCEPTIONS = _layer_table()
 
 
 def layer_of(module: str) -> str | None:
@@ -131,6 +140,12 @@ def test_instruction_objects_print_without_the_printer():
             todo.append(t)
     assert not reach & {"jitgemm.isa.disasm.printer", "jitgemm.isa.disasm.decoder", "jitgemm.isa.spec.forms"}, \
         sorted(reach)
+
+
+def test_the_layer_table_is_read():
+    assert list(LAYERS) == ["util", "isa", "codegen", "emu", "jitgemm"], LAYERS
+    assert LAYERS["emu"][1] == ("isa", "util") and "jitgemm.codegen.codeobj.reader" in EXCEPTIONS["emu"]
+    assert LAYERS["util"][1] == ()
 
 
 def test_every_module_has_a_layer():

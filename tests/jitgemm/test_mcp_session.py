@@ -1,7 +1,7 @@
 """`jitgemm mcp` through a real MCP client session: the official SDK's client starts `python -m jitgemm mcp` over
 stdio, and two scripted agents use it -- one writes correct kernels for the agent-eval tasks (hand-written AMDGPU
-assembly in tests/jitgemm/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
-known cheats (tests/jitgemm/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
+assembly in tests/fixtures/agents/correct, each checked against llvm-mc-22 in test_battery.py), the other submits the
+known cheats (tests/fixtures/agents/cheats.py). Every correct kernel must pass the battery and every cheat must be
 refused with its finding."""
 
 from __future__ import annotations
@@ -13,8 +13,8 @@ from pathlib import Path
 
 import pytest
 
+from tests.fixtures.agents.cheats import CORRECT, cheats
 from tests.fixtures.oracles import REPO, require_module
-from tests.jitgemm.agents.cheats import CORRECT, cheats
 
 # The tasks the correct agent solves through the session (all twelve: one battery each, a few seconds in all).
 SESSION_TASKS = ("vector_add", "saxpy", "row_bias", "block_sum", "wave_max", "transpose_lds", "gemv",
@@ -116,7 +116,7 @@ def test_correct_agent_session(mcp_sdk, tmp_path):
     for name, (asm, run, verdict, prof) in out["tasks"].items():
         assert asm["ok"] and asm["snippet"], (name, asm)
         assert run["ok"] and run["findings"] == [] and run["max_error"] is not None, (name, run)
-        assert verdict["ok"], (name, verdict["findings"])
+        assert verdict["ok"] and verdict["findings"] == [], (name, verdict["findings"])
         assert verdict["runs"] == 5          # lockstep, three random schedules, a second input set
         assert prof["ok"] and prof["us"] > 0 and "roofline" in prof["model"], (name, prof)
     assert out["lookup"]["ok"] and out["lookup"]["name"] == "V_MFMA_F32_16X16X16_F16"
@@ -157,6 +157,8 @@ def test_cheating_agent_session(mcp_sdk):
         assert c.check in checks, (c.name, verdict["findings"])
     lane32 = next(f for f in out["lane32"]["findings"] if f["check"] == "mismatch")
     assert "32-lane" in lane32["message"] and lane32["detail"]["lane_pattern_32"]
+    wave64 = next(f for f in out["lane32"]["findings"] if f["check"] == "wave64")
+    assert wave64["severity"] == "warning" and "exec_hi" in wave64["message"] and wave64["pc"] == 16
     wait = out["missing_wait"]["findings"][0]
     assert wait["detail"]["rule"] == "missing s_waitcnt" and wait["detail"]["first"]["text"].startswith("global_load")
     assert "65792" in out["lds_over_limit"]["findings"][0]["message"]

@@ -208,7 +208,7 @@ def test_odd_k_pads_the_last_nibble_and_block(selector, fa, fb, k):
     a = _random_scales(mx.quantize_mx(rng.standard_normal((37, k)), fa), rng, extremes=False)
     b = _random_scales(mx.weights(rng.standard_normal((29, k)), fb), rng, extremes=False)
     d, call, _ = _run(selector, a, b)
-    assert call.problem.k == k and call.problem.lda == (k + 1 if fa == "fp4" else k)
+    assert call.problem.k == k and call.problem.lead["a"] == (k + 1 if fa == "fp4" else k)
     assert_mx_close(d, a, b)
 
 

@@ -34,12 +34,12 @@ import numpy as np
 
 from jitgemm.isa.spec.mfma import parse_smfmac_name
 
-from .mfma import WAVE, _d_flat, _elements
-from .registry import register_pattern
+from ..mfma import WAVE, _d_flat, _elements
+from ..registry import register_pattern
 
 if TYPE_CHECKING:
-    from .dispatch import Builder, RunFn
-    from .program import Decoded
+    from ..ops import Builder, RunFn
+    from ..program import Decoded
 
 
 def is_smfmac(name: str) -> bool:
@@ -86,7 +86,7 @@ def smfmac_product(a_vals: np.ndarray, b_vals: np.ndarray, idx: np.ndarray, m: i
 
 def smfmac(b: Builder, d: Decoded) -> RunFn:
     """The op of one V_SMFMAC_* instruction (module docstring for the layouts)."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     shape = parse_smfmac_name(d.name)
     pairs = d.operand_pairs()

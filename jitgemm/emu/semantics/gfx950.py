@@ -29,13 +29,13 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from .mfma import WAVE, _d_layout
-from .mx_formats import decode_elements, e8m0_values, element_codes, matrix_format, pack_elements, scale_byte
-from .registry import register, register_pattern
+from ..mfma import WAVE, _d_layout
+from ..mx_formats import decode_elements, e8m0_values, element_codes, matrix_format, pack_elements, scale_byte
+from ..registry import register, register_pattern
 
 if TYPE_CHECKING:
-    from .dispatch import Builder, RunFn
-    from .program import Decoded
+    from ..ops import Builder, RunFn
+    from ..program import Decoded
 
 _SHAPES = {"16X16X128": (16, 128), "32X32X64": (32, 64)}
 
@@ -92,7 +92,7 @@ def f8f6f4_mfma(a_words: np.ndarray, b_words: np.ndarray, c: np.ndarray, m: int,
 
 
 def mfma_f8f6f4(b: Builder, d: Decoded) -> RunFn:
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     shape = next((v for key, v in _SHAPES.items() if f"_{key}_" in d.name), None)
     pairs = d.operand_pairs()
@@ -155,7 +155,7 @@ def bitop3(a, b, c, table: int):
 
 
 def v_bitop3(b: Builder, d: Decoded) -> RunFn:
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 4:
@@ -193,7 +193,7 @@ def permlane_swap(b: Builder, d: Decoded) -> RunFn:
     16-lane rows of VDST trade with the even rows of SRC0 (LLVM IntrinsicsAMDGPU.td, llvm.amdgcn.permlane32.swap:
     "rows 2 and 3 of the first operand are swapped with rows 0 and 1 of the second operand", permlane16.swap: "odd
     rows of the first operand are swapped with even rows of the second operand"; tests/emu/test_emu_gfx950_llvm.py)."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 2:
@@ -257,7 +257,7 @@ def cvt_scale_up(b: Builder, d: Decoded) -> RunFn:
     mxfp4 x bf16 upcast, tests/emu/test_emu_gfx950_kernels.py)."""
     import ml_dtypes
 
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     m = _UP.match(d.name)
     pairs = d.operand_pairs()
@@ -332,7 +332,7 @@ def cvt_scale_down(b: Builder, d: Decoded) -> RunFn:
     into 8 bits of a vector register using OPSEL[3:2]")."""
     import ml_dtypes
 
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     m = _DOWN.match(d.name)
     pairs = d.operand_pairs()
@@ -381,7 +381,7 @@ def ashr_pk(b: Builder, d: Decoded) -> RunFn:
     in the signed 8-bit interval [-128, 127], pack the bytes"). The shift count is SRC2[4:0], the rule of every
     32-bit VALU shift; the result goes to the half op_sel[3] picks and the other half is kept (llvm-mc-22 writes
     the destination as a 32-bit VGPR with op_sel:[0,0,0,1] for the high half), as for v_bitop3_b16."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 4:
@@ -417,7 +417,7 @@ def cvt_sr_bf16(b: Builder, d: Decoded) -> RunFn:
     overflow goes to infinity; a NaN stays a (quiet) NaN. The result goes to the half the destination op_sel bit
     picks, the other half is kept (AMD's cdna4 description: "using OPSEL to determine which word of the
     destination to overwrite")."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 3:
@@ -447,7 +447,7 @@ def mfma_ld_scale(b: Builder, d: Decoded) -> RunFn:
     not carry forward into a non-scale MFMA (CDNA 4 ISA guide 7.2.1; 7.1.5: ABID[0] = 0 runs the MFMA with
     scale 1.0), so nothing later can observe it. Its two scale sources are still bound, so a malformed one is
     refused when the program is built."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     pairs = d.operand_pairs()
     if len(pairs) != 2:
@@ -481,7 +481,7 @@ _SCALED_SR = re.compile(r"^V_CVT_SCALEF32_SR_")
 def refuse_without_rule(b: Builder, d: Decoded) -> RunFn:
     """Raise the emulator's 'unsupported: <why>' for an instruction whose rule no authority states (the engine
     names the instruction and PC when a wave reaches it; `jitgemm emulate --check` lists it)."""
-    from .errors import NoSemantics
+    from ..errors import NoSemantics
 
     why = _NO_RULE.get(d.name) or (
         "the scaled stochastic-rounding conversions add src1's random bits before the scale and rounding, and for "

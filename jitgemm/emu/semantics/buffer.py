@@ -21,25 +21,25 @@ import numpy as np
 from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.instruction import Reg
 
-from .errors import NoSemantics as Unsupported
-from .registry import family_path
-from .resource import access
-from .semantics_mem import (
-    _ATOMIC,
-    _atomic_dtype,
-    _atomic_rmw,
-    _d16,
-    _data_regs,
-    _fault,
-    _lds_direct_store,
-    _load,
-    _m0_mask,
-    _mem_operand,
-    _merge_d16,
-    _store,
+from ..errors import NoSemantics as Unsupported
+from ..registry import family_path
+from ..resource import access
+from ..state import Active
+from .memory_access import (
+    ATOMIC_OP,
+    atomic_dtype,
+    atomic_rmw,
+    d16_half,
+    lds_direct_store,
+    load_elements,
+    m0_mask_of,
+    mem_operand,
+    memory_fault,
     pair_dtype,
+    read_data_regs,
+    store_elements,
+    write_loaded,
 )
-from .state import Active
 
 # DFMT -> component widths in bits (the uniform-width formats; packed 10/11-bit ones are not modelled)
 _DFMT_WIDTHS = {1: (8,), 2: (16,), 3: (8, 8), 4: (32,), 5: (16, 16), 10: (8, 8, 8, 8), 11: (32, 32),
@@ -132,12 +132,12 @@ def mubuf(b, d):
     f = d.by_field()
     if "SRSRC" not in f:
         raise Unsupported("buffer instruction without a resource operand")
-    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    size_bits, mfmt, is_load, is_store = mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
     offen = bool(d.modifier("offen"))
     idxen = bool(d.modifier("idxen"))
     to_lds = bool(d.modifier("lds"))
-    m0_mask = _m0_mask(b.spec) if to_lds else 0
+    m0_mask = m0_mask_of(b.spec) if to_lds else 0
     vaddr = f.get("VADDR")
     nv = int(offen) + int(idxen)
     vaddr_src = b.ops.src(vaddr, 32 * nv) if nv and isinstance(vaddr, Reg) else None
@@ -170,7 +170,7 @@ def mubuf(b, d):
         a = acc.address(extra)
         bad = ok & ~ctx.mem.valid(a, width, write=write)
         if bad.any():
-            _fault(ctx, d, f"buffer {what} inside the descriptor's range but outside every buffer", a, w, bad,
+            memory_fault(ctx, d, f"buffer {what} inside the descriptor's range but outside every buffer", a, w, bad,
                    ctx.mem.describe)
         base = acc.resource.base[:, None]
         bad = ok & ~ctx.mem.same_buffer(a, base)  # index x stride reaches 2**46: past the gap to another buffer
@@ -179,19 +179,19 @@ def mubuf(b, d):
                 i = int(np.argwhere(bad)[0][0])
                 return (f"{ctx.mem.describe(address)}; the descriptor's base 0x{int(acc.resource.base[i]):x} "
                         f"points into {ctx.mem.describe(int(acc.resource.base[i]))}")
-            _fault(ctx, d, f"buffer {what} inside the descriptor's range but outside the buffer its base points "
+            memory_fault(ctx, d, f"buffer {what} inside the descriptor's range but outside the buffer its base points "
                    "into", a, w, bad, where)
         return a
 
     if "FORMAT" in name:
         return _typed(b, d, f, locate, checked, is_load, vdata)
-    atomic = _ATOMIC.search(name)
+    atomic = ATOMIC_OP.search(name)
     if atomic:
         return _atomic(b, d, atomic.group(1), size_bits, mfmt, locate, checked, vdata)
 
     nbytes = size_bits // 8
     regs = max(1, nbytes // 4)
-    half = _d16(name)
+    half = d16_half(name)
     width = 4 if nbytes >= 4 else nbytes
 
     if is_load:
@@ -207,14 +207,11 @@ def mubuf(b, d):
                 a = checked(ctx, w, acc, ok, 4 * k, width, False, "load")
                 if ok.any():
                     on = Active(ok)
-                    on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(a)), width, mfmt)[:, 0], k)
+                    on.put(out, load_elements(ctx.mem, ctx.mem.offsets(on.pick(a)), width, mfmt)[:, 0], k)
             if to_lds:  # LDS-direct: M0 + instruction offset + max(4, size) * lane
-                _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
+                lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
                 return
-            value = out if regs > 1 else out[..., 0]
-            if half is not None:
-                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
+            write_loaded(dst, st, w, out, regs, half, lanes)
         return run_load
 
     if is_store:
@@ -224,7 +221,7 @@ def mubuf(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             acc = locate(ctx, w)
-            data = _data_regs(data_src, st, w, regs)
+            data = read_data_regs(data_src, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
             for k in range(regs):
@@ -232,7 +229,7 @@ def mubuf(b, d):
                 a = checked(ctx, w, acc, ok, 4 * k, width, True, "store")
                 if ok.any():
                     on = Active(ok)
-                    _store(ctx.mem, ctx.mem.offsets(on.pick(a)), on.pick(data)[:, k:k + 1], width)
+                    store_elements(ctx.mem, ctx.mem.offsets(on.pick(a)), on.pick(data)[:, k:k + 1], width)
         return run_store
     raise Unsupported("no semantics for this buffer instruction")
 
@@ -242,7 +239,7 @@ def _atomic(b, d, op: str, size_bits: int, mfmt, locate, checked, vdata):
     the value before the update. CMPSWAP's VDATA holds the new value, then the compare value."""
     name = d.name
     nbytes = size_bits // 8
-    dtype = _atomic_dtype(op, mfmt, nbytes, name)
+    dtype = atomic_dtype(op, mfmt, nbytes, name)
     packed = pair_dtype(name) if op == "PK_ADD" else None
     if packed is not None and (mfmt is None or mfmt.kind != "f" or mfmt.bits != 16):
         raise Unsupported(f"{name}: only the f16 and bf16 pairs are modelled")
@@ -260,14 +257,14 @@ def _atomic(b, d, op: str, size_bits: int, mfmt, locate, checked, vdata):
         a = checked(ctx, w, acc, ok, 0, nbytes, True, "atomic")
         full = np.zeros(lanes.shape + (words,), np.uint32)  # out of range: the returned value is 0
         if ok.any():
-            data = _data_regs(data_src, st, w, data_regs)
+            data = read_data_regs(data_src, st, w, data_regs)
             sel = np.nonzero(ok)
             offs = ctx.mem.offsets(a[sel])
             src = np.ascontiguousarray(data[sel][:, :words]).view(np.uint8).reshape(len(offs), 4 * words)
             cmp = None
             if op == "CMPSWAP":
                 cmp = np.ascontiguousarray(data[sel][:, words:]).view(np.uint8).reshape(len(offs), 4 * words)
-            old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, packed)
+            old = atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, packed)
             full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), words)
         if dst is not None:
             dst.write(st, w, full if words > 1 else full[..., 0], lanes)
@@ -324,7 +321,7 @@ def _typed(b, d, f, locate, checked, is_load: bool, vdata):
                     out[sel + (c,)] = one
             dst.write(st, w, out if count > 1 else out[..., 0], lanes)
             return
-        data = _data_regs(data_src, st, w, count)[sel]
+        data = read_data_regs(data_src, st, w, count)[sel]
         written = sum(widths[:count]) // 8  # a store writes the components it has
         raw = np.zeros((len(offs), written), np.uint8)
         pos = 0

@@ -20,171 +20,58 @@ import numpy as np
 
 from jitgemm.isa.instruction import Imm, Off
 
-from .errors import MemoryFault
-from .errors import NoSemantics as Unsupported
-from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
-from .registry import family_path, semantics
-from .semantics_gfx950 import lds_transpose, transpose_bits
-from .state import WAVE, Active
-from .values import Fmt, operand_fmt
+from ..errors import MemoryFault
+from ..errors import NoSemantics as Unsupported
+from ..operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI
+from ..registry import family_path, semantics
+from ..state import WAVE, Active
+from .gfx950 import lds_transpose, transpose_bits
+from .memory_access import (
+    ATOMIC_OP,
+    atomic_dtype,
+    atomic_rmw,
+    d16_half,
+    lds_direct_store,
+    load_elements,
+    m0_mask_of,
+    mem_operand,
+    memory_fault,
+    pair_dtype,
+    read_data_regs,
+    store_elements,
+    write_loaded,
+)
 
 _MASK32 = np.uint64(0xFFFFFFFF)
 
 
 
-def _mem_operand(b, d, kind: str):
-    """(size in bits, Fmt, is_load, is_store) from the implicit OPR_GPUMEM / OPR_DSMEM operands."""
-    load = store = False
-    size = 32
-    fmt = None
-    for o in d.implicit_operands():
-        if o.operand_type != kind:
-            continue
-        size = o.size
-        fmt = operand_fmt(b.spec, o.data_format, o.size)
-        load |= o.input
-        store |= o.output
-    return size, fmt, load, store
 
 
-def _fault(ctx, d, what, addr, w, lanes_bad, detail_fn=None):
-    st = ctx.st
-    waves = np.arange(st.count)[w] if isinstance(w, slice) else np.asarray(w)
-    gi, li = np.argwhere(lanes_bad)[0]
-    address = int(np.asarray(addr)[gi, li])
-    detail = detail_fn(address) if detail_fn else ""
-    raise MemoryFault(f"{what} ({d.text})", address, d.pc, int(waves[gi]), int(li), ctx.kernel, detail,
-                      code_address=ctx.code_address)
 
 
-def _extend(raw_bytes: np.ndarray, fmt: Fmt | None, nbytes: int) -> np.ndarray:
-    """(..., nbytes) uint8 -> (...) uint32, sign-extended when the memory format is signed."""
-    if nbytes == 1:
-        v = raw_bytes[..., 0]
-        return v.view(np.int8).astype(np.int32).view(np.uint32) if fmt is not None and fmt.kind == "i" \
-            else v.astype(np.uint32)
-    v = np.ascontiguousarray(raw_bytes).view(np.uint16)[..., 0]
-    return v.view(np.int16).astype(np.int32).view(np.uint32) if fmt is not None and fmt.kind == "i" \
-        else v.astype(np.uint32)
 
 
-def _d16(name: str) -> str | None:
-    if "D16_HI" in name:
-        return "hi"
-    if "D16" in name:
-        return "lo"
-    return None
 
 
-def _merge_d16(old: np.ndarray, value: np.ndarray, half: str) -> np.ndarray:
-    old = old.astype(np.uint32)
-    v = value.astype(np.uint32) & np.uint32(0xFFFF)
-    if half == "hi":
-        return (old & np.uint32(0xFFFF)) | (v << np.uint32(16))
-    return (old & np.uint32(0xFFFF0000)) | v
 
 
-def _data_regs(src, st, w, regs: int) -> np.ndarray:
-    """(G, 64, regs) uint32 from a VGPR data operand."""
-    bits = np.asarray(src.read(st, w))
-    if bits.dtype == np.uint64:
-        bits = np.ascontiguousarray(bits).view(np.uint32).reshape(bits.shape + (2,))
-    if bits.ndim == 2:
-        bits = bits[..., None]
-    return bits
 
 
 # --- atomics ---------------------------------------------------------------------------------------------
 
-_ATOMIC = re.compile(r"ATOMIC_(PK_ADD|ADD|SUB|SMIN|UMIN|SMAX|UMAX|MIN|MAX|AND|OR|XOR|SWAP|CMPSWAP|INC|DEC)"
-                     r"(?:_(F16|BF16|F32|F64))?(?:_X2)?$")
 _DS_ATOMIC = re.compile(r"^DS_(ADD|SUB|RSUB|INC|DEC|MIN|MAX|AND|OR|XOR|MSKOR|WRXCHG|CMPST|PK_ADD)(_RTN)?_"
                         r"(U32|I32|F32|U64|I64|F64|B32|B64|F16|BF16)$")
 
 
-def _atomic_apply(op: str, old, data, cmp=None):
-    if op == "ADD":
-        return old + data
-    if op == "SUB":
-        return old - data
-    if op == "RSUB":
-        return data - old
-    if op in ("SMIN", "UMIN", "MIN"):
-        return np.fmin(old, data) if old.dtype.kind == "f" else np.minimum(old, data)
-    if op in ("SMAX", "UMAX", "MAX"):
-        return np.fmax(old, data) if old.dtype.kind == "f" else np.maximum(old, data)
-    if op == "AND":
-        return old & data
-    if op == "OR":
-        return old | data
-    if op == "XOR":
-        return old ^ data
-    if op in ("SWAP", "WRXCHG"):
-        return data
-    if op in ("CMPSWAP", "CMPST"):
-        return np.where(old == cmp, data, old)
-    if op == "INC":
-        return np.where(old >= data, 0, old + 1).astype(old.dtype)
-    if op == "DEC":
-        return np.where((old == 0) | (old > data), data, old - 1).astype(old.dtype)
-    raise ValueError(op)
 
 
-def _atomic_dtype(op: str, fmt: Fmt | None, nbytes: int, name: str) -> np.dtype:
-    if fmt is not None and fmt.kind == "f" and fmt.count == 1:
-        return fmt.dtype
-    signed = op in ("SMIN", "SMAX") or name.endswith(("I32", "I64"))
-    return np.dtype({(4, False): np.uint32, (4, True): np.int32, (8, False): np.uint64, (8, True): np.int64}[
-        (nbytes, signed)])
 
 
-def pair_dtype(name: str) -> np.dtype:
-    """The element of a packed-pair atomic add (*_PK_ADD_F16 / *_PK_ADD_BF16): two halves of one dword."""
-    import ml_dtypes
-
-    return np.dtype(ml_dtypes.bfloat16 if name.endswith("BF16") else np.float16)
 
 
-def _pk_add(old: np.ndarray, data: np.ndarray, pair: np.dtype) -> np.ndarray:
-    """Each half plus the data's half, rounded once to nearest even (the exact sum of two f16 or two bf16 values
-    is exact or below half an ulp of float64, so float64 then one rounding is the correctly rounded sum)."""
-    return (old.astype(np.float64) + data.view(pair).reshape(old.shape).astype(np.float64)).astype(pair)
 
 
-def _atomic_rmw(store, offs: np.ndarray, op: str, dtype: np.dtype, data: np.ndarray, cmp: np.ndarray | None,
-                packed: np.dtype | None) -> np.ndarray:
-    """Read-modify-write at byte offsets `offs` (N,) in lane order; returns the values before each lane's
-    update (lanes hitting the same address see each other's updates in order). `packed`: the element type of a
-    packed-pair add (pair_dtype), else None."""
-    nbytes = dtype.itemsize if packed is None else 4
-    n = len(offs)
-    raw_old = store.load_bytes(offs, nbytes)
-    uniq = len(np.unique(offs)) == n
-    if uniq:
-        old = np.ascontiguousarray(raw_old).view(dtype if packed is None else packed)
-        if packed is not None:
-            old = old.reshape(n, 2)
-            new = _pk_add(old, data, packed)
-        else:
-            old = old.reshape(n)
-            new = _atomic_apply(op, old, data.view(dtype).reshape(n),
-                                None if cmp is None else cmp.view(dtype).reshape(n)).astype(dtype)
-        store.store_bytes(offs, np.ascontiguousarray(new).view(np.uint8).reshape(n, nbytes))
-        return raw_old
-    out = np.empty_like(raw_old)
-    for i in range(n):  # conflicting lanes: one at a time, in lane order
-        o = offs[i:i + 1]
-        cur = store.load_bytes(o, nbytes)
-        out[i] = cur[0]
-        if packed is not None:
-            old = np.ascontiguousarray(cur).view(packed)
-            new = _pk_add(old, data[i:i + 1], packed)
-        else:
-            old = np.ascontiguousarray(cur).view(dtype)
-            new = _atomic_apply(op, old, data[i:i + 1].view(dtype),
-                                None if cmp is None else cmp[i:i + 1].view(dtype)).astype(dtype)
-        store.store_bytes(o, np.ascontiguousarray(new).view(np.uint8).reshape(1, nbytes))
-    return out
 
 
 # --- scalar memory ---------------------------------------------------------------------------------------
@@ -205,7 +92,7 @@ def smem(b, d):
     f = d.by_field()
     load = name.startswith(("S_LOAD_DWORD", "S_BUFFER_LOAD_DWORD"))
     store = name.startswith(("S_STORE_DWORD", "S_BUFFER_STORE_DWORD"))
-    atomic = _ATOMIC.search(name) if name.startswith(("S_ATOMIC_", "S_BUFFER_ATOMIC_")) else None
+    atomic = ATOMIC_OP.search(name) if name.startswith(("S_ATOMIC_", "S_BUFFER_ATOMIC_")) else None
     if not (load or store or atomic):
         raise Unsupported("no semantics for this scalar memory instruction")
     sdata = f.get("SDATA")
@@ -235,7 +122,7 @@ def smem(b, d):
             ctx.mem.read_hook(d.pc, d.text, addr, nbytes)
         ok = ctx.mem.valid(addr, nbytes, write=write)
         if not ok.all():
-            _fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)
+            memory_fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)
         return ctx.mem.offsets(addr)
 
     if load:
@@ -262,7 +149,7 @@ def smem(b, d):
     op = atomic.group(1)
     cmpswap = op == "CMPSWAP"
     width = regs // 2 if cmpswap else regs  # CMPSWAP's SDATA holds the new value, then the compare value
-    dtype = _atomic_dtype(op, None, 4 * width, name)
+    dtype = atomic_dtype(op, None, 4 * width, name)
     returns = bool(d.modifier("glc") or d.modifier("sc0"))
     dst = b.ops.dst(sdata, 32 * width) if returns else None
 
@@ -271,31 +158,15 @@ def smem(b, d):
         v = words(ctx, w, regs)
         src = np.ascontiguousarray(v[:, :width]).view(np.uint8).reshape(len(offs), -1)
         cmp = np.ascontiguousarray(v[:, width:]).view(np.uint8).reshape(len(offs), -1) if cmpswap else None
-        old = _atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, None)
+        old = atomic_rmw(ctx.mem, offs, op, dtype, src, cmp, None)
         if dst is not None:
             old = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), width)
             dst.write(ctx.st, w, old if width > 1 else old[:, 0])
     return run_atomic
 
 
-def _lds_direct_store(ctx, st, w, d, lanes, data: np.ndarray, nbytes: int, offset: int, m0_mask: int) -> None:
-    """A load-to-LDS writes each lane's data at M0 + instruction offset + lane * max(4, size): dword and smaller
-    loads fill one dword per lane, CDNA 4's dwordx3/x4 loads 12/16 bytes per lane (CDNA 3/4 ISA guides,
-    "Global and buffer loads to LDS"; Triton's gfx950 GEMMs with async copies, tests/emu/test_emu_gfx950_kernels.py).
-    M0 holds the LDS byte address in as many low bits as the target's LDS needs (profile lds size)."""
-    stride = max(4, nbytes)
-    regs = max(1, nbytes // 4)
-    m0 = st.s[w, st.m0_slot].astype(np.int64) & m0_mask
-    lds_addr = m0[:, None] + offset + stride * np.arange(WAVE)[None, :]
-    sel = np.nonzero(lanes)
-    offs = ctx.lds_offsets(w, sel, lds_addr[sel], stride, d)
-    ctx.lds.store_dwords(offs, np.ascontiguousarray(data[sel][:, :regs]))
 
 
-def _m0_mask(spec) -> int:
-    from .memory import lds_limit
-
-    return (1 << max(16, (lds_limit(spec) - 1).bit_length())) - 1
 
 
 # --- global / flat ---------------------------------------------------------------------------------------
@@ -331,14 +202,14 @@ def _scratch(b, d):
     + offset, per lane; FLAT_SCRATCH (architected on gfx942) points at the wave's own private memory."""
     name = d.name
     f = d.by_field()
-    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    size_bits, mfmt, is_load, is_store = mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
     addr_op, saddr_op = f.get("ADDR"), f.get("SADDR")
     addr_src = b.ops.src(addr_op, 32) if addr_op is not None and not isinstance(addr_op, Off) else None
     saddr_src = b.ops.src(saddr_op, 32) if saddr_op is not None and not isinstance(saddr_op, Off) else None
     nbytes = size_bits // 8
     regs = max(1, size_bits // 32)
-    half = _d16(name)
+    half = d16_half(name)
 
     def private_offsets(ctx, w, lanes):
         st = ctx.st
@@ -360,11 +231,8 @@ def _scratch(b, d):
             out = np.zeros(lanes.shape + (regs,), np.uint32)
             for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
                                                              nbytes)):
-                out[sel + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
-            value = out if regs > 1 else out[..., 0]
-            if half is not None:
-                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
+                out[sel + (k,)] = load_elements(ctx.mem, offs, width, mfmt)[:, 0]
+            write_loaded(dst, st, w, out, regs, half, lanes)
         return run_load
     if is_store and not is_load:
         data_src = b.ops.src(f["DATA"], 32 * regs)
@@ -373,13 +241,13 @@ def _scratch(b, d):
             st = ctx.st
             lanes = st.exec_lanes(w)
             sel = np.nonzero(lanes)
-            data = _data_regs(data_src, st, w, regs)
+            data = read_data_regs(data_src, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
             data = data[sel]
             for k, (offs, width) in enumerate(private_pieces(ctx, d, w, sel, private_offsets(ctx, w, lanes)[sel],
                                                              nbytes)):
-                _store(ctx.mem, offs, data[:, k:k + 1], width)
+                store_elements(ctx.mem, offs, data[:, k:k + 1], width)
         return run_store
     raise Unsupported("no semantics for this scratch instruction")
 
@@ -390,7 +258,7 @@ def flat(b, d):
     if name.startswith("SCRATCH_"):
         return _scratch(b, d)
     f = d.by_field()
-    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_GPUMEM")
+    size_bits, mfmt, is_load, is_store = mem_operand(b, d, "OPR_GPUMEM")
     offset = int(d.modifier("offset", 0) or 0)
     addr_op = f["ADDR"]
     saddr_op = f.get("SADDR")
@@ -398,9 +266,9 @@ def flat(b, d):
     addr_src = b.ops.src(addr_op, 32 if use_saddr else 64)
     saddr_src = b.ops.src(saddr_op, 64) if use_saddr else None
     is_flat = name.startswith("FLAT_")
-    atomic = _ATOMIC.search(name)
+    atomic = ATOMIC_OP.search(name)
     nbytes = size_bits // 8
-    half = _d16(name)
+    half = d16_half(name)
     vdst = f.get("VDST")
     data_op = f.get("DATA")
 
@@ -423,12 +291,12 @@ def flat(b, d):
         ok = ctx.mem.valid(addr, nbytes, write=write)
         bad = glanes & ~ok
         if bad.any():
-            _fault(ctx, d, "store" if write else "load", addr, w, bad, ctx.mem.describe)
+            memory_fault(ctx, d, "store" if write else "load", addr, w, bad, ctx.mem.describe)
         return glanes, lds_lanes
 
     if atomic:
         op = atomic.group(1)
-        dtype = _atomic_dtype(op, mfmt, nbytes, name)
+        dtype = atomic_dtype(op, mfmt, nbytes, name)
         packed = pair_dtype(name) if op == "PK_ADD" else None
         data_regs = max(1, nbytes // 4) * (2 if op == "CMPSWAP" else 1)
         data_src = b.ops.src(data_op, 32 * data_regs)
@@ -442,7 +310,7 @@ def flat(b, d):
             if lds_lanes.any():
                 raise MemoryFault(f"flat atomic to LDS ({d.text}) is not modelled", 0, d.pc, 0, 0, ctx.kernel,
                                   code_address=ctx.code_address)
-            data = _data_regs(data_src, st, w, data_regs)
+            data = read_data_regs(data_src, st, w, data_regs)
             sel = np.nonzero(glanes)
             offs = ctx.mem.offsets(addr[sel])
             words = nbytes // 4 if nbytes >= 4 else 1
@@ -451,7 +319,7 @@ def flat(b, d):
             cmp = None
             if op == "CMPSWAP":
                 cmp = np.ascontiguousarray(data[sel][:, words:2 * words]).view(np.uint8).reshape(len(offs), -1)
-            old = _atomic_rmw(ctx.mem, offs, op, dtype, src_data, cmp, packed)
+            old = atomic_rmw(ctx.mem, offs, op, dtype, src_data, cmp, packed)
             if dst is not None:
                 full = np.zeros(lanes.shape + (max(1, nbytes // 4),), np.uint32)
                 full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), -1)
@@ -468,7 +336,7 @@ def flat(b, d):
 
     if is_load and "_LOAD_LDS_" in name:
         regs = max(1, size_bits // 32)
-        m0_mask = _m0_mask(b.spec)
+        m0_mask = m0_mask_of(b.spec)
 
         def run_load_lds(ctx, w):
             st = ctx.st
@@ -478,8 +346,8 @@ def flat(b, d):
             out = np.zeros(lanes.shape + (regs,), np.uint32)
             if glanes.any():
                 sel = np.nonzero(glanes)
-                out[sel] = _load(ctx.mem, ctx.mem.offsets(addr[sel]), nbytes, mfmt)
-            _lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
+                out[sel] = load_elements(ctx.mem, ctx.mem.offsets(addr[sel]), nbytes, mfmt)
+            lds_direct_store(ctx, st, w, d, lanes, out, nbytes, offset, m0_mask)
         return run_load_lds
 
     if is_load:
@@ -495,18 +363,15 @@ def flat(b, d):
             out = np.zeros(lanes.shape + (regs,), np.uint32)
             if priv is not None:
                 for k, (offs, width) in enumerate(priv[1]):
-                    out[priv[0] + (k,)] = _load(ctx.mem, offs, width, mfmt)[:, 0]
+                    out[priv[0] + (k,)] = load_elements(ctx.mem, offs, width, mfmt)[:, 0]
             if glanes.any():
                 on = Active(glanes)
-                on.put(out, _load(ctx.mem, ctx.mem.offsets(on.pick(addr)), nbytes, mfmt))
+                on.put(out, load_elements(ctx.mem, ctx.mem.offsets(on.pick(addr)), nbytes, mfmt))
             if lds_lanes.any():
                 sel = np.nonzero(lds_lanes)
                 offs = ctx.lds_offsets(w, sel, (addr[sel] & _MASK32).astype(np.int64), nbytes, d)
-                out[sel] = _load(ctx.lds, offs, nbytes, mfmt)
-            value = out if regs > 1 else out[..., 0]
-            if half is not None:
-                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, all_lanes)
+                out[sel] = load_elements(ctx.lds, offs, nbytes, mfmt)
+            write_loaded(dst, st, w, out, regs, half, all_lanes)
         return run_load
 
     if is_store:
@@ -519,35 +384,25 @@ def flat(b, d):
             addr = addresses(ctx, w)
             priv, lanes = private(ctx, w, addr, lanes)
             glanes, lds_lanes = checked(ctx, w, addr, lanes, True)
-            data = _data_regs(data_src, st, w, regs)
+            data = read_data_regs(data_src, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
             if priv is not None:
                 for k, (offs, width) in enumerate(priv[1]):
-                    _store(ctx.mem, offs, data[priv[0]][:, k:k + 1], width)
+                    store_elements(ctx.mem, offs, data[priv[0]][:, k:k + 1], width)
             for lanes_sel, store, lds in ((glanes, ctx.mem, False), (lds_lanes, ctx.lds, True)):
                 if not lanes_sel.any():
                     continue
                 on = Active(lanes_sel)
                 offs = (ctx.lds_offsets(w, on.sel, (on.pick(addr) & _MASK32).astype(np.int64), nbytes, d) if lds
                         else ctx.mem.offsets(on.pick(addr)))
-                _store(store, offs, on.pick(data), nbytes)
+                store_elements(store, offs, on.pick(data), nbytes)
         return run_store
     raise Unsupported("no semantics for this flat instruction")
 
 
-def _load(store, offs: np.ndarray, nbytes: int, fmt: Fmt | None) -> np.ndarray:
-    if nbytes >= 4:
-        return store.load_dwords(offs, nbytes // 4)
-    return _extend(store.load_bytes(offs, nbytes), fmt, nbytes)[:, None]
 
 
-def _store(store, offs: np.ndarray, data: np.ndarray, nbytes: int) -> None:
-    if nbytes >= 4:
-        store.store_dwords(offs, data[:, : nbytes // 4])
-    else:
-        raw = np.ascontiguousarray(data[:, 0].astype(np.uint32)).view(np.uint8).reshape(len(offs), 4)[:, :nbytes]
-        store.store_bytes(offs, raw)
 
 
 # --- LDS (DS) ----------------------------------------------------------------------------------------------------
@@ -558,7 +413,7 @@ def ds(b, d):
     f = d.by_field()
     if bool(d.modifier("gds")):
         raise Unsupported("GDS is not modelled")
-    size_bits, mfmt, is_load, is_store = _mem_operand(b, d, "OPR_DSMEM")
+    size_bits, mfmt, is_load, is_store = mem_operand(b, d, "OPR_DSMEM")
     nbytes = size_bits // 8
     addr_src = b.ops.src(f["ADDR"], 32) if "ADDR" in f else None
     offset = int(d.modifier("offset", 0) or 0)
@@ -566,7 +421,7 @@ def ds(b, d):
     off1 = int(d.modifier("offset1", 0) or 0)
     two = "READ2" in name or "WRITE2" in name
     st64 = "ST64" in name
-    half = _d16(name)
+    half = d16_half(name)
     vdst = f.get("VDST")
 
     if addr_src is None:   # M0-addressed forms: ds_append/ds_consume, ds_*_addtid_b32
@@ -602,13 +457,13 @@ def ds(b, d):
             on = Active(lanes)
             for o, src in ((off0, data0), (off1, data1)):
                 offs = ctx.lds_offsets(w, on.sel, on.pick(a) + o * scale, nbytes, d)
-                ctx.lds.store_dwords(offs, on.pick(_data_regs(src, st, w, elem_regs)))
+                ctx.lds.store_dwords(offs, on.pick(read_data_regs(src, st, w, elem_regs)))
         return run_write2
 
     atomic = _DS_ATOMIC.match(name)
     if atomic:
         op = atomic.group(1)
-        dtype = _atomic_dtype(op if op not in ("MIN", "MAX") or not name.endswith("I32") else "S" + op, mfmt,
+        dtype = atomic_dtype(op if op not in ("MIN", "MAX") or not name.endswith("I32") else "S" + op, mfmt,
                               max(4, nbytes), name)
         if name.endswith(("I32", "I64")) and op in ("MIN", "MAX"):
             dtype = np.dtype(np.int32 if nbytes == 4 else np.int64)
@@ -626,13 +481,13 @@ def ds(b, d):
             a = base_addr(ctx, w)
             sel = np.nonzero(lanes)
             offs = ctx.lds_offsets(w, sel, a[sel] + offset, nbytes, d)
-            dat = np.ascontiguousarray(_data_regs(data0, st, w, regs)[sel]).view(np.uint8).reshape(len(offs), -1)
+            dat = np.ascontiguousarray(read_data_regs(data0, st, w, regs)[sel]).view(np.uint8).reshape(len(offs), -1)
             cmp = None
             if data1 is not None:
                 # DS_CMPST: DATA0 is the compare value, DATA1 the new value
-                cmp, dat = dat, np.ascontiguousarray(_data_regs(data1, st, w, regs)[sel]).view(np.uint8).reshape(
+                cmp, dat = dat, np.ascontiguousarray(read_data_regs(data1, st, w, regs)[sel]).view(np.uint8).reshape(
                     len(offs), -1)
-            old = _atomic_rmw(ctx.lds, offs, op, dtype, dat, cmp, packed)
+            old = atomic_rmw(ctx.lds, offs, op, dtype, dat, cmp, packed)
             if dst is not None:
                 full = np.zeros(lanes.shape + (regs,), np.uint32)
                 full[sel] = np.ascontiguousarray(old).view(np.uint32).reshape(len(offs), regs)
@@ -653,13 +508,10 @@ def ds(b, d):
             on = Active(lanes)
             offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
             out = np.zeros(lanes.shape + (regs,), np.uint32)
-            on.put(out, _load(ctx.lds, offs, nbytes, mfmt))
+            on.put(out, load_elements(ctx.lds, offs, nbytes, mfmt))
             if tr_bits:  # gfx950 transposing read: lanes of each 16-lane row exchange elements
                 out = lds_transpose(out, tr_bits)
-            value = out if regs > 1 else out[..., 0]
-            if half is not None:
-                value = _merge_d16(np.asarray(dst.read_old(st, w)), value, half)
-            dst.write(st, w, value, lanes)
+            write_loaded(dst, st, w, out, regs, half, lanes)
         return run_read
 
     if is_store:
@@ -672,10 +524,10 @@ def ds(b, d):
             a = base_addr(ctx, w)
             on = Active(lanes)
             offs = ctx.lds_offsets(w, on.sel, on.pick(a) + offset, nbytes, d)
-            data = _data_regs(data0, st, w, regs)
+            data = read_data_regs(data0, st, w, regs)
             if half == "hi":
                 data = data >> np.uint32(16)
-            _store(ctx.lds, offs, on.pick(data), nbytes)
+            store_elements(ctx.lds, offs, on.pick(data), nbytes)
         return run_write
     raise Unsupported("no semantics for this LDS instruction")
 

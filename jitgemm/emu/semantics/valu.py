@@ -1,12 +1,7 @@
-"""From a decoded instruction to an executable op: finds its semantics in the registry (registry.py: a named
-entry, else its family's path, the family taken from the spec form), binds its operands to the register state,
-and returns `Op` objects the engine runs for a group of waves at a time.
-
-The ALU family paths here run the statement table of semantics_alu.py with operands typed by the spec's data
-formats (VALU with DPP/SDWA lane selection and op_sel, packed math with component selection); the MFMA path
-runs mfma.py; the memory families live in semantics_mem.py and semantics_buffer.py. Named entries here cover
-program control, lane reads/writes, mixed-precision FMAs and fp8 conversions.
-"""
+"""The ALU family paths: SALU and VALU instructions run the statement table of alu_statements.py with operands typed
+by the spec's data formats (VALU with DPP/SDWA lane selection and op_sel; VOP3P packed math with component
+selection), plus the named VALU entries the table cannot express: lane reads and writes, swaps, mixed-precision FMAs
+and fp8 conversions."""
 
 from __future__ import annotations
 
@@ -16,84 +11,15 @@ from dataclasses import dataclass
 import ml_dtypes
 import numpy as np
 
-from jitgemm.isa.instruction import Imm, Reg, SrcMods
-from jitgemm.isa.spec.model import Spec
+from jitgemm.isa.instruction import Reg, SrcMods
 
-from . import registry
-from . import semantics_buffer as _semantics_buffer  # noqa: F401 - registers the buffer family
-from . import semantics_gfx950 as _semantics_gfx950  # noqa: F401 - registers gfx950's named semantics
-from . import semantics_mem as _semantics_mem  # noqa: F401 - registers the SMEM, FLAT and DS families
-from . import sparse_mfma as _sparse_mfma  # noqa: F401 - registers the sparse (SMFMAC) MFMAs
-from .errors import EmulatorError, NoSemantics, pc_text
-from .mfma import MfmaShapeError, mfma_registers, mfma_shape
-from .modes import MODE_INSTRUCTIONS, mode_op
-from .operands import Operands, VgprDst, register_rows
-from .program import Decoded
-from .registry import INDEXABLE_FAMILIES, VECTOR_FAMILIES, family_path, register, semantics
-from .semantics_alu import Statements, semantics_of
-from .state import AT_BARRIER, DONE, LANE_INDEX, WAVE, lanes_of, mask_of
-from .values import Fmt, from_typed, operand_fmt, to_typed
-
-RunFn = Callable[["object", object], None]
-
-
-@dataclass
-class Op:
-    """One executable instruction. `run(ctx, w)` executes it for waves `w` (the engine has already moved
-    their PC to `next_pc`; branches overwrite it)."""
-
-    pc: int
-    size: int
-    name: str
-    text: str
-    run: RunFn | None
-    problem: str = ""  # why `run` is None
-    lane_ops: int = 1  # lane-instructions per wave execution (for the rate statistics)
-
-    @property
-    def next_pc(self) -> int:
-        return self.pc + self.size
-
-
-class Builder:
-    """Builds ops for one program: holds the spec, the register-slot map and the kernel name."""
-
-    def __init__(self, spec: Spec, operands: Operands, kernel: str, code_address: int = 0,
-                 code_size: int = 0) -> None:
-        self.spec = spec
-        self.ops = operands
-        self.kernel = kernel
-        self.code_address = code_address  # where the kernel's first byte is loaded (its PC 0)
-        self.code_size = code_size
-
-    def indexable(self, d: Decoded) -> bool:
-        """GPR indexing (S_SET_GPR_IDX_ON) renumbers the VGPR operands of VALU instructions only."""
-        return d.inst is not None and d.form is not None and registry.family_of(d.form) in INDEXABLE_FAMILIES
-
-    def build(self, d: Decoded) -> Op:
-        if d.inst is None:
-            return Op(d.pc, d.size, d.name, d.text, None,
-                      f"no instruction of the loaded spec ({self.spec.source or self.spec.architecture.name}) "
-                      "matches this word; a subset spec may lack it (`jitgemm spec fetch` gets AMD's full file)")
-        if d.form is None:
-            return Op(d.pc, d.size, d.name, d.text, None, "no spec form matches the decoded instruction")
-        entry, fam = registry.resolve(d.name, d.form)
-        if entry is None:
-            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: no named entry and no path for the {fam} "
-                      "family (jitgemm/emu/registry.py)")
-        try:
-            run = entry.build(self, d)
-        except NoSemantics as exc:
-            return Op(d.pc, d.size, d.name, d.text, None, str(exc))
-        if run is None:
-            return Op(d.pc, d.size, d.name, d.text, None, f"no semantics: {entry.build.__name__} built nothing")
-        op = Op(d.pc, d.size, d.name, d.text, run)
-        if fam in VECTOR_FAMILIES:
-            op.lane_ops = WAVE
-        return op
-
-    def fmt(self, o) -> Fmt:
-        return operand_fmt(self.spec, o.data_format, o.size)
+from ..errors import NoSemantics
+from ..ops import Builder, RunFn
+from ..program import Decoded
+from ..registry import family_path, semantics
+from ..state import LANE_INDEX, WAVE, lanes_of, mask_of
+from ..values import Fmt, from_typed, to_typed
+from .alu_statements import Statements, semantics_of
 
 
 def _names(d: Decoded) -> list[str]:
@@ -106,7 +32,7 @@ def _semantics(d: Decoded) -> Statements:
         text = semantics_of(n)
         if text is not None:
             return Statements(text, n)
-    raise NoSemantics("no semantics in jitgemm.emu.semantics_alu")
+    raise NoSemantics("no semantics in jitgemm.emu.semantics.alu_statements")
 
 
 # --- operand binding for ALU instructions ----------------------------------------------------------------
@@ -295,16 +221,6 @@ def _dpp_source_lanes(mods: dict) -> tuple[np.ndarray, np.ndarray]:
 
 
 # --- ALU handlers ----------------------------------------------------------------------------------------
-
-register(sorted(MODE_INSTRUCTIONS), mode_op)
-
-
-@semantics("S_GETREG_B32")
-def _getreg(b: Builder, d: Decoded) -> RunFn:
-    """Hardware registers read as 0."""
-    dst = b.ops.dst(d.inst.operands[0], 32)
-    return lambda ctx, w: dst.write(ctx.st, w, np.zeros(ctx.group_size(w), np.uint32))
-
 
 @family_path("salu")
 def _salu(b: Builder, d: Decoded) -> RunFn:
@@ -691,143 +607,4 @@ def _vop3p(b: Builder, d: Decoded, mov: bool = False) -> RunFn:
             if clamp and dd.fmt.kind == "f":
                 value = np.clip(value, 0.0, 1.0)
             dd.dst.write(st, w, _untyped(value, dd.fmt, (n, WAVE)), lanes)
-    return run
-
-
-@family_path("mfma")
-def _mfma(b: Builder, d: Decoded) -> RunFn:
-    pairs = d.operand_pairs()
-    if len(pairs) != 4:
-        raise NoSemantics("MFMA without its four operands")
-    (od, opd), (oa, opa), (ob, opb), (oc, opc) = pairs
-    try:
-        shape = mfma_shape(d.name, _element(b.fmt(oa)), _element(b.fmt(ob)), _element(b.fmt(od)), oa.size, ob.size,
-                           od.size)
-    except MfmaShapeError as exc:
-        raise NoSemantics(str(exc)) from None
-    dst = b.ops.dst(opd, od.size)
-    a = b.ops.src(opa, oa.size)
-    bb = b.ops.src(opb, ob.size)
-    c = b.ops.src(opc, oc.size)
-    cbsz, abid, blgp = (int(d.modifier(k, 0) or 0) for k in ("cbsz", "abid", "blgp"))
-    neg = d.modifier("neg", ())   # an f64 MFMA writes its BLGP bits as neg:[a,b,c] (modifiers._f64_matrix)
-    if neg:
-        blgp = sum(bit << i for i, bit in enumerate(neg))
-
-    in_place = isinstance(dst, VgprDst) and dst.regs == shape.c_regs
-
-    def run(ctx, w):
-        st = ctx.st
-        a_rows, b_rows = register_rows(a, st, w, shape.a_regs), register_rows(bb, st, w, shape.b_regs)
-        c_rows = register_rows(c, st, w, shape.c_regs)
-        if in_place and isinstance(w, slice):  # D straight into the register file
-            mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp,
-                           out=st.v[w, dst.slot:dst.slot + shape.c_regs])
-            return
-        out = mfma_registers(shape, a_rows, b_rows, c_rows, cbsz, abid, blgp)
-        dst.write(st, w, np.swapaxes(out, 1, 2) if shape.c_regs > 1 else out[:, 0])
-    return run
-
-
-def _element(fmt: Fmt) -> Fmt:
-    return fmt.component
-
-
-# --- program control ---------------------------------------------------------------------------------------
-
-_BRANCH_COND = {
-    "S_BRANCH": None,
-    "S_CBRANCH_SCC0": lambda st, w: ~st.scc[w],
-    "S_CBRANCH_SCC1": lambda st, w: st.scc[w],
-    "S_CBRANCH_VCCZ": lambda st, w: st.s64[w, st.vcc_slot // 2] == 0,
-    "S_CBRANCH_VCCNZ": lambda st, w: st.s64[w, st.vcc_slot // 2] != 0,
-    "S_CBRANCH_EXECZ": lambda st, w: st.exec64(w) == 0,
-    "S_CBRANCH_EXECNZ": lambda st, w: st.exec64(w) != 0,
-}
-_NOOPS = {"S_NOP", "S_WAITCNT", "S_SETPRIO", "S_SLEEP", "S_DCACHE_WB", "S_DCACHE_INV", "S_ICACHE_INV",
-          "S_SENDMSG", "S_SENDMSGHALT", "S_TTRACEDATA", "S_CODE_END", "S_WAITCNT_VSCNT",
-          "S_INCPERFLEVEL", "S_DECPERFLEVEL", "S_BARRIER_WAIT", "S_WAKEUP", "S_SETKILL", "S_WAITCNT_DEPCTR",
-          "BUFFER_WBL2", "BUFFER_INV", "BUFFER_WBINVL1", "BUFFER_WBINVL1_VOL", "S_DCACHE_WB_VOL",
-          "S_DCACHE_INV_VOL"}
-
-
-def _no_op(b: Builder, d: Decoded) -> RunFn:
-    def no_op(ctx, w):
-        return None
-    return no_op
-
-
-register(sorted(_NOOPS | {"V_NOP"}), _no_op, "no architectural effect here: no caches, no scheduling priorities, "
-         "no clocks")
-register(("S_SETREG_B32", "S_SETREG_IMM32_B32", "S_DENORM_MODE", "S_ROUND_MODE"), _no_op,
-         "mode bits: numpy keeps denormals and rounds to nearest even, whatever the kernel asks")
-
-
-@semantics("S_ENDPGM")
-def _endpgm(b: Builder, d: Decoded) -> RunFn:
-    def end(ctx, w):
-        ctx.st.status[w] = DONE
-        ctx.release_barriers()
-    return end
-
-
-@semantics("S_BARRIER")
-def _barrier(b: Builder, d: Decoded) -> RunFn:
-    def barrier(ctx, w):
-        ctx.st.status[w] = AT_BARRIER
-        ctx.release_barriers()
-    return barrier
-
-
-@semantics("S_TRAP", "S_ENDPGM_SAVED")
-def _trap(b: Builder, d: Decoded) -> RunFn:
-    def trap(ctx, w):
-        raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC 0x{d.pc:x} (a trap: the kernel "
-                            f"aborted, e.g. a failed device-side assert)")
-    return trap
-
-
-@semantics(*_BRANCH_COND)
-def _branch(b: Builder, d: Decoded) -> RunFn:
-    op = d.inst.operands[0] if d.inst.operands else Imm(0)
-    if not isinstance(op, Imm) or not isinstance(op.value, int):
-        raise NoSemantics(f"branch target {op} is not an offset")
-    simm = op.value - 0x10000 if op.value >= 0x8000 else op.value  # SIMM16 is a signed dword count
-    target = d.pc + 4 + 4 * simm
-    cond = _BRANCH_COND[d.name]
-
-    def branch(ctx, w):
-        if cond is None:
-            ctx.st.pc[w] = target
-            return
-        taken = cond(ctx.st, w)
-        ctx.st.pc[w] = np.where(taken, target, d.pc + d.size)
-    return branch
-
-
-@semantics("S_SETPC_B64", "S_SWAPPC_B64")
-def _setpc(b: Builder, d: Decoded) -> RunFn:
-    pairs = d.operand_pairs()   # S_SWAPPC_B64 also writes the return address to its SDST
-    outs = [op for o, op in pairs if o.output]
-    src = b.ops.src(next(op for o, op in pairs if not o.output), 64)
-    dst = b.ops.dst(outs[0], 64) if outs else None
-
-    base, size = b.code_address, b.code_size
-
-    def run(ctx, w):
-        # PCs are addresses in the loaded code object (s_getpc_b64 reads them); a jump outside the kernel's
-        # code faults here instead of running whatever a real GPU would find there
-        st = ctx.st
-        target = np.asarray(src.read(st, w)).astype(np.uint64).astype(np.int64)
-        rel = target - base
-        outside = (rel < 0) | (rel >= size)
-        if outside.any():
-            i = int(np.argmax(outside))
-            wave = int((np.arange(st.count)[w] if isinstance(w, slice) else np.asarray(w))[i])
-            raise EmulatorError(f"kernel {b.kernel!r}: {d.text} at PC {pc_text(d.pc, base)}, wave "
-                                f"{wave}: jump to address 0x{int(target[i]) & 0xFFFFFFFFFFFFFFFF:x}, outside the "
-                                f"kernel's code [0x{base:x}, 0x{base + size:x})")
-        if dst is not None:
-            dst.write(st, w, np.full(ctx.group_size(w), np.uint64(base + d.pc + d.size)))
-        st.pc[w] = rel
     return run

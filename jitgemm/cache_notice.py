@@ -1,0 +1,21 @@
+"""One line on stderr, once per process, when a cache cannot be used as it should (a read-only
+`JITGEMM_CACHE_DIR`, a damaged tuning database): caches degrade, they never stop the work, and the user
+hears about it once rather than never or on every call."""
+
+from __future__ import annotations
+
+import sys
+import threading
+
+_said: set[str] = set()
+_lock = threading.Lock()
+
+
+def notice(message: str) -> bool:
+    """Print `jitgemm: warning: <message>` on stderr unless this process said it already; True when printed."""
+    with _lock:
+        if message in _said:
+            return False
+        _said.add(message)
+    print(f"jitgemm: warning: {message}", file=sys.stderr)
+    return True

@@ -1,0 +1,131 @@
+"""Issue 28: one set of defaults and one tie-break for every command and the API. Each command (run, compile,
+select, sweep, tune) and the API (matmul, compile, explain) is given the same arguments; every one must solve
+the same problem and choose the same kernel -- before a sweep (the selector's model decides) and after it (the
+sweep's best, from the tuning database, decides)."""
+
+from __future__ import annotations
+
+import re
+
+import ml_dtypes
+import numpy as np
+import pytest
+from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.gemm_text import format_problem
+
+import jitgemm
+from jitgemm import selector as selector_module
+from jitgemm.cli import main
+
+# a problem whose compile-default (128x128) and selector choice (64x64) used to differ; NN is every default
+M, N, K = 300, 500, 200
+ARGS = ["--m", str(M), "--n", str(N), "--k", str(K)]
+
+
+@pytest.fixture
+def fresh_db(tmp_path, monkeypatch):
+    """A tuning database of the test's own, for the CLI (--db) and the API's default selector alike."""
+    db = tmp_path / "tuning.db"
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(db))
+    monkeypatch.setattr(selector_module, "_suppliers", None)
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    return db
+
+
+def _cli(capsys, *argv: str) -> str:
+    code = main(list(argv))
+    out = capsys.readouterr().out
+    assert code == 0, out
+    return out
+
+
+def _choices(capsys, db) -> dict[str, tuple[str, str]]:
+    """command -> (problem it solved, as format_problem writes it; kernel it chose)."""
+    got: dict[str, tuple[str, str]] = {}
+    out = _cli(capsys, "select", *ARGS, "--db", str(db), "--explain")
+    problem = re.search(r"^problem: (.*?)  target:", out, re.M).group(1)
+    label = re.search(r"^1 +(\S+) +(\S+) +kept .*selected", out, re.M)
+    out = _cli(capsys, "select", *ARGS, "--db", str(db))
+    supplier_label, kernel = re.fullmatch(r"(\S+) kernel (\S+)\n", out).groups()
+    assert supplier_label == f"{label.group(1)}:{label.group(2)}"        # explain's first row is select's choice
+    got["select"] = (problem, kernel)
+    out = _cli(capsys, "compile", *ARGS, "-o", str(db.with_name("k.co")))
+    got["compile"] = (re.search(r"^(gemm m=.*)$", out, re.M).group(1), re.search(r"^kernel (\S+) ", out, re.M).group(1))
+    out = _cli(capsys, "run", *ARGS)
+    rec = jitgemm.last_launch()
+    assert rec.backend == "emu" and f"kernel {rec.kernel} " in out            # --backend auto: emu on this machine
+    got["run"] = (rec.problem, rec.kernel)
+
+    problem = GemmProblem.make(M, N, K, "bf16")
+    got["api compile"] = (format_problem(problem), jitgemm.compile(problem).name)
+    rng = np.random.default_rng(1)
+    a = rng.standard_normal((M, K)).astype(ml_dtypes.bfloat16)
+    b = rng.standard_normal((K, N)).astype(ml_dtypes.bfloat16)
+    d = jitgemm.matmul(a, b)
+    assert np.allclose(d.astype(np.float64), a.astype(np.float64) @ b.astype(np.float64), rtol=2**-7, atol=0.1)
+    got["matmul"] = (jitgemm.last_launch().problem, jitgemm.last_launch().kernel)
+    explained = jitgemm.explain(problem)
+    row = re.search(r"^1 +(\S+) +(\S+) +kept .*selected", explained, re.M)
+    assert f"{row.group(1)}:{row.group(2)}" == supplier_label
+    got["api explain"] = (re.search(r"^problem: (.*?)  target:", explained, re.M).group(1), kernel)
+    return got
+
+
+def _same(got: dict[str, tuple[str, str]]) -> str:
+    text = {k: v[0] for k, v in got.items()}
+    full = {k: v for k, v in text.items() if v.startswith("gemm")}
+    assert len(set(full.values())) == 1, full                              # one problem, one spelling
+    for name in ("run", "matmul"):                                          # the launch record's own spelling
+        assert text[name] == f"m={M} n={N} k={K} batch=1 bf16xbf16->bf16 NN", (name, text[name])
+    kernels = {k: v[1] for k, v in got.items()}
+    assert len(set(kernels.values())) == 1, kernels
+    return next(iter(kernels.values()))
+
+
+def test_every_command_and_the_api_solve_one_problem_with_one_kernel(fresh_db, capsys, monkeypatch):
+    before = _same(_choices(capsys, fresh_db))
+    assert "64x64" in before           # the selector's choice (the compile default alone would be 128x128)
+
+    # tune ranks with the same selector over the same problem (no GPU here: its timing is stood in for)
+    from jitgemm import tuning
+
+    seen = []
+    monkeypatch.setattr(tuning, "tune", lambda sel, problem, top, iterations: seen.append(
+        (format_problem(problem), sel.evaluate(problem)[0].candidate.contract.kernel)) or [])
+    _cli(capsys, "tune", *ARGS, "--db", str(fresh_db))
+    assert seen == [(format_problem(GemmProblem.make(M, N, K, "bf16")), before)]
+
+    # a sweep with the same arguments (its default layout is everyone's: NN) records a best that all choose
+    out = _cli(capsys, "sweep", *ARGS, "--db", str(fresh_db), "--limit", "3", "--tiles", "64,128", "--waves",
+               "2x2", "--quiet")
+    best = re.search(r"^best: #\d+ \S+ (\S+) ", out, re.M).group(1)
+    from jitgemm.tuning_db import TuningDB
+
+    assert {r.problem for r in TuningDB(fresh_db).rows()} == {format_problem(GemmProblem.make(M, N, K, "bf16"))}
+    after = _same(_choices(capsys, fresh_db))
+    assert after == best
+
+
+def test_sweep_best_and_select_break_ties_alike(fresh_db):
+    """Two verified variants the model scores equally: the sweep's best and the selector's choice are the one
+    kernel `selector.tie_key` prefers."""
+    from jitgemm.selector import Selector, tie_key
+    from jitgemm.suppliers import DirectAsmSupplier
+    from jitgemm.sweep import SweepReport, record, sweep
+    from jitgemm.tuned_supplier import TunedSupplier
+    from jitgemm.tuning_db import TuningDB
+
+    problem = GemmProblem.make(128, 128, 64, "fp16")
+    report = sweep(problem, limit=4, db=False, tiles=(32, 64), waves=((1, 1), (2, 2)))
+    assert len(report.ok) >= 2
+    for r in report.ok:
+        r.predicted_tflops = 7.0                 # the model ties them all
+    # the old tie-break (smallest kernel name first) and the selector's (wider sure loads first) disagree here
+    widths = {tie_key(r.contract)[0] for r in report.ok}
+    tied = SweepReport(problem, "gfx942", report.results, 1.0, 1, "local")
+    db = TuningDB(fresh_db)
+    record(db, tied)
+    chosen = Selector([DirectAsmSupplier(), TunedSupplier(db)], tuning=db).select(problem)
+    assert chosen.contract.kernel == tied.best.kernel
+    assert tied.best.kernel == min(report.ok, key=lambda r: tie_key(r.contract)).kernel
+    assert len(widths) >= 2
