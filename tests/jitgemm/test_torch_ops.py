@@ -135,3 +135,22 @@ def test_rocm_tensors_pass_pointers_to_the_launch(torch, monkeypatch):
     assert not {"hipMalloc", "hipMemcpy"} & set(names), names
     words = {struct.unpack_from("<Q", fake.segment, off)[0] for off in range(0, len(fake.segment) - 7, 8)}
     assert {a.data_ptr(), w.data_ptr(), d.data_ptr()} <= words
+
+
+def test_rocm_scaled_mm_passes_scale_and_bias_pointers(torch, monkeypatch):
+    import jitgemm.torch as jt
+
+    fake = FakeHip()
+    monkeypatch.setattr(hip_runtime, "_hip", lambda: fake)
+    monkeypatch.setattr(jt, "_on_rocm", lambda t: True)
+    g = _gen(torch, 6)
+    a = torch.randn(16, 32, generator=g).to(torch.float8_e4m3fnuz)
+    w = torch.randn(24, 32, generator=g).to(torch.float8_e4m3fnuz)
+    sa, sb = torch.rand(16, 1, generator=g) + 0.5, torch.rand(1, 24, generator=g) + 0.5
+    bias = torch.randn(24, generator=g)
+    d = torch.ops.jitgemm.scaled_mm(a, w.T, sa, sb, bias=bias, out_dtype=torch.bfloat16)
+    assert d.dtype == torch.bfloat16 and d.shape == (16, 24)
+    names = {c[0] for c in fake.calls}
+    assert "hipModuleLaunchKernel" in names and not {"hipMalloc", "hipMemcpy"} & names
+    words = {struct.unpack_from("<Q", fake.segment, off)[0] for off in range(0, len(fake.segment) - 7, 8)}
+    assert {a.data_ptr(), w.data_ptr(), sa.data_ptr(), sb.data_ptr(), bias.data_ptr(), d.data_ptr()} <= words
