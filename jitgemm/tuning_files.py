@@ -17,8 +17,9 @@ offline tuning"; field order from hipBLASLt's `TensileLite::HeaderFields`): a `G
 `transA,transB,batch_count,m,n,k,a_type,b_type,c_type,compute_type,solution_index[,solution_name]` in BLAS
 (column-major) terms; no time, so each row is recorded as metric `chosen` = 1 (the library's tuned choice).
 
-Rows jitgemm's IR cannot express (double, complex, GemmAndBias) are kept with the file's own key as problem, so
-an export gives the file back unchanged.
+Rows jitgemm's IR cannot express (double, complex, GemmAndBias, leading dimensions no layout gives) are not
+imported (the database holds problems the project can make) and are listed in the report (`skipped`), so an
+export gives back exactly the rows that went in.
 """
 
 from __future__ import annotations
@@ -66,6 +67,7 @@ class ImportReport:
     rows: int = 0
     checks: list[ValidatorCheck] = field(default_factory=list)
     accepted_mismatch: bool = False
+    skipped: list[str] = field(default_factory=list)     # "file:line: row" the IR cannot express
 
     @property
     def mismatches(self) -> list[ValidatorCheck]:
@@ -199,7 +201,10 @@ def import_tunableop(path: str | os.PathLike, db: TuningDB, *, target: str | Non
             ms = float(ms_text) if ms_text else 0.0
         except ValueError:
             raise TuningFileError(f"{path}:{number}: time {ms_text!r} is not a number") from None
-        key = _tunableop_problem(op, params) or f"tunableop {op},{params}"
+        key = _tunableop_problem(op, params)
+        if key is None:
+            report.skipped.append(f"{Path(path).name}:{number}: {op},{params}")
+            continue
         rows.append({"target": arch, "problem": key, "kernel": solution, "generator": _library(solution),
                      "metric": "seconds", "value": ms * 1e-3, "source": "hardware",
                      "origin": f"{Path(path).name}:{number}",
@@ -272,8 +277,11 @@ def import_hipblaslt(path: str | os.PathLike, db: TuningDB, *, target: str, hipb
                 key = problem_key(GemmProblem.make(n, m, k, b, a, d, layout=tb + ta, batch=batch))
             except IRError:
                 key = None
+        if key is None:
+            report.skipped.append(f"{Path(path).name}:{number}: {stripped}")
+            continue
         name = cells[11] if len(cells) > 11 and cells[11] else f"solution {index}"
-        rows.append({"target": target, "problem": key or f"hipblaslt {','.join(cells[:10])}", "kernel": name,
+        rows.append({"target": target, "problem": key, "kernel": name,
                      "generator": "hipblaslt", "metric": "chosen", "value": 1.0, "source": "hardware",
                      "origin": f"{Path(path).name}:{number}",
                      "tools": {"format": "hipblaslt-override", "row": stripped, "solution_index": index}})

@@ -171,6 +171,8 @@ def _foreign_file(args: argparse.Namespace, db) -> None:
                                                accept_mismatch=args.accept_validator_mismatch)
     for check in report.checks:
         print(f"validator {check.describe()}")
+    for line in report.skipped:
+        print(f"skipped (not a GEMM jitgemm expresses): {line}")
     note = " (validator mismatch accepted by --accept-validator-mismatch)" if report.accepted_mismatch else ""
     print(f"{report.rows} rows imported into {db.path}{note}")
 

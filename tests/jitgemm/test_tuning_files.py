@@ -40,15 +40,16 @@ def test_tunableop_round_trip(tmp_path):
     src.write_text(text)
     db = TuningDB(tmp_path / "t.db")
     report = tuning_files.import_tunableop(src, db)
-    assert report.rows == 5 and not report.mismatches
+    assert report.rows == 4 and not report.mismatches
+    assert len(report.skipped) == 1 and "GemmTunableOp_double_NN" in report.skipped[0]   # reported, not stored
     assert {c.key: c.status for c in report.checks}["PT_VERSION"] == "match"
     assert {c.key: c.status for c in report.checks}["HIPBLASLT_VERSION"] == "unknown"   # reported, not checked
     rows = db.rows(target="gfx942")
-    assert [r.generator for r in rows] == ["hipblaslt", "rocblas", "hipblaslt", "hipblaslt", "torch-default"]
-    assert [r.problem.startswith("gemm ") for r in rows] == [True] * 4 + [False]     # double: the file's key
+    assert [r.generator for r in rows] == ["hipblaslt", "rocblas", "hipblaslt", "hipblaslt"]
+    assert all(r.problem.startswith("gemm ") for r in rows)
     assert rows[0].value == pytest.approx(1.262e-3) and rows[0].kernel == "Gemm_Hipblaslt_1219"
-    assert tuning_files.export_tunableop(db, out) == 5
-    assert out.read_text() == text
+    assert tuning_files.export_tunableop(db, out) == 4
+    assert out.read_text() == "".join(x for x in text.splitlines(True) if "double" not in x)
 
 
 def test_tunableop_keys_become_jitgemm_problems(tmp_path):
@@ -79,9 +80,10 @@ def test_mismatched_validator_is_reported_not_applied(tmp_path, capsys):
     assert "PT_VERSION" in capsys.readouterr().err
     assert main(["tuning", "import-tunableop", str(src), "--db", str(db_path), "--accept-validator-mismatch"]) == 0
     out = capsys.readouterr().out
-    assert "mismatch" in out and "5 rows imported" in out and "accepted" in out
+    assert "mismatch" in out and "4 rows imported" in out and "accepted" in out and "skipped" in out
     assert main(["tuning", "export-tunableop", str(tmp_path / "back.csv"), "--db", str(db_path)]) == 0
-    assert (tmp_path / "back.csv").read_text() == src.read_text()
+    assert (tmp_path / "back.csv").read_text() == "".join(x for x in src.read_text().splitlines(True)
+                                                          if "double" not in x)
 
 
 def test_bad_tunableop_lines(tmp_path):
@@ -107,12 +109,12 @@ def test_hipblaslt_override_file(tmp_path, capsys):
                    "N,N,1,8,8,8,f64_r,f64_r,f64_r,f64_r,7\n")
     db = TuningDB(tmp_path / "t.db")
     report = tuning_files.import_hipblaslt(src, db, target="gfx942")
-    assert report.rows == 3 and [c.status for c in report.checks] == ["unknown"]
+    assert report.rows == 2 and [c.status for c in report.checks] == ["unknown"]
+    assert len(report.skipped) == 1 and "f64_r" in report.skipped[0]
     rows = db.rows(target="gfx942", metric="chosen")
     assert rows[0].problem.startswith(f"gemm m={n} n={m} k={k} a=fp16") and "layout=NN" in rows[0].problem
     assert "layout=NT" in rows[1].problem and rows[1].kernel == "Cijk_Alik_Bljk_BBS_BH_MT64x64"
     assert rows[0].kernel == "solution 56073" and {r.generator for r in rows} == {"hipblaslt"}
-    assert rows[2].problem.startswith("hipblaslt N,N,1,8,8,8,f64_r")     # kept as the file's own key
     with pytest.raises(TuningFileError, match=r"HIPBLASLT_VERSION: file '0.12.0-a9c5cc7', running '0.13.0'"):
         tuning_files.import_hipblaslt(src, db, target="gfx942", hipblaslt_version="0.13.0")
     assert main(["tuning", "import-hipblaslt", str(src), "--db", str(tmp_path / "u.db")]) == 2
