@@ -154,3 +154,31 @@ def test_rocm_scaled_mm_passes_scale_and_bias_pointers(torch, monkeypatch):
     assert "hipModuleLaunchKernel" in names and not {"hipMalloc", "hipMemcpy"} & names
     words = {struct.unpack_from("<Q", fake.segment, off)[0] for off in range(0, len(fake.segment) - 7, 8)}
     assert {a.data_ptr(), w.data_ptr(), sa.data_ptr(), sb.data_ptr(), bias.data_ptr(), d.data_ptr()} <= words
+
+
+def test_fake_registrations_give_shapes_dtypes_and_packing_rules(torch):
+    """Under FakeTensorMode (what torch.compile traces with) no kernel runs: the fake functions say the result's
+    shape and dtype and apply the same checks (MX packing: fp4 two per byte, fp6 four in three bytes)."""
+    from torch._subclasses.fake_tensor import FakeTensorMode
+
+    with FakeTensorMode():
+        assert torch.ops.jitgemm.mm(torch.empty(5, 7, dtype=torch.int8),
+                                    torch.empty(7, 3, dtype=torch.int8)).dtype == torch.int32
+        bf = torch.bfloat16
+        d = torch.ops.jitgemm.bmm(torch.empty(2, 5, 7, dtype=bf), torch.empty(2, 7, 3, dtype=bf))
+        assert d.shape == (2, 5, 3) and d.dtype == torch.bfloat16
+        d = torch.ops.jitgemm.scaled_mm(torch.empty(5, 64, dtype=torch.float8_e4m3fn),
+                                        torch.empty(64, 9, dtype=torch.float8_e4m3fn), torch.empty(5, 1),
+                                        torch.empty(9), out_dtype=torch.bfloat16)
+        assert d.shape == (5, 9) and d.dtype == torch.bfloat16
+        u8 = torch.uint8
+        d = torch.ops.jitgemm.mx_mm(torch.empty(4, 48, dtype=u8), torch.empty(4, 2, dtype=u8), "fp6_e2m3",
+                                    torch.empty(6, 32, dtype=u8), torch.empty(6, 2, dtype=u8), "fp4", 64)
+        assert d.shape == (4, 6) and d.dtype == torch.float32
+        with pytest.raises(MatmulError, match=r"b is torch.uint8 \(6, 64\); fp4 rows of K=64 take torch.uint8 "
+                                              r"\[rows, 32\]"):
+            torch.ops.jitgemm.mx_mm(torch.empty(4, 48, dtype=u8), torch.empty(4, 2, dtype=u8), "fp6_e2m3",
+                                    torch.empty(6, 64, dtype=u8), torch.empty(6, 2, dtype=u8), "fp4", 64)
+        with pytest.raises(MatmulError, match=r"b_scale is torch.uint8 \(6, 1\); expected E8M0 codes"):
+            torch.ops.jitgemm.mx_mm(torch.empty(4, 48, dtype=u8), torch.empty(4, 2, dtype=u8), "fp6_e2m3",
+                                    torch.empty(6, 32, dtype=u8), torch.empty(6, 1, dtype=u8), "fp4", 64)
