@@ -204,6 +204,9 @@ MODIFIER_ENCODERS: dict[str, Callable] = {
 }
 
 
+_INTEGER_SRCMODS = frozenset({"SRC0_NEG", "SRC0_ABS", "SRC1_NEG", "SRC1_ABS"})
+
+
 def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
     out = []
     codecs = form.codecs
@@ -223,6 +226,12 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             kept = tuple((f, fv[f] & bits) for f, bits in form.hidden
                          if fv.get(f, 0) & bits != defaults.get(f, 0) & bits
                          and not (f == "OFFSET" and form.smem and fv.get("IMM")))
+            if ("DPP_CTRL" in codecs or "SRC0_SEL" in codecs) and not form.name.startswith("v_dot") \
+                    and any(f in _INTEGER_SRCMODS for f, _ in kept):
+                # (the dot products' DPP forms, on packed integers, LLVM decodes with the bits unprinted)
+                # llvm-objdump-22 prints such a DPP/SDWA word as .long: no listing shows an unprinted neg/abs
+                bad = next(f for f, _ in kept if f in _INTEGER_SRCMODS)
+                raise Mismatch(f"{bad} is set on an integer source, which has no neg/abs (LLVM decodes no such word)")
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
@@ -266,10 +275,14 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
                 out.append(syn.OMOD_NAMES[v])
         elif kind == "sel":
             v = fv[syn.SEL_FIELDS[name]]
-            out.append((name, syn.SDWA_SEL_NAMES.get(v, str(v))))
+            if v not in syn.SDWA_SEL_NAMES:   # llvm-objdump-22 crashes on 7; a listing must not show `dst_sel:7`
+                raise Mismatch(f"{name} {v} is reserved (SDWA selects are 0-6: {', '.join(syn.SDWA_SEL)})")
+            out.append((name, syn.SDWA_SEL_NAMES[v]))
         elif kind == "unused":
             v = fv["DST_UNUSED"]
-            out.append((name, syn.SDWA_UNUSED_NAMES.get(v, str(v))))
+            if v not in syn.SDWA_UNUSED_NAMES:   # llvm-objdump-22 drops the bits and prints UNUSED_PAD
+                raise Mismatch(f"dst_unused {v} is reserved (0-2: {', '.join(syn.SDWA_UNUSED)})")
+            out.append((name, syn.SDWA_UNUSED_NAMES[v]))
         elif kind == "dpp":
             if name == "quad_perm":  # one entry stands for the whole DPP_CTRL field
                 m = syn.dpp_ctrl_modifier(fv["DPP_CTRL"])

@@ -278,9 +278,11 @@ def decode_at(data: bytes, pos: int, forms: SpecForms, base: int = 0) -> Decoded
 
 
 def _unknown(data: bytes, pos: int, word: int, nbytes: int, forms: SpecForms, base: int) -> Decoded:
-    """A word no form decodes: one `.long` of 4 bytes, and decoding goes on at the next word, as llvm-objdump-22
-    does (it printed two `.long`s for an unknown 64-bit opcode and hid the word after it). The warning says why:
-    no encoding, an opcode the spec lacks, or the instruction and the operand value the spec does not define."""
+    """A word no form decodes, and the warning that says why: no encoding, an opcode the spec lacks (skipped by
+    its encoding's size: with a spec subset or AMD's excerpt the opcode is usually a real instruction, and
+    llvm-objdump's listing stays aligned; LLVM itself prints one .long for an opcode it does not know either and
+    goes on at the next word — open, see issue 27's note), or the instruction and the operand value the spec does
+    not define (LLVM decodes those as the instruction, marked invalid: the word spans the form)."""
     low = word & 0xFFFFFFFF
     why: list = []
     _match(forms, word, nbytes, why)
@@ -292,8 +294,8 @@ def _unknown(data: bytes, pos: int, word: int, nbytes: int, forms: SpecForms, ba
     if found is None:
         return Decoded(base + pos, 4, data[pos:pos + 4], None, None,
                        f"no encoding of the spec matches word 0x{low:08x}")
-    name, _size = found
-    return Decoded(base + pos, 4, data[pos:pos + 4], None, name,
+    name, size = found
+    return Decoded(base + pos, size, data[pos:pos + size], None, name,
                    f"opcode not in the spec: word 0x{low:08x} is in encoding {name}")
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from jitgemm.cli import CliError, problem_args
+from jitgemm.cli import CliError, problem_args, problems_from_args, use_spec_option
 
 
 def register(subparsers) -> None:
@@ -33,11 +33,6 @@ def register(subparsers) -> None:
     for action in e._actions:      # the problem is optional here: a file may be given instead
         if action.dest in ("m", "n", "k"):
             action.required = False
-    for side in ("a", "b"):
-        e.add_argument(f"--{side}-scale", choices=("none", "plain", "shuffled"), default="none",
-                       help=f"{side.upper()}'s E8M0 block scales for an MX problem")
-    e.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
-                   help="B's bytes in the 16x16 pre-shuffled weight layout, for an MX problem")
     e.set_defaults(func=_export)
     p.set_defaults(func=lambda args: (p.print_help(), 2)[1])
 
@@ -77,15 +72,9 @@ def _export(args: argparse.Namespace) -> int:
         if args.m is None or args.n is None or args.k is None:
             raise CliError("give a code object FILE, or a problem with --m, --n and --k")
         import jitgemm
-        from jitgemm.codegen.gemm_ir import GemmProblem, IRError
-        from jitgemm.codegen.gemm_text import parse_dtype_list
 
-        try:
-            da, db = parse_dtype_list(args.dtype)
-            problem = GemmProblem.make(args.m, args.n, args.k, da, db, args.out_dtype, layout=args.layout,
-                                       a_scale=args.a_scale, b_scale=args.b_scale, b_preshuffle=args.b_preshuffle)
-        except (IRError, ValueError) as exc:
-            raise CliError(str(exc)) from None
+        (problem,) = problems_from_args(args)   # the problem options every command shares (MX ones included)
+        use_spec_option(args)
         kernel = jitgemm.compile(problem, arch=args.arch, generator=args.generator)
         result = export(kernel.code_object, kernel.name)
     out = Path(args.output)
