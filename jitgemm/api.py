@@ -15,6 +15,7 @@ from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
+from .dlpack import accepts_dlpack
 
 if TYPE_CHECKING:
     from .kernel import Kernel
@@ -484,6 +485,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     return compile_config(problem, config, arch=arch, use_disk_cache=use_disk_cache, generator=generator or "asm")
 
 
+@accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
            backend: str = "auto") -> np.ndarray:
@@ -494,7 +496,9 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     a bf16/fp16 A beside MX weights is the weight-only GEMM), B as the logical (K, N) operand quantized along K
     (`jitgemm.mx.weights(w)` for [N, K] weights); jitgemm/mx_operands.py says how they are stored.
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
-    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
+    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
+    producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
+    """
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -525,6 +529,7 @@ def default_arch(problem: GemmProblem) -> str:
     return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
 
 
+@accepts_dlpack("a", "b", "scale_a", "scale_b", "bias", error=MatmulError)
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
                   backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
     """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on

@@ -39,7 +39,8 @@ from .cache_notice import notice
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
-           "compile_seconds": "lower", "occupancy": "higher"}
+           "compile_seconds": "lower", "occupancy": "higher",
+           "chosen": "higher"}   # 1: another library's tuned choice with no time (hipBLASLt override files)
 # Columns of `export_csv` / `import_csv` (the project's own format), in order.
 CSV_COLUMNS = ("target", "problem", "kernel", "generator", "code_sha256", "contract_key", "metric", "value",
                "source", "tools", "time", "origin", "config", "contract")

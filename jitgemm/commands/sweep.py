@@ -130,6 +130,8 @@ def _cmd_tuning(args: argparse.Namespace) -> int:
             if not args.file:
                 raise CliError("tuning import FILE: which CSV file?")
             print(f"{db.import_csv(args.file, target=args.target, layout=args.layout)} rows imported into {db.path}")
+        elif args.action in _FOREIGN:
+            _foreign_file(args, db)
         elif args.action == "export":
             if not args.file:
                 raise CliError("tuning export FILE: where to write the CSV?")
@@ -143,6 +145,36 @@ def _cmd_tuning(args: argparse.Namespace) -> int:
     except TuningDBError as exc:
         raise CliError(str(exc)) from None
     return 0
+
+
+_FOREIGN = ("import-tunableop", "export-tunableop", "import-hipblaslt")
+
+
+def _foreign_file(args: argparse.Namespace, db) -> None:
+    """PyTorch TunableOp / hipBLASLt override files (jitgemm/tuning_files.py)."""
+    from jitgemm import tuning_files
+
+    if not args.file:
+        raise CliError(f"tuning {args.action} FILE: which file?")
+    if args.action == "export-tunableop":
+        print(f"{tuning_files.export_tunableop(db, args.file, target=args.target)} TunableOp rows written to "
+              f"{args.file}")
+        return
+    if args.action == "import-tunableop":
+        report = tuning_files.import_tunableop(args.file, db, target=args.target,
+                                               accept_mismatch=args.accept_validator_mismatch)
+    else:
+        if not args.target:
+            raise CliError("tuning import-hipblaslt FILE: --target (the GPU it was tuned on) is required")
+        report = tuning_files.import_hipblaslt(args.file, db, target=args.target,
+                                               hipblaslt_version=args.hipblaslt_version,
+                                               accept_mismatch=args.accept_validator_mismatch)
+    for check in report.checks:
+        print(f"validator {check.describe()}")
+    for line in report.skipped:
+        print(f"skipped (not a GEMM jitgemm expresses): {line}")
+    note = " (validator mismatch accepted by --accept-validator-mismatch)" if report.accepted_mismatch else ""
+    print(f"{report.rows} rows imported into {db.path}{note}")
 
 
 def _problem_args(p: argparse.ArgumentParser) -> None:
@@ -178,11 +210,15 @@ def register(sub) -> None:
     t.set_defaults(func=_cmd_tune)
 
     d = sub.add_parser("tuning", help="the tuning database: show, import CSV (ours or aiter's), export CSV")
-    d.add_argument("action", choices=("show", "import", "export"),
-                   help="show the newest rows, import a CSV file, or export every row to one")
+    d.add_argument("action", choices=("show", "import", "export") + _FOREIGN,
+                   help="show the newest rows, import a CSV file, or export every row to one; import/export a "
+                        "PyTorch TunableOp file, import a hipBLASLt override file (HIPBLASLT_TUNING_OVERRIDE_FILE)")
     d.add_argument("file", nargs="?", help="the CSV file to import or export")
     d.add_argument("--db", help="tuning database file (default: $JITGEMM_TUNING_DB or ~/.cache/jitgemm/tuning.db)")
     d.add_argument("--target", help="import: the GPU a foreign table was measured on; show: filter")
     d.add_argument("--layout", default="NT", help="import of a foreign table: how its A and B are stored")
     d.add_argument("--last", type=int, default=20, help="show: the newest N rows")
+    d.add_argument("--accept-validator-mismatch", action="store_true",
+                   help="import a TunableOp/hipBLASLt file whose versions differ from this environment's anyway")
+    d.add_argument("--hipblaslt-version", help="import-hipblaslt: the running hipBLASLt git version to check against")
     d.set_defaults(func=_cmd_tuning)
