@@ -53,7 +53,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                      "source": format_ir(p.kernel_class(), config), "target": target_id,
                      **({"code_sha256": code_sha256} if code_sha256 else {})},
         "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
-                      "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout,
+                      "d": p.d.name, "acc": p.acc.name, "layout": p.layout,
                       **({"a_scale": p.a_scale, "b_scale": p.b_scale, "scale_block": p.scale_block,
                           "b_preshuffle": p.b_preshuffle} if p.scaled else {}),
                       **(_scale_mode_fields(p) if p.scale_mode != "none" else {})},

@@ -170,6 +170,16 @@ class GemmProblem:
         return {"a": self.lda or self.a_shape[1], "b": self.ldb or self.b_shape[1],
                 "c": self.ldc or self.n, "d": self.ldd or self.n}
 
+    def without_packed_lds(self) -> GemmProblem:
+        """The same problem with every leading dimension that equals packed storage left out (None): the one
+        spelling of a packed problem, as `make`, the CLI and the tuning database write it, so `matmul`'s problem
+        (which states its lds), a table's row and `jitgemm select` share one key. The one home of this rule:
+        `jitgemm.api.prepare` and `jitgemm.tuning_db.problem_key` call it."""
+        packed = {"a": self.a_shape[1], "b": self.b_shape[1], "c": self.n, "d": self.n}
+        same = {f"ld{x}": None for x in packed if getattr(self, f"ld{x}") is not None
+                and getattr(self, f"ld{x}") == packed[x]}
+        return replace(self, **same) if same else self
+
     def validate(self) -> None:
         for name in ("m", "n", "k", "batch"):
             value = getattr(self, name)

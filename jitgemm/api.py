@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
 import numpy as np
@@ -339,10 +339,7 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
                                    **ops.fields, **scale_fields)
         # packed storage is the problem without leading dimensions, as GemmProblem.make, the CLI and the tuning
         # database spell it: one problem, one key (`jitgemm select`/`sweep` rows then match matmul's problem)
-        packed = {f"ld{x}": None for x in ("a", "b", "c") if getattr(problem, f"ld{x}") is not None
-                  and getattr(problem, f"ld{x}") == GemmProblem.lead.fget(replace(problem, **{f"ld{x}": None}))[x]}
-        if packed:
-            problem = replace(problem, **packed)
+        problem = problem.without_packed_lds()
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     d = np.empty((batch, m, n) if batch > 1 or ops.batched_out else (m, n), dtype=problem.d.numpy)

@@ -132,6 +132,19 @@ class Clause:
     reason: str
 
 
+def _without_retired_scale(obj: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """Contracts written before operation.scale_mode carry `operation.scale: none`, a field nothing read: it is
+    dropped so their code objects (disk cache, supplier folders) still load; any other value is refused, since
+    the scale a kernel applies is stated by operation.scale_mode (and a_scale/b_scale for MX) alone."""
+    op = obj.get("operation")
+    if not isinstance(op, Mapping) or "scale" not in op:
+        return obj
+    if op["scale"] != "none":
+        raise ContractError(f"{source}: at operation.scale: {op['scale']!r}: operation.scale is retired; state the "
+                            f"kernel's scaling as operation.scale_mode (none, tensor, rowcol, block)")
+    return {**obj, "operation": {k: v for k, v in op.items() if k != "scale"}}
+
+
 class Contract:
     """A validated contract. `data` is the plain mapping (as embedded in the code object)."""
 
@@ -157,6 +170,7 @@ class Contract:
                 raise ContractError(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
         if not isinstance(obj, Mapping):
             raise ContractError(f"{source}: a contract is a mapping, got {type(obj).__name__}")
+        obj = _without_retired_scale(obj, source)
         errors = sorted(_validator().iter_errors(obj), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
         if errors:
             from jsonschema.exceptions import best_match

@@ -529,7 +529,7 @@ class TritonSupplier(Supplier):
                          "source": f"jitgemm/triton_gemm.py:{source}", "target": isa.spec.targets.base_target(target),
                          "code_sha256": hashlib.sha256(kernel.code).hexdigest()},
             "operation": {"kind": "gemm", "a": problem.a.name, "b": problem.b.name, "c": None, "d": problem.d.name,
-                          "acc": problem.acc.name, "scale": "none", "layout": problem.layout, **operation},
+                          "acc": problem.acc.name, "layout": problem.layout, **operation},
             "abi": {"kernarg_size": int(kernel.metadata.get(".kernarg_segment_size", 0)), "strides_in": strides_in,
                     "args": args},
             "launch": {"workgroup": [info["num_warps"] * 64, 1, 1],

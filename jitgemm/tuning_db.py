@@ -127,12 +127,8 @@ def default_path() -> Path:
 def problem_key(problem: GemmProblem) -> str:
     """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue), leading dimensions that
     equal packed storage left out: `matmul` states them, a table's row and `jitgemm select` do not, and they are
-    the same problem."""
-    import dataclasses
-
-    packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
-    same = {f"ld{x}": None for x in packed if getattr(problem, f"ld{x}") == packed[x]}
-    return format_problem(dataclasses.replace(problem, **same) if same else problem)
+    the same problem (`GemmProblem.without_packed_lds`)."""
+    return format_problem(problem.without_packed_lds())
 
 
 def contract_identity(contract: dict) -> tuple[str, str, str]:
