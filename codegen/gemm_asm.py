@@ -51,6 +51,7 @@ from .gemm_asm_scale import ScalePhase
 from .gemm_asm_staging import StagingPhase
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
+from .gemm_split import emit_k_range
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
@@ -139,6 +140,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
         self._batch_offsets(wg_z)
+        if self.p.k_split == "partial":           # z is a K range, not a batch entry (codegen/gemm_split.py)
+            emit_k_range(self, wg_z)
         self.rsrc = self._resources()
         self._zero_accumulators()
         self.oob = self.vconst(OOB)
@@ -162,6 +165,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
             sizes["c"] = self.p.c.bytes
         if self.p.scale_mode != "none":
             sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
+        if self.p.k_split == "partial":                   # only D (the workspace slice) moves with z
+            sizes = {"d": self.p.d.bytes}
         for x, eb in sizes.items():
             ptr = a[x]
             plo, phi = Reg("s", ptr.index), Reg("s", ptr.index + 1)
