@@ -486,7 +486,7 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
 
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto") -> np.ndarray:
+           backend: str = "auto", split_k: int | str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
@@ -494,7 +494,10 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     a bf16/fp16 A beside MX weights is the weight-only GEMM), B as the logical (K, N) operand quantized along K
     (`jitgemm.mx.weights(w)` for [N, K] weights); jitgemm/mx_operands.py says how they are stored.
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
-    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where)."""
+    The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where).
+    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
+    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`), or a power of two
+    (1: never split; > 1: that many K ranges, a workspace and a reduction kernel)."""
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -502,8 +505,26 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
+    ours = _our_split(call.problem, arch, contract, blob, split_k)
+    if ours > 1:
+        from .split_k import split_matmul
+
+        return split_matmul(call, arch, ours, backend=where)
     return launch(call, blob, name, contract, backend=where, source=source,
                   split_k=_split_k(contract, blob, call.problem))
+
+
+def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:
+    """The split count of the direct generator's split-K pair for matmul (1: run the chosen kernel as it is)."""
+    if split_k == "auto":
+        if problem.m > 64 or problem.k < 1024 or contract.split_k:
+            return 1
+        from .split_k import choose_split
+
+        return choose_split(problem, arch, chosen=(contract, blob)).split_k
+    if not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1:
+        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1")
+    return split_k
 
 
 def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:

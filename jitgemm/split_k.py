@@ -132,16 +132,23 @@ def split_matmul(call, arch: str, split_k: int, *, backend: str = "emu", config:
     return call.d
 
 
-def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT) -> SplitChoice:
-    """The timing model's best split count for `problem` on the direct generator (1: do not split)."""
-    from .kernel import compile as compile_config
+def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT, chosen=None,
+                 margin: float = 0.9) -> SplitChoice:
+    """The timing model's best split count for `problem` with the direct generator's split-K pair, against the
+    kernel `chosen` ((contract, code object) or a Kernel; default: the selector's choice, `jitgemm.compile`).
+    Splitting wins only when predicted below `margin` x the chosen kernel's time (the model's error is ~10-20%
+    median; a near tie is not worth a workspace and a second launch). 1: do not split."""
     from .timing import TimingError, predict
+    from .timing.pipeline import PipelineModelError
 
     try:
-        base = compile_config(problem, None, arch=arch, generator="asm")
-        us_plain = predict(base, problem, device).us
+        if chosen is None:
+            from .api import compile as api_compile
+
+            chosen = api_compile(problem, arch=arch)
+        us_plain = predict(chosen, problem, device).us
         part = partial_kernel(problem, arch)
-    except (TimingError, IRError) as exc:
+    except (TimingError, PipelineModelError, IRError) as exc:
         return SplitChoice(1, math.nan, math.nan, math.nan, math.nan, None, f"no prediction: {exc}")
     q = partial_problem(problem)
     best = SplitChoice(1, us_plain, us_plain, us_plain, 0.0, None, "one split is fastest")
@@ -149,14 +156,14 @@ def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int
     while s <= max_split and split_refusal(problem, part.config.depth_k, s) is None:
         try:
             us_part = predict(part, q, device, split_k=s).us
-        except TimingError:
+        except (TimingError, PipelineModelError):
             break
         us_red = reduce_us(problem, s, arch, device)
         total = us_part + us_red
-        if total < best.us_split:
+        if total < best.us_split and total < margin * us_plain:
             best = SplitChoice(s, us_plain, total, us_part, us_red, part.config,
                                f"split_k={s}: partials {us_part:.2f} us + reduction {us_red:.2f} us < "
-                               f"one split {us_plain:.2f} us")
+                               f"{margin:g} x chosen kernel {us_plain:.2f} us")
         s *= 2
     return best
 
