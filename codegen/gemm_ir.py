@@ -110,6 +110,7 @@ class GemmProblem:
     a_scale_order: str = "row"   # block mode: A's [M, KB] scales row-major ("row") or column-major ("col")
     b_scale_order: str = "row"   # block mode: B's [NB, KB] scales row-major ("row") or column-major ("col")
     k_split: str = "none"        # "none" | "partial": one K range per workgroup z, raw partials (codegen/gemm_split.py)
+    grouped: bool = False        # MoE grouped GEMM: z = group, rows from a group-offsets array (codegen/gemm_group.py)
 
     @staticmethod
     def make(m: int, n: int, k: int, a: str | DType = "fp32", b: str | DType | None = None,
@@ -118,7 +119,8 @@ class GemmProblem:
              ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0, beta: float = 0.0,
              bias: str = "none", activation: str = "none", a_scale: str = "none", b_scale: str = "none",
              scale_block: int = SCALE_BLOCK, b_preshuffle: str = "none", scale_mode: str = "none",
-             a_scale_order: str = "row", b_scale_order: str = "row", k_split: str = "none") -> GemmProblem:
+             a_scale_order: str = "row", b_scale_order: str = "row", k_split: str = "none",
+             grouped: bool = False) -> GemmProblem:
         """Build and validate a problem; dtypes by name, defaults filled in (B = A, accumulator from the pair,
         D = A for 16/32-bit floats, fp32 for 8-bit and narrower floats, int32 for int8; an MX or weight-only
         problem defaults to layout NT). A scaled 8-bit problem (scale_mode tensor/rowcol/block) writes fp32 by
@@ -144,7 +146,8 @@ class GemmProblem:
                         lda=lda, ldb=ldb, ldc=ldc, ldd=ldd, alpha=float(alpha), beta=float(beta), bias=bias,
                         activation=activation, a_scale=a_scale, b_scale=b_scale, scale_block=scale_block,
                         b_preshuffle=b_preshuffle, scale_mode=scale_mode, a_scale_order=a_scale_order,
-                        b_scale_order=b_scale_order, k_split=k_split)
+                        b_scale_order=b_scale_order, k_split=k_split,
+                        grouped=bool(grouped))
         p.validate()
         return p
 
@@ -255,6 +258,8 @@ class GemmProblem:
         self._validate_scale_mode()
         if self.k_split != "none":
             self._validate_partial()
+        if self.grouped:
+            self._validate_grouped()
         if self.b_preshuffle not in PRESHUFFLES:
             raise IRError(f"b_preshuffle {self.b_preshuffle!r} is not one of {', '.join(PRESHUFFLES)}")
         if self.weight_only and self.b_scale == "none":
@@ -290,6 +295,15 @@ class GemmProblem:
         if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
             raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
                           f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
+
+    def _validate_grouped(self) -> None:
+        """A grouped GEMM (codegen/gemm_group.py): A stacked row-major [sum M_g, K], D [sum M_g, N], B one per
+        group; `m` is the largest group's rows, `batch` the group count."""
+        if self.a_transposed:
+            raise IRError(f"grouped: A is the groups' rows stacked row-major ([sum M, K], layout N); layout "
+                          f"{self.layout} stores A transposed")
+        if self.bias == "m" or self.scaled or self.scale_mode != "none" or self.k_split != "none":
+            raise IRError("grouped: bias per column (n) or none, no scales, no split-K")
 
     def _validate_partial(self) -> None:
         """A split-K partial kernel (codegen/gemm_split.py) writes raw sums: no epilogue of its own, and its z

@@ -507,11 +507,34 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     blob, name, contract, source = _choose(call.problem, call.align, arch)
     ours = _our_split(call.problem, arch, contract, blob, split_k)
     if ours > 1:
-        from .split_k import split_matmul
-
-        return split_matmul(call, arch, ours, backend=where)
+        return split_launch(call, arch, ours, backend=where)
     return launch(call, blob, name, contract, backend=where, source=source,
                   split_k=_split_k(contract, blob, call.problem))
+
+
+def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
+                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
+    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+    from jitgemm.codegen.gemm_split import partial_problem, split_refusal
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    try:
+        kernel = partial_kernel(p, arch, config)
+        refusal = split_refusal(p, kernel.config.depth_k, split_k)
+        q = partial_problem(p)
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    if refusal:
+        raise MatmulError(refusal)
+    ws = workspace(p, split_k) if ws is None else ws
+    partial = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=split_k)
+    run_reduction(call, ws, split_k, arch, backend, strict)
+    return call.d
 
 
 def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:

@@ -320,6 +320,8 @@ class Contract:
                f"kernel scale mode {op.get('scale_mode', 'none')}, problem {problem.scale_mode} (accepted modes: "
                f"none, tensor, rowcol, block)")
         # split-K partial kernels (codegen/gemm_split.py) write raw partial sums, one K range per z slice
+        clause("operation.grouped", bool(op.get("grouped", False)) == problem.grouped,
+               f"kernel grouped={bool(op.get('grouped', False))}, problem grouped={problem.grouped}")
         clause("operation.k_split", op.get("k_split", "none") == problem.k_split,
                f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial)")
         if problem.scale_mode == "block":

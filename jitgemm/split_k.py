@@ -3,7 +3,7 @@
 workgroup per output tile; split_k ranges multiply the workgroups by split_k at the price of a workspace of
 4 * split_k * M * N bytes written once and read once.
 
-`split_matmul(call, arch, split_k)` runs a prepared call (jitgemm.api.prepare) that way; `choose_split(problem,
+`jitgemm.api.split_launch(call, arch, split_k)` runs a prepared call that way with these kernels; `choose_split(problem,
 arch)` asks the timing model (jitgemm.timing.predict with split_k) whether splitting wins and by how much.
 """
 
@@ -96,31 +96,12 @@ def _reduce_segment(values: dict, ws: np.ndarray, split_k: int, integer: bool):
     return PackedSegment(buffers, pack)
 
 
-def split_matmul(call, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call (jitgemm.api.GemmCall) as a split-K GEMM: partial kernel (grid z = split_k) into a
-    NaN-poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
-    from .api import GemmCall, MatmulError, launch
-    from .contract import Contract
-
+def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = "emu", strict: bool = False) -> None:
+    """The reduction kernel over the workspace `ws` into call.d: D = epilogue(sum over z of ws[z])."""
     p = call.problem
-    kernel = partial_kernel(p, arch, config)
-    depth = kernel.config.depth_k
-    refusal = split_refusal(p, depth, split_k)
-    if refusal:
-        raise MatmulError(refusal)
-    q = partial_problem(p)
-    ws = workspace(p, split_k) if ws is None else ws
-    integer = not p.epilogue_float
-    values = {**call.values, "d": ws.reshape(-1), "c": None, "bias": None, "ldd": p.n, "stride_d": p.m * p.n,
-              "stride_a": 0, "stride_b": 0, "stride_c": 0, "alpha": 1 if integer else 1.0,
-              "beta": 0 if integer else 0.0}
-    partial_call = GemmCall(q, values, ws, {**call.align, "d": 256})
-    launch(partial_call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend,
-           strict=strict, split_k=split_k)
     blob, name, _ = reduce_kernel(p.kernel_class(), arch)
     grid = (math.ceil(p.n / REDUCE_THREADS), p.m, 1)
-    args = [_reduce_segment(call.values, ws, split_k, integer)]
+    args = [_reduce_segment(call.values, ws, split_k, not p.epilogue_float)]
     if backend == "hip":
         from .hip_runtime import run_hip
 
@@ -129,7 +110,14 @@ def split_matmul(call, arch: str, split_k: int, *, backend: str = "emu", config:
         from .emu import emulate
 
         emulate(blob, name, grid=grid, block=(REDUCE_THREADS, 1, 1), args=args, lds_bytes=0, strict=strict)
-    return call.d
+
+
+def partial_values(call, ws: np.ndarray) -> dict:
+    """The partial kernel's argument values: the call's operands, D = the workspace, no epilogue."""
+    p = call.problem
+    integer = not p.epilogue_float
+    return {**call.values, "d": ws.reshape(-1), "c": None, "bias": None, "ldd": p.n, "stride_d": p.m * p.n,
+            "stride_a": 0, "stride_b": 0, "stride_c": 0, "alpha": 1 if integer else 1.0, "beta": 0 if integer else 0.0}
 
 
 def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT, chosen=None,
@@ -142,14 +130,19 @@ def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int
     from .timing.pipeline import PipelineModelError
 
     try:
-        if chosen is None:
-            from .api import compile as api_compile
+        if chosen is None:      # the selector's kernel, as jitgemm.compile makes it
+            from .kernel import compile as compile_config
+            from .selector import selected_config
 
-            chosen = api_compile(problem, arch=arch)
+            config, gen = selected_config(problem, arch, None)
+            chosen = compile_config(problem, config, arch=arch, generator=gen or "asm")
         us_plain = predict(chosen, problem, device).us
-        part = partial_kernel(problem, arch)
     except (TimingError, PipelineModelError, IRError) as exc:
         return SplitChoice(1, math.nan, math.nan, math.nan, math.nan, None, f"no prediction: {exc}")
+    try:
+        part = partial_kernel(problem, arch)
+    except IRError as exc:     # batched, scaled: no split-K pair
+        return SplitChoice(1, us_plain, us_plain, us_plain, 0.0, None, f"no split-K: {exc}")
     q = partial_problem(problem)
     best = SplitChoice(1, us_plain, us_plain, us_plain, 0.0, None, "one split is fastest")
     s = 2

@@ -11,9 +11,10 @@ from jitgemm.codegen.gemm_ir import GemmProblem, IRError
 from jitgemm.codegen.gemm_split import max_split, partial_problem, split_refusal
 
 from jitgemm.api import MatmulError, prepare
+from jitgemm.api import split_launch as split_matmul
 from jitgemm.contract import Contract
 from jitgemm.reference import check, operands, reference
-from jitgemm.split_k import partial_kernel, split_matmul
+from jitgemm.split_k import partial_kernel
 
 CASES = [  # arch, m, n, k, a, d, layout, split, epilogue
     ("gfx942", 5, 40, 200, "bf16", "bf16", "NT", 4, {}),
