@@ -38,7 +38,7 @@ def proxy(problem):
     a = p.a.name
     try:
         q = GemmProblem.make(p.m, p.n, p.k, a, p.b.name, "bf16" if p.a.kind == "float" else "int32",
-                             layout=p.layout)
+                             layout=p.layout, batch=p.batch)
     except ValueError:
         return None, "-"
     return q, "proxy"

@@ -287,8 +287,30 @@ def register_supplier(supplier: Supplier) -> None:
 
 def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str = "gfx942") -> str:
     """The default selector's table for a problem: every candidate, kept or rejected (and the clause), with
-    the ranking scores."""
-    return default_selector(arch).explain(problem, align)
+    the ranking scores; then the split-K decision `matmul` takes for it (`split_k_clause`)."""
+    return default_selector(arch).explain(problem, align) + split_k_clause(problem, arch)
+
+
+def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
+    """The split-K line of `explain`: the clause that keeps matmul's split_k="auto" from splitting, or the timing
+    model's split count with the predicted times (jitgemm/split_k.py). Grouped problems: the group table."""
+    if problem.grouped:
+        return ("grouped: one launch, z = group (batch role = G groups), rows from group_offsets[g]..[g+1] "
+                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped)\n")
+    if problem.k_split != "none":
+        return ""
+    if problem.batch != 1 or problem.scaled or problem.scale_mode != "none":
+        return "split-K: no (split_k.partial_problem: batch 1, no scales)\n"
+    if problem.m > 64 or problem.k < 1024:
+        return (f"split-K: no (matmul split_k='auto' considers M <= 64 and K >= 1024; m={problem.m}, "
+                f"k={problem.k}; matmul(split_k=n) forces n)\n")
+    from .split_k import choose_split
+
+    c = choose_split(problem, arch)
+    if c.split_k > 1:
+        return (f"split-K: yes, split_k={c.split_k} (launch.split_k.partials, workspace {4 * c.split_k}*m*n bytes, "
+                f"reduction kernel applies the epilogue): {c.reason}\n")
+    return f"split-K: no ({c.reason})\n"
 
 
 def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,

@@ -41,3 +41,12 @@ def test_split_refused_names_the_reason():
     a = np.ones((4, 65), np.float16)
     with pytest.raises(MatmulError, match="empty"):
         jitgemm.matmul(a, a.T.copy(), backend="emu", split_k=8)
+
+
+def test_explain_has_the_split_k_and_grouped_clauses():
+    decode = jitgemm.explain(GemmProblem.make(16, 4096, 8192, "bf16", layout="NT"))
+    assert "split-K: yes, split_k=" in decode and "launch.split_k.partials" in decode
+    big = jitgemm.explain(GemmProblem.make(128, 64, 64, "bf16", layout="NT"))
+    assert "split-K: no (matmul split_k='auto' considers M <= 64" in big
+    grouped = jitgemm.explain(GemmProblem.make(8, 64, 64, "bf16", batch=3, grouped=True))
+    assert "operation.grouped" in grouped and "grouped: the LLVM generator has no grouped GEMM" in grouped
