@@ -123,19 +123,18 @@ def partial_values(call, ws: np.ndarray) -> dict:
 def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT, chosen=None,
                  margin: float = 0.9) -> SplitChoice:
     """The timing model's best split count for `problem` with the direct generator's split-K pair, against the
-    kernel `chosen` ((contract, code object) or a Kernel; default: the selector's choice, `jitgemm.compile`).
+    kernel `chosen` ((contract, code object) or a Kernel; default: the direct generator's default kernel; matmul,
+    explain and the bench pass the selector's choice).
     Splitting wins only when predicted below `margin` x the chosen kernel's time (the model's error is ~10-20%
     median; a near tie is not worth a workspace and a second launch). 1: do not split."""
     from .timing import TimingError, predict
     from .timing.pipeline import PipelineModelError
 
     try:
-        if chosen is None:      # the selector's kernel, as jitgemm.compile makes it
+        if chosen is None:      # the direct generator's default kernel (callers pass the selector's choice)
             from .kernel import compile as compile_config
-            from .selector import selected_config
 
-            config, gen = selected_config(problem, arch, None)
-            chosen = compile_config(problem, config, arch=arch, generator=gen or "asm")
+            chosen = compile_config(problem, None, arch=arch, generator="asm")
         us_plain = predict(chosen, problem, device).us
     except (TimingError, PipelineModelError, IRError) as exc:
         return SplitChoice(1, math.nan, math.nan, math.nan, math.nan, None, f"no prediction: {exc}")
