@@ -7,7 +7,9 @@ the vector's bytes; everything else (ragged M/N/K, any batch) is handled by boun
 
 from __future__ import annotations
 
+from .gemm_group import group_fields
 from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_split import contract_fields
 from .gemm_text import format_ir
 from .kernel_abi import LoweredKernel, kernarg_size, kernargs
 
@@ -47,7 +49,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         # range-check per dword; codegen/gemm_plan_mx.py), so every matrix holds at least one dword: K * bits >= 32
         legality["min"] = {"k": max(-(-32 // p.a.bits), -(-32 // p.b.bits))}
     mfma = config.mfma
-    return {
+    return group_fields(p, contract_fields(p, config, {
         "contract_version": 1,
         "identity": {"generator": generator, "generator_version": version, "kernel": lowered.name,
                      "source": format_ir(p.kernel_class(), config), "target": target_id,
@@ -68,7 +70,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                  "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr,
                  "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes,
                  **({"load_bytes": _mx_load_bytes(p)} if p.scaled else {})},
-    }
+    }))
 
 
 def _scale_mode_fields(p: GemmProblem) -> dict:
