@@ -576,6 +576,7 @@ class SpecForms:
         self._decode_ready = False
         self.encode_cache: dict = {}
         self.decode_cache: dict = {}
+        self.knows_every_opcode: bool | None = None   # release.knows_every_opcode, set by the decoder on first use
 
     def _mnemonic_plan(self) -> dict[str, list[tuple[int, int]]]:
         """Every spelling the assembler accepts -> the (instruction, encoding) forms it names; made on first use

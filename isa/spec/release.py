@@ -127,3 +127,25 @@ def fetch(release: str | None = None, *, timeout: float = 30.0, releases: dict[s
             f"{rel.url.rsplit('/', 1)[-1]} on another machine and run `jitgemm spec import FILE.zip` "
             f"(verified against the same size and sha256)") from None
     return extract(blob, rel, rel.url, dest_root)
+
+
+def knows_every_opcode(spec) -> bool:
+    """Whether `spec` lists every opcode of its architecture: AMD's whole file of a pinned release (its sha256 is
+    a member's, specs/releases.yaml) or the subset jitgemm bundles (built to hold every opcode LLVM 22 decodes,
+    tools/isa_subset). An excerpt, a crafted spec or a user's edited copy may lack opcodes the hardware has, so a
+    word with an unknown opcode there is more likely a real instruction than data (the decoder keeps its
+    encoding's size for those)."""
+    from .sources import bundled_dir
+
+    source = getattr(spec, "source", "") or ""
+    if source:
+        try:
+            if Path(source).resolve().parent == bundled_dir().resolve():
+                return True
+        except OSError:
+            pass
+    sha = getattr(spec, "sha256", "") or ""
+    if not sha:
+        return False
+    releases, _default = pinned_releases()
+    return any(pin.sha256 == sha for r in releases.values() for pin in r.members.values())
