@@ -49,8 +49,10 @@ from .gemm_asm_epilogue import EpiloguePhase
 from .gemm_asm_fragments import FragmentPhase
 from .gemm_asm_scale import ScalePhase
 from .gemm_asm_staging import StagingPhase
+from .gemm_group import GROUP_DONE, emit_group_rows
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
+from .gemm_split import emit_k_range
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
@@ -139,6 +141,10 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
         self._batch_offsets(wg_z)
+        if self.p.k_split == "partial":           # z is a K range, not a batch entry (codegen/gemm_split.py)
+            emit_k_range(self, wg_z)
+        if self.p.grouped:                        # this group's rows of A, C and D; idle workgroups leave
+            emit_group_rows(self, wg_z)
         self.rsrc = self._resources()
         self._zero_accumulators()
         self.oob = self.vconst(OOB)
@@ -148,6 +154,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         ra.release("v", mark)                     # staging, fragments and addresses are dead after the loop
         self._vconsts = {v: r for v, r in self._vconsts.items() if r.index < mark}
         self._epilogue()
+        if self.p.grouped:
+            self.e.label(GROUP_DONE)
         emit("s_endpgm")
         return LoweredKernel(self.name, tuple(self.e.code), self.lds_bytes, ra.high["v"], ra.high["s"],
                              ra.high["a"], self.threads, self.plan.grid)
@@ -162,6 +170,10 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
             sizes["c"] = self.p.c.bytes
         if self.p.scale_mode != "none":
             sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
+        if self.p.k_split == "partial":                   # only D (the workspace slice) moves with z
+            sizes = {"d": self.p.d.bytes}
+        if self.p.grouped:                                # only B is per group; rows: codegen/gemm_group.py
+            sizes = {"b": self.p.b.bytes}
         for x, eb in sizes.items():
             ptr = a[x]
             plo, phi = Reg("s", ptr.index), Reg("s", ptr.index + 1)

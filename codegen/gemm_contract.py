@@ -7,7 +7,9 @@ the vector's bytes; everything else (ragged M/N/K, any batch) is handled by boun
 
 from __future__ import annotations
 
+from .gemm_group import group_fields
 from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_split import contract_fields
 from .gemm_text import format_ir
 from .kernel_abi import LoweredKernel, kernarg_size, kernargs
 
@@ -47,13 +49,13 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
         # range-check per dword; codegen/gemm_plan_mx.py), so every matrix holds at least one dword: K * bits >= 32
         legality["min"] = {"k": max(-(-32 // p.a.bits), -(-32 // p.b.bits))}
     mfma = config.mfma
-    return {
+    return group_fields(p, contract_fields(p, config, {
         "contract_version": 1,
         "identity": {"generator": generator, "generator_version": version, "kernel": lowered.name,
                      "source": format_ir(p.kernel_class(), config), "target": target_id,
                      **({"code_sha256": code_sha256} if code_sha256 else {})},
         "operation": {"kind": "gemm", "a": p.a.name, "b": p.b.name, "c": p.c.name if p.c else None,
-                      "d": p.d.name, "acc": p.acc.name, "scale": "none", "layout": p.layout,
+                      "d": p.d.name, "acc": p.acc.name, "layout": p.layout,
                       **({"a_scale": p.a_scale, "b_scale": p.b_scale, "scale_block": p.scale_block,
                           "b_preshuffle": p.b_preshuffle} if p.scaled else {}),
                       **(_scale_mode_fields(p) if p.scale_mode != "none" else {})},
@@ -68,7 +70,7 @@ def gemm_contract(problem: GemmProblem, config: GemmConfig, lowered: LoweredKern
                  "vgprs": lowered.next_free_vgpr, "agprs": lowered.next_free_agpr, "sgprs": lowered.next_free_sgpr,
                  "lds": lowered.lds_bytes, "scratch": lowered.scratch_bytes,
                  **({"load_bytes": _mx_load_bytes(p)} if p.scaled else {})},
-    }
+    }))
 
 
 def _scale_mode_fields(p: GemmProblem) -> dict:

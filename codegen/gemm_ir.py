@@ -73,6 +73,7 @@ PRESHUFFLES = ("none", "16x16")
 SCALE_BLOCK = 32        # OCP MX v1.0: one E8M0 scale per 32 elements; gfx950's scaled MFMAs fix the same block
 SCALE_MODES = ("none", "tensor", "rowcol", "block")
 SCALE_ORDERS = ("row", "col")
+K_SPLITS = ("none", "partial")   # split-K partial-sum kernels (codegen/gemm_split.py)
 BLOCK_SCALE_K = 128     # scale_mode="block": A scales cover 1x128 (M x K), B scales 128x128 (K x N), DeepSeek-V3's
 BLOCK_SCALE_N = 128     # fp8 recipe (arXiv 2412.19437, "Fine-Grained Quantization")
 
@@ -108,6 +109,8 @@ class GemmProblem:
     scale_mode: str = "none"     # "none" | "tensor" | "rowcol" | "block": fp32 scales of an 8-bit product
     a_scale_order: str = "row"   # block mode: A's [M, KB] scales row-major ("row") or column-major ("col")
     b_scale_order: str = "row"   # block mode: B's [NB, KB] scales row-major ("row") or column-major ("col")
+    k_split: str = "none"        # "none" | "partial": one K range per workgroup z, raw partials (codegen/gemm_split.py)
+    grouped: bool = False        # MoE grouped GEMM: z = group, rows from a group-offsets array (codegen/gemm_group.py)
 
     @staticmethod
     def make(m: int, n: int, k: int, a: str | DType = "fp32", b: str | DType | None = None,
@@ -116,7 +119,8 @@ class GemmProblem:
              ldc: int | None = None, ldd: int | None = None, alpha: float = 1.0, beta: float = 0.0,
              bias: str = "none", activation: str = "none", a_scale: str = "none", b_scale: str = "none",
              scale_block: int = SCALE_BLOCK, b_preshuffle: str = "none", scale_mode: str = "none",
-             a_scale_order: str = "row", b_scale_order: str = "row") -> GemmProblem:
+             a_scale_order: str = "row", b_scale_order: str = "row", k_split: str = "none",
+             grouped: bool = False) -> GemmProblem:
         """Build and validate a problem; dtypes by name, defaults filled in (B = A, accumulator from the pair,
         D = A for 16/32-bit floats, fp32 for 8-bit and narrower floats, int32 for int8; an MX or weight-only
         problem defaults to layout NT). A scaled 8-bit problem (scale_mode tensor/rowcol/block) writes fp32 by
@@ -142,7 +146,8 @@ class GemmProblem:
                         lda=lda, ldb=ldb, ldc=ldc, ldd=ldd, alpha=float(alpha), beta=float(beta), bias=bias,
                         activation=activation, a_scale=a_scale, b_scale=b_scale, scale_block=scale_block,
                         b_preshuffle=b_preshuffle, scale_mode=scale_mode, a_scale_order=a_scale_order,
-                        b_scale_order=b_scale_order)
+                        b_scale_order=b_scale_order, k_split=k_split,
+                        grouped=bool(grouped))
         p.validate()
         return p
 
@@ -169,6 +174,16 @@ class GemmProblem:
         """Leading dimensions with defaults (packed storage)."""
         return {"a": self.lda or self.a_shape[1], "b": self.ldb or self.b_shape[1],
                 "c": self.ldc or self.n, "d": self.ldd or self.n}
+
+    def without_packed_lds(self) -> GemmProblem:
+        """The same problem with every leading dimension that equals packed storage left out (None): the one
+        spelling of a packed problem, as `make`, the CLI and the tuning database write it, so `matmul`'s problem
+        (which states its lds), a table's row and `jitgemm select` share one key. The one home of this rule:
+        `jitgemm.api.prepare` and `jitgemm.tuning_db.problem_key` call it."""
+        packed = {"a": self.a_shape[1], "b": self.b_shape[1], "c": self.n, "d": self.n}
+        same = {f"ld{x}": None for x in packed if getattr(self, f"ld{x}") is not None
+                and getattr(self, f"ld{x}") == packed[x]}
+        return replace(self, **same) if same else self
 
     def validate(self) -> None:
         for name in ("m", "n", "k", "batch"):
@@ -251,6 +266,10 @@ class GemmProblem:
                 raise IRError(f"{op}_scale={layout}: only MX element types carry block scales "
                               f"({', '.join(MX_ELEMENTS)}), {op.upper()} is {kind.name}")
         self._validate_scale_mode()
+        if self.k_split != "none":
+            self._validate_partial()
+        if self.grouped:
+            self._validate_grouped()
         if self.b_preshuffle not in PRESHUFFLES:
             raise IRError(f"b_preshuffle {self.b_preshuffle!r} is not one of {', '.join(PRESHUFFLES)}")
         if self.weight_only and self.b_scale == "none":
@@ -286,6 +305,30 @@ class GemmProblem:
         if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
             raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
                           f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
+
+    def _validate_grouped(self) -> None:
+        """A grouped GEMM (codegen/gemm_group.py): A stacked row-major [sum M_g, K], D [sum M_g, N], B one per
+        group; `m` is the largest group's rows, `batch` the group count."""
+        if self.a_transposed:
+            raise IRError(f"grouped: A is the groups' rows stacked row-major ([sum M, K], layout N); layout "
+                          f"{self.layout} stores A transposed")
+        if self.bias == "m" or self.scaled or self.scale_mode != "none" or self.k_split != "none":
+            raise IRError("grouped: bias per column (n) or none, no scales, no split-K")
+
+    def _validate_partial(self) -> None:
+        """A split-K partial kernel (codegen/gemm_split.py) writes raw sums: no epilogue of its own, and its z
+        dimension holds the K ranges (one GEMM)."""
+        if self.k_split not in K_SPLITS:
+            raise IRError(f"k_split {self.k_split!r} is not one of {', '.join(K_SPLITS)}")
+        if self.scaled or self.scale_mode != "none":
+            raise IRError("k_split=partial: block-scaled and scale-mode problems do not split K (their scales are "
+                          "applied per K block); give scale_mode=none and no MX scales")
+        if self.d != self.acc or self.alpha != 1.0 or self.beta != 0.0 or self.c is not None \
+                or self.bias != "none" or self.activation != "none":
+            raise IRError(f"k_split=partial writes raw partial sums: d must be the accumulator ({self.acc.name}), "
+                          f"alpha 1, beta 0, no C, bias or activation (the reduction kernel applies the epilogue)")
+        if self.batch != 1:
+            raise IRError(f"k_split=partial: batch={self.batch}; the z dimension holds the K ranges (batch 1 only)")
 
     def _validate_scale_mode(self) -> None:
         if self.scale_mode not in SCALE_MODES:

@@ -33,7 +33,7 @@ _GRAMMAR = r"""
 
 _PROBLEM_KEYS = ("m", "n", "k", "batch", "a", "b", "c", "d", "acc", "layout", "lda", "ldb", "ldc", "ldd",
                  "alpha", "beta", "bias", "act", "a_scale", "b_scale", "scale_block", "b_preshuffle",
-                 "scale_mode", "a_scale_order", "b_scale_order")
+                 "scale_mode", "a_scale_order", "b_scale_order", "k_split", "grouped")
 _CONFIG_KEYS = ("waves", "mfma", "lds_pad", "prefetch", "unroll", "vec", "lds_buffers")
 
 
@@ -68,6 +68,10 @@ def format_problem(p: GemmProblem) -> str:
         parts.append(f"scale_mode={p.scale_mode}")
         if p.scale_mode == "block":
             parts += [f"a_scale_order={p.a_scale_order}", f"b_scale_order={p.b_scale_order}"]
+    if p.k_split != "none":      # split-K partial kernels (codegen/gemm_split.py); other texts stay as they were
+        parts.append(f"k_split={p.k_split}")
+    if p.grouped:                # grouped GEMM (codegen/gemm_group.py)
+        parts.append("grouped=1")
     return "gemm " + " ".join(parts)
 
 
@@ -136,7 +140,8 @@ def parse(text: str, source: str = "<gemm>") -> tuple[GemmProblem, GemmConfig | 
             activation=str(kv.get("act", "none")), a_scale=str(kv.get("a_scale", "none")),
             b_scale=str(kv.get("b_scale", "none")), scale_block=ints.get("scale_block", 32),
             b_preshuffle=str(kv.get("b_preshuffle", "none")), scale_mode=str(kv.get("scale_mode", "none")),
-            a_scale_order=str(kv.get("a_scale_order", "row")), b_scale_order=str(kv.get("b_scale_order", "row")))
+            a_scale_order=str(kv.get("a_scale_order", "row")), b_scale_order=str(kv.get("b_scale_order", "row")),
+            k_split=str(kv.get("k_split", "none")), grouped=str(kv.get("grouped", "0")) in ("1", "true"))
     except ValueError as exc:  # IRError, and unknown dtype names
         raise IRError(f"{source}:{problem_tree.meta.line}: {exc}") from None
     config = None

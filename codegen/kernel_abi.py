@@ -48,13 +48,21 @@ OOB = 0x80000000          # an offset past any num_records the kernel sets (matr
 RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Triton use on gfx942)
 
 
+# A grouped GEMM (GemmProblem.grouped, codegen/gemm_group.py) appends the pointer to its int32 group offsets [G + 1]
+# (group g's rows of A and D are offsets[g] .. offsets[g+1]); the segment is padded to 128 bytes (the kernel
+# loads its arguments 32 bytes at a time).
+GROUP_KERNARGS: tuple[tuple[str, int, int, str], ...] = (("group_offsets", 96, 8, "ptr"),)
+
+
 def kernargs(problem: GemmProblem) -> tuple[tuple[str, int, int, str], ...]:
     """The kernel-argument layout of a kernel for `problem` (name, offset, size, type)."""
+    if problem.grouped:
+        return KERNARGS + GROUP_KERNARGS
     return KERNARGS + MX_KERNARGS if problem.scale_args else KERNARGS
 
 
 def kernarg_size(problem: GemmProblem) -> int:
-    return MX_KERNARG_SIZE if problem.scale_args else KERNARG_SIZE
+    return MX_KERNARG_SIZE if problem.scale_args or problem.grouped else KERNARG_SIZE
 
 
 def mode_scale_extent(problem: GemmProblem, op: str) -> tuple[str, str, str]:

@@ -44,7 +44,7 @@ _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Ker
          "compile": "problem_compile", "matmul": "api", "last_launch": "api", "LaunchRecord": "api",
          "MatmulError": "api", "emulate": "emu", "explain": "selector", "use_prebuilt": "selector",
          "use_triton": "selector", "quantize_mx": "mx", "MXTensor": "mx", "scaled_matmul": "api",
-         "use_aiter": "aiter"}
+         "use_aiter": "aiter", "grouped_matmul": "grouped"}
 
 
 def __getattr__(name: str):
@@ -62,5 +62,5 @@ def __dir__() -> list[str]:
 
 
 __all__ = ["GemmConfig", "GemmProblem", "Kernel", "LaunchRecord", "MXTensor", "MatmulError", "compile", "emulate",
-           "explain", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_aiter", "use_prebuilt",
-           "use_triton"]
+           "explain", "grouped_matmul", "last_launch", "matmul", "quantize_mx", "scaled_matmul", "use_aiter",
+           "use_prebuilt", "use_triton"]

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import threading
 import time
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 
 import numpy as np
 
 from jitgemm.codegen.dtypes import DType, dtype, of_numpy
-from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
@@ -336,10 +336,7 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
                                    **ops.fields, **scale_fields)
         # packed storage is the problem without leading dimensions, as GemmProblem.make, the CLI and the tuning
         # database spell it: one problem, one key (`jitgemm select`/`sweep` rows then match matmul's problem)
-        packed = {f"ld{x}": None for x in ("a", "b", "c") if getattr(problem, f"ld{x}") is not None
-                  and getattr(problem, f"ld{x}") == GemmProblem.lead.fget(replace(problem, **{f"ld{x}": None}))[x]}
-        if packed:
-            problem = replace(problem, **packed)
+        problem = problem.without_packed_lds()
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     d = np.empty((batch, m, n) if batch > 1 or ops.batched_out else (m, n), dtype=problem.d.numpy)
@@ -463,7 +460,7 @@ def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.n
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto") -> np.ndarray:
+           backend: str = "auto", split_k: int | str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
@@ -473,7 +470,9 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
-    """
+    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
+    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`), or a power of two
+    (1: never split; > 1: that many K ranges, a workspace and a reduction kernel)."""
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -481,8 +480,49 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
+    ours = _our_split(call.problem, arch, contract, blob, split_k)
+    if ours > 1:
+        return split_launch(call, arch, ours, backend=where)
     return launch(call, blob, name, contract, backend=where, source=source,
                   split_k=_split_k(contract, blob, call.problem))
+
+
+def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
+                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
+    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+    from jitgemm.codegen.gemm_split import partial_problem, split_refusal
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    try:
+        kernel = partial_kernel(p, arch, config)
+        refusal = split_refusal(p, kernel.config.depth_k, split_k)
+        q = partial_problem(p)
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    if refusal:
+        raise MatmulError(refusal)
+    ws = workspace(p, split_k) if ws is None else ws
+    partial = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=split_k)
+    run_reduction(call, ws, split_k, arch, backend, strict)
+    return call.d
+
+
+def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:
+    """The split count of the direct generator's split-K pair for matmul (1: run the chosen kernel as it is)."""
+    if split_k == "auto":
+        if problem.m > 64 or problem.k < 1024 or contract.split_k:
+            return 1
+        from .split_k import choose_split
+
+        return choose_split(problem, arch, chosen=(contract, blob)).split_k
+    if not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1:
+        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1")
+    return split_k
 
 
 def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:

@@ -132,6 +132,19 @@ class Clause:
     reason: str
 
 
+def _without_retired_scale(obj: Mapping[str, Any], source: str) -> Mapping[str, Any]:
+    """Contracts written before operation.scale_mode carry `operation.scale: none`, a field nothing read: it is
+    dropped so their code objects (disk cache, supplier folders) still load; any other value is refused, since
+    the scale a kernel applies is stated by operation.scale_mode (and a_scale/b_scale for MX) alone."""
+    op = obj.get("operation")
+    if not isinstance(op, Mapping) or "scale" not in op:
+        return obj
+    if op["scale"] != "none":
+        raise ContractError(f"{source}: at operation.scale: {op['scale']!r}: operation.scale is retired; state the "
+                            f"kernel's scaling as operation.scale_mode (none, tensor, rowcol, block)")
+    return {**obj, "operation": {k: v for k, v in op.items() if k != "scale"}}
+
+
 class Contract:
     """A validated contract. `data` is the plain mapping (as embedded in the code object)."""
 
@@ -157,6 +170,7 @@ class Contract:
                 raise ContractError(f"{source}{where}: not valid YAML: {getattr(exc, 'problem', exc)}") from None
         if not isinstance(obj, Mapping):
             raise ContractError(f"{source}: a contract is a mapping, got {type(obj).__name__}")
+        obj = _without_retired_scale(obj, source)
         errors = sorted(_validator().iter_errors(obj), key=lambda e: (len(e.absolute_path), str(e.absolute_path)))
         if errors:
             from jsonschema.exceptions import best_match
@@ -209,6 +223,14 @@ class Contract:
             return f"launch.split_k.max: split_k={split_k} outside 1..{spec['max']}"
         if spec.get("power_of_two") and split_k & (split_k - 1):
             return f"launch.split_k.power_of_two: split_k={split_k} is not a power of two"
+        if "k_tail_step" in spec:     # ranges of whole steps, the last takes K's remainder; none may be empty
+            step = spec["k_tail_step"]
+            tiles = -(-k // step)
+            per = -(-tiles // split_k) * step
+            if per * (split_k - 1) >= k:
+                return (f"launch.split_k.k_tail_step: k={k} in ranges of {per} (whole {step}-element steps) leaves "
+                        f"range {split_k - 1} empty")
+            return None
         step = spec.get("k_multiple", 1) * split_k
         if k % step:
             return (f"launch.split_k.k_multiple: k={k} is not a multiple of split_k x {spec.get('k_multiple', 1)} "
@@ -313,6 +335,11 @@ class Contract:
         clause("operation.scale_mode", op.get("scale_mode", "none") == problem.scale_mode,
                f"kernel scale mode {op.get('scale_mode', 'none')}, problem {problem.scale_mode} (accepted modes: "
                f"none, tensor, rowcol, block)")
+        # split-K partial kernels (codegen/gemm_split.py) write raw partial sums, one K range per z slice
+        clause("operation.grouped", bool(op.get("grouped", False)) == problem.grouped,
+               f"kernel grouped={bool(op.get('grouped', False))}, problem grouped={problem.grouped}")
+        clause("operation.k_split", op.get("k_split", "none") == problem.k_split,
+               f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial)")
         if problem.scale_mode == "block":
             for key in ("a_scale_order", "b_scale_order"):
                 clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),

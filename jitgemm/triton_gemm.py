@@ -141,3 +141,35 @@ def scaled_gemm_kernel(a_ptr, b_ptr, d_ptr, a_scale_ptr, b_scale_ptr, M, N, K, s
         out = acc
     tl.store(d_ptr + rm[:, None] * stride_dm + rn[None, :], out.to(d_ptr.dtype.element_ty),
              mask=in_m[:, None] & in_n[None, :])
+
+
+@triton.jit
+def grouped_gemm_kernel(a_ptr, b_ptr, d_ptr, off_ptr, N, K, stride_am, stride_bg, stride_bk, stride_bn, stride_dm,
+                        BLOCK_M: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, ACC_INT: tl.constexpr):
+    """The grouped (MoE) GEMM peer of jitgemm.grouped_matmul: program z = group, its rows off[g]..off[g+1] of A and
+    D, B advanced by g * stride_bg; grid y covers the largest group (idle programs return)."""
+    g = tl.program_id(2)
+    start = tl.load(off_ptr + g)
+    rows = tl.load(off_ptr + g + 1) - start
+    pid_m = tl.program_id(1)
+    if pid_m * BLOCK_M >= rows:
+        return
+    rm = pid_m * BLOCK_M + tl.arange(0, BLOCK_M)
+    rn = tl.program_id(0) * BLOCK_N + tl.arange(0, BLOCK_N)
+    rk = tl.arange(0, BLOCK_K)
+    if ACC_INT:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.int32)
+    else:
+        acc = tl.zeros((BLOCK_M, BLOCK_N), dtype=tl.float32)
+    a_base = a_ptr + start.to(tl.int64) * stride_am
+    b_base = b_ptr + g.to(tl.int64) * stride_bg
+    for k0 in range(0, K, BLOCK_K):
+        ka = k0 + rk
+        a = tl.load(a_base + rm[:, None] * stride_am + ka[None, :], mask=(rm[:, None] < rows) & (ka[None, :] < K),
+                    other=0.0)
+        b = tl.load(b_base + ka[:, None] * stride_bk + rn[None, :] * stride_bn,
+                    mask=(ka[:, None] < K) & (rn[None, :] < N), other=0.0)
+        acc += tl.dot(a, b)
+    d_base = d_ptr + start.to(tl.int64) * stride_dm
+    tl.store(d_base + rm[:, None] * stride_dm + rn[None, :], acc.to(d_ptr.dtype.element_ty),
+             mask=(rm[:, None] < rows) & (rn[None, :] < N))

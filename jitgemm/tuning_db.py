@@ -20,6 +20,7 @@ first time a database is opened beside it; the JSON file is renamed `*.json.migr
 from __future__ import annotations
 
 import csv
+import functools
 import json
 import math
 import os
@@ -127,12 +128,8 @@ def default_path() -> Path:
 def problem_key(problem: GemmProblem) -> str:
     """The exact problem as the IR text writes it (sizes, dtypes, layout, epilogue), leading dimensions that
     equal packed storage left out: `matmul` states them, a table's row and `jitgemm select` do not, and they are
-    the same problem."""
-    import dataclasses
-
-    packed = {"a": problem.a_shape[1], "b": problem.b_shape[1], "c": problem.n, "d": problem.n}
-    same = {f"ld{x}": None for x in packed if getattr(problem, f"ld{x}") == packed[x]}
-    return format_problem(dataclasses.replace(problem, **same) if same else problem)
+    the same problem (`GemmProblem.without_packed_lds`)."""
+    return format_problem(problem.without_packed_lds())
 
 
 def contract_identity(contract: dict) -> tuple[str, str, str]:
@@ -509,8 +506,16 @@ class TuningDB:
         return self.add(rows)
 
 
-_TORCH_DTYPES = {"torch.bfloat16": "bf16", "torch.float16": "fp16", "torch.float32": "fp32", "torch.int8": "int8",
-                 "torch.float8_e4m3fnuz": "fp8", "torch.float8_e4m3fn": "fp8", "torch.int32": "int32"}
+@functools.cache
+def _torch_dtypes() -> dict[str, str]:
+    """aiter's torch dtype names -> jitgemm dtypes, from their one home: specs/aiter/release.yaml `torch:` (a copy
+    here once mapped torch.float8_e4m3fn, OCP, to gfx942's FNUZ fp8)."""
+    from importlib import resources
+
+    from jitgemm.util.safe_yaml import load_yaml
+
+    text = resources.files("jitgemm.specs").joinpath("aiter/release.yaml").read_text(encoding="utf-8")
+    return dict(load_yaml(text)["torch"])
 
 
 def _foreign_row(path, line: int, r: dict, target: str, layout: str) -> dict:
@@ -519,11 +524,12 @@ def _foreign_row(path, line: int, r: dict, target: str, layout: str) -> dict:
     try:
         m, n, k = int(r["M"]), int(r["N"]), int(r["K"])
         us = float(r["us"])
-        a = _TORCH_DTYPES.get(str(r.get("dtype") or "torch.bfloat16"))
-        d = _TORCH_DTYPES.get(str(r.get("outdtype") or r.get("dtype") or "torch.bfloat16"))
+        dtypes = _torch_dtypes()
+        a = dtypes.get(str(r.get("dtype") or "torch.bfloat16"))
+        d = dtypes.get(str(r.get("outdtype") or r.get("dtype") or "torch.bfloat16"))
         if a is None or d is None:
             raise ValueError(f"dtype {r.get('dtype')!r} / outdtype {r.get('outdtype')!r}; accepted: "
-                             + ", ".join(_TORCH_DTYPES))
+                             + ", ".join(dtypes))
         problem = GemmProblem.make(m, n, k, a, d=d, layout=layout)
     except (KeyError, ValueError, IRError) as exc:
         raise TuningDBError(f"{where}: {exc}") from None

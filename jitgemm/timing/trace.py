@@ -19,12 +19,12 @@ import re
 from dataclasses import dataclass, field
 
 from jitgemm.isa.disasm.decoder import Decoded, decode
+from jitgemm.isa.spec.mfma import WAVE64 as WAVE
 from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
 from .pipeline import CLASSES, PipelineModelError, classify, mfma_passes, model_loop, rates, spec_instruction
 
-WAVE = 64
 _SHAPE = re.compile(r"(\d+)X(\d+)X(\d+)(?:_(\d+)B)?")
 _WIDTH = (
     (re.compile(r"DWORDX(\d)"), lambda m: 4 * int(m.group(1))),

@@ -173,3 +173,20 @@ def test_fp8_flavour_follows_the_target_profile():
     config = default_config(fnuz, isa.load_spec("gfx942"), GFX942)
     with pytest.raises(IRError, match="multiplies fp8_e4m3xfp8_e4m3, the problem is fp8xfp8"):
         validate_config(fnuz, config, isa.load_spec("gfx950"), isa.target_profile("gfx950"))
+
+
+def test_packed_leading_dimensions_have_one_spelling():
+    """matmul states lda/ldb/ldc, the CLI and tuning rows leave them out: the same problem, one key."""
+    from jitgemm.tuning_db import problem_key
+
+    rng = random.Random(7)
+    for _ in range(20):
+        m, n, k = (rng.randint(1, 300) for _ in range(3))
+        layout = rng.choice(["NN", "NT", "TN", "TT"])
+        bare = GemmProblem.make(m, n, k, "fp16", c="fp16", beta=1.0, layout=layout)
+        stated = GemmProblem.make(m, n, k, "fp16", c="fp16", beta=1.0, layout=layout, lda=bare.lead["a"],
+                                  ldb=bare.lead["b"], ldc=n, ldd=n)
+        assert stated != bare and stated.without_packed_lds() == bare
+        assert problem_key(stated) == problem_key(bare)
+        padded = GemmProblem.make(m, n, k, "fp16", c="fp16", beta=1.0, layout=layout, lda=bare.lead["a"] + 8)
+        assert padded.without_packed_lds() == padded and problem_key(padded) != problem_key(bare)

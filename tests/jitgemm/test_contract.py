@@ -34,6 +34,18 @@ def test_bad_contracts_are_refused(changes, message):
         Contract.load(contract(**changes), "k.yaml")
 
 
+def test_retired_operation_scale():
+    """operation.scale (none|per_tensor) was written by every generator and read by nothing; operation.scale_mode
+    states a kernel's scaling. Old contracts with `scale: none` still load (same meaning); other values are refused
+    with the field to use instead."""
+    old = Contract.load(contract(operation__scale="none"), "old.yaml")
+    assert "scale" not in old.data["operation"] and old.data == Contract.load(contract()).data
+    with pytest.raises(ContractError, match=r"old.yaml: at operation.scale: 'per_tensor': .*operation.scale_mode"):
+        Contract.load(contract(operation__scale="per_tensor"), "old.yaml")
+    with pytest.raises(ContractError, match=r"operation.scale is retired"):
+        Contract.load(contract(operation__scale=[1]), "old.yaml")
+
+
 def test_overlapping_args_refused():
     data = contract()
     data["abi"]["args"][5]["offset"] = 28

@@ -150,3 +150,24 @@ def test_aiter_tuning_table_ranks_aiter_kernels(tmp_path):
         flops = 2.0 * problem.m * problem.n * problem.k
         assert best.score == pytest.approx(flops / (float(r["us"]) * 1e-6) / 1e12)
         assert f"bf16_tuned_gemm.csv:{i + 2}" in sel.explain(problem)
+
+
+def test_foreign_table_dtypes_follow_the_release_data(tmp_path):
+    """aiter's torch dtype names map as specs/aiter/release.yaml says: torch.float8_e4m3fn is OCP fp8 (gfx950's
+    fp8_e4m3), torch.float8_e4m3fnuz is FNUZ fp8 (gfx942's); a second copy of the map once made both FNUZ."""
+    import csv
+    import io
+
+    rows = {"torch.float8_e4m3fn": ("gfx950", "fp8_e4m3"), "torch.float8_e4m3fnuz": ("gfx942", "fp8")}
+    for torch_name, (target, ours) in rows.items():
+        out = io.StringIO()
+        w = csv.DictWriter(out, ["M", "N", "K", "dtype", "outdtype", "us", "kernelName"])
+        w.writeheader()
+        w.writerow({"M": 64, "N": 128, "K": 256, "dtype": torch_name, "outdtype": "torch.bfloat16", "us": 3.5,
+                    "kernelName": "k"})
+        path = tmp_path / f"{target}.csv"
+        path.write_text(out.getvalue())
+        db = TuningDB(tmp_path / f"{target}.db")
+        assert db.import_csv(path, target=target, layout="NT") == 1
+        (row,) = db.rows(target)
+        assert row.problem == problem_key(GemmProblem.make(64, 128, 256, ours, d="bf16", layout="NT")), row

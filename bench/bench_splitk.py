@@ -1,0 +1,173 @@
+"""Split-K for decode shapes: for every low-M shape (M <= 64) of the pinned aiter wheel's tuned tables
+(`jitgemm.aiter.inventory(wheel).tuned_rows`), the timing model's predicted time of our kernel without split-K
+(the selector's choice for the shape, `jitgemm.compile`) and with the direct generator's split-K pair
+(`jitgemm.split_k.choose_split`: partial kernel at the best power-of-two split + the reduction), side by side with
+the time aiter measured for its tuned winner (and its split count), on the row's device; then compile time of
+the split-K pair (partial kernel via the direct generator + the LLVM reduction kernel) beside Triton's GEMM.
+
+Scaled rows (a8w8 rowcol / blockscale: our split-K refuses scale modes, whose scales are applied per K block in
+the kernel) are predicted on their unscaled proxy (the same operand types, sizes and layout), marked `proxy`;
+MX fp4 rows have no unscaled proxy (`-`). Predictions, not measurements: no GPU on this machine.
+
+    python3 bench/bench_splitk.py [wheel] [--limit N] [--rows]
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import statistics
+import sys
+import tempfile
+import time
+from dataclasses import replace
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+
+def proxy(problem):
+    """The problem our split-K can take: scale modes and pre-shuffled B removed (None: MX, no proxy)."""
+    from jitgemm.codegen.gemm_ir import GemmProblem
+
+    p = problem
+    if p.scaled:
+        return None, "-"
+    if p.scale_mode == "none" and p.b_preshuffle == "none":
+        return p, ""
+    a = p.a.name
+    try:
+        q = GemmProblem.make(p.m, p.n, p.k, a, p.b.name, "bf16" if p.a.kind == "float" else "int32",
+                             layout=p.layout, batch=p.batch)
+    except ValueError:
+        return None, "-"
+    return q, "proxy"
+
+
+def main(argv: list[str]) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("wheel", nargs="?")
+    ap.add_argument("--limit", type=int, default=0, help="first N shapes only")
+    ap.add_argument("--rows", action="store_true", help="print every shape, not only the summary")
+    args = ap.parse_args(argv)
+    from jitgemm.aiter import inventory
+    from jitgemm.api import compile as api_compile
+    from jitgemm.split_k import choose_split
+
+    if args.wheel:
+        wheel = Path(args.wheel)
+    else:
+        from tests.fixtures.aiter_corpus import aiter_wheel
+
+        wheel = aiter_wheel()
+    print(f"load average before: {os.getloadavg()[0]:.1f} (cores: {os.cpu_count()})")
+    inv = inventory(wheel)
+    seen, rows = set(), []
+    for r in inv.tuned_rows:
+        if r.m > 64 or r.problem is None:
+            continue
+        key = (r.arch, r.device, r.problem_text)
+        if key in seen:
+            continue
+        seen.add(key)
+        rows.append(r)
+    if args.limit:
+        rows = rows[:args.limit]
+    chosen: dict = {}
+    stats: dict = {}
+    start = time.perf_counter()
+    if args.rows:
+        print(f"{'table':40} {'arch':6} {'device':7} {'m':>3} {'n':>6} {'k':>6} {'aiter us':>9} {'sk':>3} "
+              f"{'ours us':>8} {'ours+sk us':>10} {'s':>3} {'ours/aiter':>10} {'ours+sk/aiter':>13}")
+    for r in rows:
+        arch = r.arch
+        q, mark = proxy(r.problem)
+        if q is not None and arch == "gfx950" and q.a.name in ("fp8", "bf8"):
+            q, mark = replace(q, a=_ocp(q.a), b=_ocp(q.b)), "proxy"
+        if q is None:
+            stats["no proxy"] = stats.get("no proxy", 0) + 1
+            continue
+        cls = (arch, q.kernel_class())
+        try:
+            if cls not in chosen:
+                chosen[cls] = api_compile(q, arch=arch)
+            c = choose_split(q, arch, device=r.device, chosen=chosen[cls])
+        except Exception as exc:   # a shape our generators refuse: counted, named once
+            stats.setdefault("refused", []).append(f"{r.table}:{r.line}: {str(exc).splitlines()[0][:100]}")
+            continue
+        s = stats.setdefault((r.table, arch), {"n": 0, "plain": [], "split": [], "splits": 0})
+        s["n"] += 1
+        s["plain"].append(c.us_plain / r.us)
+        s["split"].append(c.us_split / r.us)
+        s["splits"] += c.split_k > 1
+        if args.rows:
+            print(f"{r.table[-40:]:40} {arch:6} {r.device or '-':7} {r.m:3} {r.n:6} {r.k:6} {r.us:9.2f} "
+                  f"{r.split_k or 0:3} "
+                  f"{c.us_plain:8.2f} {c.us_split:10.2f} {c.split_k:3} {c.us_plain / r.us:10.2f} "
+                  f"{c.us_split / r.us:13.2f} {mark}")
+    print(f"\n{len(rows)} low-M shapes (M <= 64) of aiter {inv.version}'s tuned tables; predicted in "
+          f"{time.perf_counter() - start:.1f} s")
+    print(f"{'table':52} {'arch':6} {'shapes':>6} {'split wins':>10} {'median ours/aiter':>17} "
+          f"{'median ours+sk/aiter':>20}")
+    for (table, arch), s in sorted((k, v) for k, v in stats.items() if isinstance(k, tuple)):
+        print(f"{table[-52:]:52} {arch:6} {s['n']:6} {s['splits']:10} {statistics.median(s['plain']):17.2f} "
+              f"{statistics.median(s['split']):20.2f}")
+    print(f"MX shapes without an unscaled proxy: {stats.get('no proxy', 0)}")
+    for line in stats.get("refused", [])[:5]:
+        print("refused:", line)
+    if stats.get("refused"):
+        print(f"refused: {len(stats['refused'])} shapes")
+    compile_times()
+    print(f"load average after: {os.getloadavg()[0]:.1f}")
+    return 0
+
+
+def _ocp(dt):
+    from jitgemm.codegen.dtypes import dtype
+
+    return dtype("fp8_e4m3" if dt.name == "fp8" else "fp8_e5m2")
+
+
+def compile_times() -> None:
+    """Fresh compiles: our split-K pair (direct generator partial kernel + LLVM reduction) vs Triton's GEMM."""
+    from jitgemm.codegen.gemm_ir import GemmProblem
+    from jitgemm.codegen.generator import generator
+
+    print(f"\n{'compile (fresh)':28} {'ours partial ms':>15} {'ours reduce ms':>14} {'triton ms':>9} "
+          f"{'triton/ours':>11}")
+    _compile_rows(GemmProblem, generator)
+
+
+def _compile_rows(GemmProblem, generator) -> None:
+    from jitgemm.codegen.gemm_plan import clear_plans
+    from jitgemm.codegen.gemm_split import partial_problem
+    from jitgemm.codegen.llvm.backend import data_layout, run_backend
+    from jitgemm.codegen.llvm.split_reduce import reduce_llir
+
+    from jitgemm import isa
+    from jitgemm.suppliers import TritonSupplier
+
+    for arch, dt in (("gfx942", "bf16"), ("gfx942", "fp16"), ("gfx950", "bf16")):
+        p = GemmProblem.make(16, 4096, 8192, dt, layout="NT")
+        q = partial_problem(p)
+        gen = generator("asm")
+        config = gen.choose_config(q, isa.load_spec(arch), isa.target_profile(arch))
+        clear_plans()
+        t0 = time.perf_counter()
+        gen.compile(q, config, target=arch)
+        ours = (time.perf_counter() - t0) * 1e3
+        t0 = time.perf_counter()
+        run_backend(reduce_llir(p, "r", data_layout(arch, "")), cpu=arch, output="object", kernel="r")
+        red = (time.perf_counter() - t0) * 1e3
+        tri = float("nan")
+        if TritonSupplier.available():
+            with tempfile.TemporaryDirectory() as cache:
+                os.environ["TRITON_CACHE_DIR"] = cache
+                t0 = time.perf_counter()
+                TritonSupplier()._compile(p, arch, (64, 64, 32))
+                tri = (time.perf_counter() - t0) * 1e3
+        print(f"{arch + ' ' + dt + ' 16x4096x8192':28} {ours:15.1f} {red:14.1f} {tri:9.1f} {tri / (ours + red):11.1f}")
+
+
+if __name__ == "__main__":
+    raise SystemExit(main(sys.argv[1:]))

@@ -1,0 +1,58 @@
+"""Grouped GEMM (MoE experts) in the direct generator: one launch over G groups, as MoE routers lay them out:
+A stacked row-major [sum M_g, K] (the tokens sorted by expert), B [G, K, N] (one weight per expert), group
+offsets [G + 1] int32 (group g's rows are offsets[g] .. offsets[g+1]; an empty group has equal offsets), D
+stacked like A. Workgroup z is the group; it reads its two offsets (s_load), narrows `m` to its row count,
+moves A, C and D to its first row and B by z * stride_b; workgroups whose first row is at or past the group's
+rows end at once (so an empty group touches no memory: a matrix of 0 rows has no extent to give a buffer).
+The grid's y covers the largest group (`m` = max M_g, computed by the caller from the offsets).
+"""
+
+from __future__ import annotations
+
+from .gemm_ir import GemmProblem
+
+GROUP_DONE = "group_done"
+
+
+def group_fields(p: GemmProblem, contract: dict) -> dict:
+    """A grouped kernel's contract: the batch role is the group count, `group_offsets` the offsets pointer."""
+    if not p.grouped:
+        return contract
+    contract["operation"]["grouped"] = True
+    for arg in contract["abi"]["args"]:
+        if arg["name"] == "group_offsets":
+            arg["role"] = "group_offsets"
+    contract["legality"]["batch"] = True
+    contract["legality"].setdefault("align_bytes", {})
+    return contract
+
+
+def emit_group_rows(low, wg_z) -> None:
+    """Direct generator: this workgroup's group rows (before the buffer resources are made)."""
+    from jitgemm.isa.instruction import Reg
+
+    from .gemm_plan import log2_exact
+
+    emit, a, p, ra, e = low.emit, low.args, low.p, low.ra, low.e
+    bounds = ra.take("s", 2, align=2)
+    start, end = Reg("s", bounds.index), Reg("s", bounds.index + 1)
+    off = ra.take("s")
+    emit("s_lshl_b32", off, wg_z, 2)
+    emit("s_load_dwordx2", bounds, a["group_offsets"], off)
+    e.wait(lgkmcnt=0)
+    emit("s_sub_u32", a["m"], end, start)                 # this group's rows
+    emit("s_cmp_ge_u32", low.row0, a["m"])
+    e.branch("s_cbranch_scc1", GROUP_DONE)                # nothing of this group's D is this workgroup's
+    prod = ra.take("s", 2, align=2)
+    lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
+    mats = [("a", "lda", p.a.bytes), ("d", "ldd", p.d.bytes)]
+    if p.c is not None:
+        mats.append(("c", "ldc", p.c.bytes))
+    for x, ld, eb in mats:
+        emit("s_mul_i32", lo, start, a[ld])
+        emit("s_mul_hi_u32", hi, start, a[ld])
+        if eb > 1:
+            emit("s_lshl_b64", prod, prod, log2_exact(eb, "element size"))
+        ptr = a[x]
+        emit("s_add_u32", Reg("s", ptr.index), Reg("s", ptr.index), lo)
+        emit("s_addc_u32", Reg("s", ptr.index + 1), Reg("s", ptr.index + 1), hi)

@@ -1,0 +1,94 @@
+"""The split-K reduction kernel (LLVM IR through llvmlite): D = epilogue(sum over z of W[z]) for the workspace W
+of split_k x M x N raw partial sums that a partial kernel (codegen/gemm_split.py) wrote.
+
+One work-item per element of D: x over ceil(N / 256) workgroups of 256 work-items, y over the M rows. The sum runs
+z = 0, 1, ..., split_k - 1 in that order (deterministic: the same bits every launch, whatever order the partial
+kernel's workgroups ran in), then the GEMM epilogue of the LLVM generator (codegen/llvm/ir_builder.py
+`_epilogue_value` / `_store`, alpha, beta * C, bias, activation, the output cast) runs once per element.
+
+Arguments: the GEMM kernel ABI (codegen/kernel_abi.KERNARGS) of the problem, read as: `a` = the workspace, `batch`
+slot = split_k, `lda` = the workspace's row length (N), `stride_a` = its slice stride (M * N elements).
+"""
+
+from __future__ import annotations
+
+from jitgemm.codegen.gemm_ir import GemmProblem
+from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3
+from llvmlite import ir
+
+from .intrinsics import F32, I16, I32, I64, PTR_GLOBAL, Intrinsics
+from .ir_builder import CODE_OBJECT_VERSION, TRIPLE, GemmIRBuilder, _KernelAttributes, c32
+
+THREADS = 256
+
+
+class SplitReduceBuilder(GemmIRBuilder):
+    """Reuses the GEMM builder's epilogue and stores; no tiles, no LDS, no MFMAs."""
+
+    def __init__(self, problem: GemmProblem, name: str, data_layout: str = "") -> None:  # noqa: D107
+        self.p, self.name, self.data_layout = problem, name, data_layout
+        self.integer = not problem.epilogue_float
+
+    def build(self) -> ir.Module:
+        module = ir.Module(name=self.name)
+        module.triple = TRIPLE
+        module.data_layout = self.data_layout
+        flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
+        module.add_named_metadata("llvm.module.flags").add(flags)
+        self.intr = Intrinsics(module)
+        types = [PTR_GLOBAL if kind == "ptr" else I32 if kind == "i32" or self.integer else F32
+                 for _n, _o, _s, kind in KERNARGS]
+        fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), self.name)
+        fn.calling_convention = "amdgpu_kernel"
+        fn.attributes = _KernelAttributes({"amdgpu-flat-work-group-size": f"1,{THREADS}"})
+        self.args = {}
+        for arg, (arg_name, *_rest) in zip(fn.args, KERNARGS, strict=True):
+            arg.name = arg_name
+            self.args[arg_name] = arg
+        self.fn = fn
+        self.b = ir.IRBuilder(fn.append_basic_block("entry"))
+        self._reduce()
+        self.b.ret_void()
+        return module
+
+    def _reduce(self) -> None:
+        b, a, p, intr = self.b, self.args, self.p, self.intr
+        tid = self.call(intr.workitem_id("x"), name="tid")
+        col = b.add(b.mul(self.call(intr.workgroup_id("x")), c32(THREADS)), tid, name="col")
+        row = self.call(intr.workgroup_id("y"), name="row")
+        inside = b.and_(b.icmp_unsigned("<", col, a["n"]), b.icmp_unsigned("<", row, a["m"]), name="inside")
+        split, slice_ = a["batch"], a["stride_a"]
+        records = b.mul(b.zext(b.mul(split, slice_), I64), ir.Constant(I64, 4))
+        self.rsrc = {"w": self.call(intr.make_buffer_rsrc(), a["a"], ir.Constant(I16, 0), records, c32(RSRC_WORD3),
+                                    name="w.rsrc")}
+        for x in ("c", "d") if p.c is not None else ("d",):
+            self.rsrc[x] = self._resource(x, a[x])
+        if p.bias != "none":
+            self.rsrc["bias"] = self._resource("bias", a["bias"])
+        first = b.add(b.mul(row, a["lda"]), col, name="w.elem")
+        zero = c32(0) if self.integer else ir.Constant(F32, 0.0)
+        entry = b.block
+        loop = self.fn.append_basic_block("sum")
+        done = self.fn.append_basic_block("summed")
+        b.branch(loop)
+        b.position_at_end(loop)
+        z = b.phi(I32, name="z")
+        acc = b.phi(zero.type, name="acc")
+        z.add_incoming(c32(0), entry)
+        acc.add_incoming(zero, entry)
+        elem = b.add(b.mul(z, slice_), first)
+        offset = b.select(inside, b.shl(elem, c32(2)), c32(OOB))
+        raw = self.call(intr.buffer_load(I32), self.rsrc["w"], offset, c32(0), c32(0))
+        total = b.add(acc, raw) if self.integer else b.fadd(acc, b.bitcast(raw, F32))
+        znext = b.add(z, c32(1))
+        z.add_incoming(znext, loop)
+        acc.add_incoming(total, loop)
+        b.cbranch(b.icmp_unsigned("<", znext, split), loop, done)
+        b.position_at_end(done)
+        x = self._epilogue_value(total, row, col, inside)
+        self._store(x, row, col, inside)
+
+
+def reduce_llir(problem: GemmProblem, name: str, data_layout: str = "") -> str:
+    """The reduction kernel's LLVM IR text for `problem` (its epilogue and output type)."""
+    return str(SplitReduceBuilder(problem, name, data_layout).build())

@@ -1,0 +1,103 @@
+"""jitgemm.grouped_matmul (codegen/gemm_group.py): one launch over MoE groups given by an offsets array, = numpy
+per group (float64, tolerance per dtype) in strict emulation on gfx942 and gfx950, empty groups included; the
+contract describes the group table; bad tables are one-line errors."""
+
+from __future__ import annotations
+
+import ml_dtypes
+import numpy as np
+import pytest
+from jitgemm.codegen.gemm_ir import GemmProblem, IRError
+
+import jitgemm
+from jitgemm.api import MatmulError
+from jitgemm.contract import Contract
+from jitgemm.grouped import group_problem, grouped_reference
+from jitgemm.reference import check
+
+DT = {"bf16": ml_dtypes.bfloat16, "fp16": np.float16, "fp8": ml_dtypes.float8_e4m3fnuz,
+      "fp8_e4m3": ml_dtypes.float8_e4m3fn, "int8": np.int8}
+CASES = [  # arch, a dtype, out, sizes, K, N, B transposed, bias, activation
+    ("gfx942", "bf16", np.float32, [5, 0, 17, 3], 40, 24, False, False, "none"),
+    ("gfx942", "fp16", np.float16, [0, 9, 0], 33, 20, True, True, "relu"),
+    ("gfx942", "fp8", ml_dtypes.bfloat16, [4, 12], 64, 16, True, False, "none"),
+    ("gfx942", "int8", np.int32, [3, 1, 6], 48, 16, False, True, "none"),
+    ("gfx950", "bf16", ml_dtypes.bfloat16, [7, 2, 0, 11], 50, 32, False, False, "gelu"),
+    ("gfx950", "fp8_e4m3", np.float32, [6, 0, 5], 64, 16, True, False, "none"),
+]
+
+
+def _operands(dt, sizes, k, n, transposed, seed):
+    rng = np.random.default_rng(seed)
+    off = np.concatenate([[0], np.cumsum(sizes)]).astype(np.int32)
+    if dt == "int8":
+        a = rng.integers(-8, 8, (off[-1], k)).astype(np.int8)
+        b = rng.integers(-8, 8, (len(sizes), n, k) if transposed else (len(sizes), k, n)).astype(np.int8)
+    else:
+        a = rng.standard_normal((off[-1], k)).astype(DT[dt])
+        b = rng.standard_normal((len(sizes), n, k) if transposed else (len(sizes), k, n)).astype(DT[dt])
+    if transposed:
+        b = b.transpose(0, 2, 1)
+    return a, b, off
+
+
+@pytest.mark.parametrize("arch, dt, out, sizes, k, n, transposed, with_bias, act", CASES)
+def test_grouped_equals_numpy(arch, dt, out, sizes, k, n, transposed, with_bias, act):
+    a, b, off = _operands(dt, sizes, k, n, transposed, seed=k + n)
+    bias = None
+    if with_bias:
+        bias = (np.arange(n) - 3).astype(np.int32 if dt == "int8" else np.float32)
+    d = jitgemm.grouped_matmul(a, b, off, out_dtype=out, bias=bias, activation=act, arch=arch, backend="emu",
+                               strict=True)
+    p, _, _ = group_problem(a, b, off, out_dtype=out, bias=bias, activation=act)
+    ref = grouped_reference(a, b, off, bias=bias, activation=act)
+    assert d.shape == ref.shape
+    check(GemmProblem.make(max(1, d.shape[0]), n, k, p.a, p.b, p.d, activation=act), d, ref)
+
+
+def test_grouped_contract_describes_the_group_table():
+    a, b, off = _operands("bf16", [3, 0, 4], 32, 16, False, seed=1)
+    p, _, _ = group_problem(a, b, off)
+    from jitgemm.kernel import compile as compile_config
+
+    c = Contract.load(compile_config(p, None, arch="gfx942", generator="asm").contract)
+    assert c.data["operation"]["grouped"] is True
+    assert [x for x in c.args if x["role"] == "group_offsets"][0]["type"] == "ptr"
+    ok, why = c.admits(GemmProblem.make(4, 16, 32, "bf16", d="bf16", batch=3))
+    assert not ok and "grouped" in why
+
+
+@pytest.mark.parametrize("offsets, match", [([0, 3, 2, 7], "never decrease"), ([1, 3, 5, 7], "start at 0"),
+                                            ([0, 3, 7], "G \\+ 1"), ([0, 3, 5, 6], "end at")])
+def test_bad_group_tables(offsets, match):
+    a, b, _ = _operands("bf16", [3, 2, 2], 32, 16, False, seed=2)
+    with pytest.raises(MatmulError, match=match):
+        jitgemm.grouped_matmul(a, b, np.array(offsets, np.int32), backend="emu")
+
+
+def test_grouped_refuses_transposed_a():
+    with pytest.raises(IRError, match="stacked row-major"):
+        GemmProblem.make(4, 16, 32, "bf16", layout="TN", batch=2, grouped=True)
+
+
+def test_triton_grouped_peer_equals_numpy():
+    """The peer explain shows (triton_gemm.grouped_gemm_kernel), run in the emulator: = numpy, empty group too."""
+    from tests.fixtures.oracles import require_module
+
+    require_module("triton")          # skips on a user's machine without Triton, fails under CI=true
+    from jitgemm.codegen.codeobj.reader import read
+
+    from jitgemm.emu import emulate
+    from jitgemm.suppliers import TritonSupplier
+
+    a, b, off = _operands("bf16", [5, 0, 9], 40, 24, False, seed=5)
+    p, off32, _ = group_problem(a, b, off, out_dtype=np.float32)
+    blob, name, info = TritonSupplier().compile_grouped(p, "gfx942", (32, 64, 32))
+    d = np.full((a.shape[0], 24), np.nan, np.float32)
+    kernel = read(blob).kernels[0]
+    explicit = [x for x in kernel.args if not str(x.get(".value_kind")).startswith("hidden_")]
+    args = [a.reshape(-1), np.ascontiguousarray(b).reshape(-1), d.reshape(-1), off32, 24, 40, 40, 40 * 24, 24, 1,
+            24]
+    emulate(blob, kernel.name, grid=(1, 1, 3), block=64 * info["num_warps"], args=args + [None] *
+            (len(explicit) - len(args)), lds_bytes=info["shared"])
+    check(GemmProblem.make(14, 24, 40, "bf16", d="fp32"), d, grouped_reference(a, b, off))
