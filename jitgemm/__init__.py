@@ -40,11 +40,11 @@ _source_checkout_layout()
 
 # Everything loads on first use: `jitgemm.isa` (the spec layer) must stay importable without the compiler,
 # and `matmul` and friends import numpy.
-_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "kernel", "compile": "api",
-         "matmul": "api", "last_launch": "api", "LaunchRecord": "api", "MatmulError": "api", "emulate": "emu",
-         "explain": "selector", "use_prebuilt": "selector", "use_triton": "selector", "quantize_mx": "mx",
-         "MXTensor": "mx", "scaled_matmul": "api", "use_aiter": "aiter",
-         "grouped_matmul": "grouped"}
+_LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Kernel": "kernel",
+         "compile": "problem_compile", "matmul": "api", "last_launch": "api", "LaunchRecord": "api",
+         "MatmulError": "api", "emulate": "emu", "explain": "selector", "use_prebuilt": "selector",
+         "use_triton": "selector", "quantize_mx": "mx", "MXTensor": "mx", "scaled_matmul": "api",
+         "use_aiter": "aiter", "grouped_matmul": "grouped"}
 
 
 def __getattr__(name: str):

@@ -6,7 +6,6 @@ from __future__ import annotations
 import threading
 import time
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
 
 import numpy as np
 
@@ -16,10 +15,8 @@ from jitgemm.codegen.kernel_abi import extent
 
 from .contract import Contract
 from .dlpack import accepts_dlpack
-
-if TYPE_CHECKING:
-    from .kernel import Kernel
 from .packing import packed_segment
+from .problem_compile import compile  # noqa: F401,A004 (`jitgemm.api.compile` as before; its home is light)
 
 BACKENDS = ("auto", "emu", "hip")
 
@@ -458,28 +455,6 @@ def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.n
     elif activation != "none":
         raise MatmulError(f"activation={activation!r}; accepted: none, relu, gelu")
     return out.astype(probe.d.numpy)
-
-
-def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arch: str = "gfx942",
-            use_disk_cache: bool = True, generator: str | None = None) -> Kernel:
-    """Compile (or fetch from cache) the kernel for a problem's class. `problem` may be the IR text form.
-    Without a `config`, the kernel is the one `matmul` runs for the problem (packed operands, 256-byte aligned):
-    the default selector's best candidate among the project's generators (`selector.selected_config`), so the
-    API, the CLI and `matmul` agree on one kernel per problem. `generator`: a registered generator ("asm": the
-    direct generator; "llvm": LLVM IR through llvmlite and LLVM's AMDGPU backend), which narrows that choice to
-    its candidates (with a `config` it defaults to "asm"). Its stage table runs and every stage's text is kept in
-    `Kernel.stages`."""
-    from jitgemm.codegen.gemm_text import parse
-
-    from .kernel import compile as compile_config
-    from .selector import selected_config
-
-    if isinstance(problem, str):
-        problem, parsed = parse(problem)
-        config = config or parsed
-    if config is None:   # chosen afresh each call: the tuning database may have learnt something since
-        config, generator = selected_config(problem, arch, generator)
-    return compile_config(problem, config, arch=arch, use_disk_cache=use_disk_cache, generator=generator or "asm")
 
 
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)

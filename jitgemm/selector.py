@@ -150,14 +150,46 @@ class Selector:
         key = (problem, tuple(sorted((align or {}).items())), tuple(id(s) for s in self.suppliers))
         hit = self._chosen.get(key)
         if hit is None:
+            hit = self._choose_cached(problem, align)
+        if hit is None:
             cand = self.select(problem, align)
             blob, name = cand.load()
             hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
+            self._remember(problem, align, cand, hit[3])
             with self._lock:
                 if len(self._chosen) > 4096:
                     self._chosen.clear()
                 self._chosen[key] = hit
         return hit
+
+    def _choose_cached(self, problem: GemmProblem, align: dict[str, int] | None
+                       ) -> tuple[bytes, str, Contract, str] | None:
+        """The winner from the on-disk choice cache (`jitgemm.choice_cache`: keyed by everything the ranking
+        reads), compiled through the kernel cache as the candidate's own `load` would; None on a miss."""
+        from . import choice_cache
+
+        entry = choice_cache.load(choice_cache.choice_key(self, "choose", problem, align))
+        config = _config_of(entry)
+        if config is None or not isinstance(entry.get("contract"), dict) or not isinstance(entry.get("source"), str):
+            return None
+        from jitgemm.kernel import compile as jit_compile
+
+        kernel = jit_compile(problem, config, arch=self.target, generator=entry["generator"])
+        contract = Contract(entry["contract"], str(entry.get("contract_source", "")))
+        return kernel.code_object, kernel.name, contract, entry["source"]
+
+    def _remember(self, problem: GemmProblem, align: dict[str, int] | None, cand: Candidate, source: str) -> None:
+        """Store a winner the choice cache can give back: one a generator of this project compiles from its
+        config (a prebuilt, aiter or Triton kernel is ranked again in a new process)."""
+        option = _generator_option(cand)
+        if option is None:
+            return
+        from . import choice_cache
+
+        choice_cache.store(choice_cache.choice_key(self, "choose", problem, align),
+                           {"config": _config_fields(cand.config), "generator": option,
+                            "contract": cand.contract.data, "source": source,
+                            "contract_source": cand.contract.source})
 
     def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
         """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
@@ -349,17 +381,55 @@ def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str |
         ok, why = registered(generator).available()
         if not ok:
             raise SelectionError(f"generator={generator!r} is not available: {why}")
-    verdicts = default_selector(arch).evaluate(problem, align or {x: 256 for x in ("a", "b", "c", "bias")})
+    from . import choice_cache
+
+    selector = default_selector(arch)
+    align = align or {x: 256 for x in ("a", "b", "c", "bias")}
+    key = choice_cache.choice_key(selector, f"selected_config generator={generator}", problem, align)
+    entry = choice_cache.load(key)
+    config = _config_of(entry)
+    if config is not None:
+        return config, entry["generator"]
+    verdicts = selector.evaluate(problem, align)
     for v in verdicts:
         if not v.legal:
             break
         made_by = by_name(str(v.candidate.contract.data.get("identity", {}).get("generator", "")))
         if v.candidate.config is None or made_by is None or (generator is not None and made_by.option != generator):
             continue
+        choice_cache.store(key, {"config": _config_fields(v.candidate.config), "generator": made_by.option})
         return v.candidate.config, made_by.option
     why = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts if not v.legal)
     raise SelectionError(f"no {generator or 'jitgemm'} kernel is legal for this problem on {arch}: "
                          f"{why or 'no candidates'}")
+
+
+def _generator_option(cand: Candidate) -> str | None:
+    """The registered generator option that compiles a candidate from its config (None: it has no config, or
+    its contract names no generator of this project)."""
+    from jitgemm.codegen.generator import by_name
+
+    if cand.config is None or cand.contract is None:
+        return None
+    made_by = by_name(str(cand.contract.data.get("identity", {}).get("generator", "")))
+    return made_by.option if made_by is not None else None
+
+
+def _config_fields(config: GemmConfig) -> dict:
+    import dataclasses
+
+    return dataclasses.asdict(config)
+
+
+def _config_of(entry: dict | None) -> GemmConfig | None:
+    """The config of a cached choice (None: no entry, or one this version cannot read back exactly)."""
+    if entry is None or not isinstance(entry.get("config"), dict) or not isinstance(entry.get("generator"), str):
+        return None
+    try:
+        config = GemmConfig(**entry["config"])
+    except (TypeError, ValueError):
+        return None
+    return config if _config_fields(config) == entry["config"] else None
 
 
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:

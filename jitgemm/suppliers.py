@@ -68,7 +68,10 @@ class GeneratorSupplier(Supplier):
     def __init__(self, option: str, variants: bool = False) -> None:
         self.option = option
         self.variants = variants
-        self.name = generator(option).name
+
+    @property
+    def name(self) -> str:   # asked of the generator when needed: a cached choice never imports LLVM's generator
+        return generator(self.option).name
 
     def available(self) -> bool:
         return generator(self.option).available()[0]

@@ -11,10 +11,31 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-from .families import FamilyError
-from .reader import AiterKernel, Inventory, TunedRow, device_of, inventory, release_spec
-from .source import AiterSourceError
+if TYPE_CHECKING:
+    from .families import FamilyError
+    from .reader import AiterKernel, Inventory, TunedRow, device_of, inventory, release_spec
+    from .source import AiterSourceError
+
+# imported on first use: `selector.default_suppliers()` reads `jitgemm.aiter.registry` in every process that
+# chooses a kernel, and the reader (YAML family files, the wheel reader) is not needed for that
+_LAZY = {"FamilyError": "families", "AiterKernel": "reader", "Inventory": "reader", "TunedRow": "reader",
+         "device_of": "reader", "inventory": "reader", "release_spec": "reader", "AiterSourceError": "source"}
+
+
+def __getattr__(name: str):
+    if name in _LAZY:
+        import importlib
+
+        value = getattr(importlib.import_module(f"{__name__}.{_LAZY[name]}"), name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))
 
 __all__ = ["AiterKernel", "Inventory", "TunedRow", "inventory", "device_of", "release_spec", "use_aiter",
            "default_wheel", "AiterSourceError", "FamilyError"]
@@ -25,6 +46,7 @@ def use_aiter(wheel_or_dir: str | os.PathLike | None = None, *, tuning: bool = T
     its tuning tables into the tuning database as measured rows. Without a path, the pinned wheel in the corpus
     cache (tests/fixtures/aiter_corpus.py's location) is used when present."""
     from ..selector import register_supplier
+    from .reader import inventory
     from .supplier import AiterSupplier
 
     path = Path(wheel_or_dir) if wheel_or_dir is not None else default_wheel()
@@ -45,6 +67,8 @@ def default_wheel() -> Path:
     folder = Path(base) if base else home / "jitgemm" / "corpora"
     wheels = sorted(folder.glob("amd_aiter-*.whl"))
     if not wheels:
+        from .source import AiterSourceError
+
         raise AiterSourceError(f"no amd-aiter wheel in {folder}; pass its path (pip download --no-deps amd-aiter)")
     return wheels[-1]
 
