@@ -69,7 +69,10 @@ WEIGHT_ONLY_PAIRS: tuple[tuple[str, str], ...] = tuple((x, y) for x in ("bf16", 
 _ACCUMULATOR.update({pair: "fp32" for pair in MX_PAIRS + WEIGHT_ONLY_PAIRS})
 _FLOAT_OUT = ("fp32", "fp16", "bf16")
 SCALE_LAYOUTS = ("none", "plain", "shuffled")
-PRESHUFFLES = ("none", "16x16")
+# B pre-shuffle layouts: aiter/ops/shuffle.py shuffle_weight(x, layout=(IN, IK)) on 1-byte elements (16x16 for MX
+# weights and aiter's a8w8; 32x16 for aiter's I8gemm, whose host says "B:[N, K] i8 -> shuffle layout(32,16)" in
+# aiter_meta/csrc/py_itfs_cu/asm_gemm_a8w8.cu and whose B loads step 1024 bytes per 32 K, 4096 per 128-K tile)
+PRESHUFFLES = ("none", "16x16", "32x16")
 SCALE_BLOCK = 32        # OCP MX v1.0: one E8M0 scale per 32 elements; gfx950's scaled MFMAs fix the same block
 SCALE_MODES = ("none", "tensor", "rowcol", "block")
 SCALE_ORDERS = ("row", "col")
@@ -297,14 +300,17 @@ class GemmProblem:
             if kind.packed and (ld * kind.bits) % 8:
                 raise IRError(f"ld{op}={ld}: rows of packed {kind.name} must start on a byte; accepted: a multiple "
                               f"of {8 // math.gcd(8, kind.bits)} elements")
+        if self.b_preshuffle == "32x16":
+            raise IRError("b_preshuffle=32x16 is aiter's I8gemm int8 layout; MX weights take 16x16")
         if self.b_preshuffle == "16x16":
             self._check_preshuffle()
 
     def _check_preshuffle(self) -> None:
         kb = self.b.storage_bytes(self.lead["b"])
-        if self.n % 16 or kb % 32 or self.lead["b"] != self.b_shape[1]:
-            raise IRError(f"b_preshuffle=16x16 needs N a multiple of 16 and packed rows of a multiple of 32 "
-                          f"bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
+        rows = int(self.b_preshuffle.split("x")[0])
+        if self.n % rows or kb % 32 or self.lead["b"] != self.b_shape[1]:
+            raise IRError(f"b_preshuffle={self.b_preshuffle} needs N a multiple of {rows} and packed rows of a "
+                          f"multiple of 32 bytes (N={self.n}, {kb} bytes per row, ldb={self.lead['b']})")
 
     def _validate_grouped(self) -> None:
         """A grouped GEMM (codegen/gemm_group.py): A stacked row-major [sum M_g, K], D [sum M_g, N], B one per

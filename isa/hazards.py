@@ -27,11 +27,13 @@ from jitgemm.isa.instruction import Reg, SrcMods
 # One row of the `hazards` table: key -> (accepted types, default; ... = required). `regs` names the register
 # file the rule is about, `access` whether the reader reads (RAW) or overwrites (WAW/WAR) the register, `fields`
 # narrows the reader to some operand fields, `passes_plus` makes the requirement MFMA passes + N per MFMA kind
-# (xdl / smfma / dgemm; for dgemm a {passes: wait states} map), `emitter: false` rows are for the checker only.
+# (xdl / smfma / dgemm; for dgemm a {passes: wait states} map), `emitter: false` rows are for the checker only,
+# `except_formats` leaves out the reader's operands of those ISA data formats (e.g. FMT_NUM_M64: a lane mask, read
+# per lane as carry-in or v_cndmask's select, not as a constant).
 _HAZARD_KEYS: dict[str, tuple[tuple[type, ...], Any]] = {
     "writer": ((str,), ...), "reader": ((str,), ...), "wait_states": ((int,), ...), "regs": ((str,), "any"),
     "access": ((str,), "read"), "fields": ((list,), []), "passes_plus": ((dict, type(None)), None),
-    "emitter": ((bool,), True), "source": ((str,), ""),
+    "emitter": ((bool,), True), "source": ((str,), ""), "except_formats": ((list,), []),
 }
 _HAZARD_CHOICES = {"regs": ("any", "vgpr", "sgpr", "hwreg"), "access": ("read", "write")}
 
@@ -51,6 +53,7 @@ class HazardRule:
     passes_plus: dict | None = None
     emitter: bool = True
     source: str = ""
+    except_formats: tuple[str, ...] = ()
 
     def required(self, passes: int, kind: str) -> int:
         """Wait states after an MFMA of `passes` passes and kind xdl/smfma/dgemm (the row's worst case when
@@ -88,6 +91,7 @@ def hazard_rule(row: dict, where: str = "hazards") -> HazardRule:
             raise SpecError(f"{where}.{key} is {value!r}; accepted: {', '.join(_HAZARD_CHOICES[key])}")
         values[key] = value
     values["fields"] = tuple(values["fields"])
+    values["except_formats"] = tuple(values["except_formats"])
     return HazardRule(**values)
 
 

@@ -86,7 +86,7 @@ def problem_args(p: argparse.ArgumentParser, *, lists: bool = False) -> None:
         p.add_argument(f"--{side}-scale", choices=("none", "plain", "shuffled"), default="none",
                        help=f"{side.upper()}'s E8M0 block scales (MX dtypes fp4 fp6_e2m3 fp6_e3m2 fp8_e4m3 "
                        f"fp8_e5m2): plain [rows, K/32] or shuffled (jitgemm.mx.shuffle_scales); default none")
-    p.add_argument("--b-preshuffle", choices=("none", "16x16"), default="none",
+    p.add_argument("--b-preshuffle", choices=("none", "16x16", "32x16"), default="none",
                    help="B's bytes in the 16x16 pre-shuffled weight layout (jitgemm.mx.shuffle_weight; default none)")
     p.add_argument("--arch", default="gfx942", help="target id (default gfx942)")
     p.add_argument("--scale-mode", choices=("none", "tensor", "rowcol", "block"), default="none",

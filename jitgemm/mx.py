@@ -351,14 +351,17 @@ def unshuffle_scales(shuffled: np.ndarray, rows: int, cols: int) -> np.ndarray:
     return plain[:rows, :cols].copy()
 
 
-def shuffle_weight(data: np.ndarray) -> np.ndarray:
-    """Weight bytes [N, K bytes] -> 16x16 pre-shuffled layout (N a multiple of 16, K bytes of 32)."""
+def shuffle_weight(data: np.ndarray, rows: int = 16) -> np.ndarray:
+    """Weight bytes [N, K bytes] -> the pre-shuffled layout (N a multiple of `rows`, K bytes of 32): aiter's
+    aiter/ops/shuffle.py shuffle_weight(x, layout=(rows, 16)) on 1-byte elements, i.e. view
+    [N/rows, rows, K/32, 2, 16] permuted (0, 2, 3, 1, 4): for each `rows` x 32-byte block, two 16-byte halves,
+    each holding its 16 bytes of every row in turn. rows=16: MX weights, aiter a8w8; rows=32: aiter I8gemm."""
     d = _need_2d("weight", data)
     n, kb = d.shape
-    if n % 16 or kb % 32:
-        raise MXError(f"weight: shape {d.shape} cannot be shuffled 16x16: rows must be a multiple of 16 and "
-                      "bytes per row a multiple of 32")
-    return d.reshape(n // 16, 16, kb // 32, 2, 16).transpose(0, 2, 3, 1, 4).reshape(n, kb).copy()
+    if n % rows or kb % 32:
+        raise MXError(f"weight: shape {d.shape} cannot be shuffled {rows}x16: rows must be a multiple of {rows} "
+                      "and bytes per row a multiple of 32")
+    return d.reshape(n // rows, rows, kb // 32, 2, 16).transpose(0, 2, 3, 1, 4).reshape(n, kb).copy()
 
 
 def unshuffle_weight(shuffled: np.ndarray) -> np.ndarray:

@@ -71,7 +71,7 @@ def sample_cases(kernel, count: int, rng: random.Random) -> list[tuple[int, int,
         m = rng.randint(1, tm) if i % 2 == 0 else tm + rng.randint(1, max(1, tm // 2))
         m = max(_round_up(m, div.get("m", 1)), leg.get("min", {}).get("m", 1))
         k_unit = (spec or {}).get("k_multiple", kstep) if split > 1 else kstep
-        k = _round_up(k_unit * split * rng.choice([1, 2]), kstep)
+        k = _round_up(max(k_unit * split * rng.choice([1, 2]), leg.get("min", {}).get("k", 1)), kstep)
         out.append((m, tn if i % 2 == 0 else tn_partial, k, split))
     return out
 
@@ -122,8 +122,8 @@ def _operands(c: Contract, m: int, n: int, k: int, seed: int, split: int = 1):
 
 
 def _scaled_operands(c: Contract, m: int, n: int, k: int, rng, split: int, step: int):
-    """A scale-mode problem (aiter's a8w8 / I8gemm: int8 A [M, K] and B [N, K] (16x16 pre-shuffled when the
-    contract says so), fp32 per-token / per-channel scales, fp32 bias): the call is built here, as
+    """A scale-mode problem (aiter's a8w8 / I8gemm: int8 A [M, K] and B [N, K] (pre-shuffled 16x16 or
+    32x16 when the contract says so), fp32 per-token / per-channel scales, fp32 bias): the call is built here, as
     `jitgemm.scaled_matmul` would, since `prepare` takes no scales."""
     from jitgemm.codegen.dtypes import dtype
     from jitgemm.codegen.gemm_ir import GemmProblem
@@ -150,7 +150,8 @@ def _scaled_operands(c: Contract, m: int, n: int, k: int, rng, split: int, step:
     store_a = np.asarray(sa, np.float32).T if p.a_scale_order == "col" else np.asarray(sa, np.float32)
     store_b = np.asarray(sb, np.float32).T if p.b_scale_order == "col" else np.asarray(sb, np.float32)
     bias = rng.standard_normal(n).astype(np.float32) if bias_kind == "n" else None
-    stored_b = shuffle_weight(bt.view(np.uint8)).view(db.numpy) if p.b_preshuffle == "16x16" else bt
+    stored_b = (shuffle_weight(bt.view(np.uint8), int(p.b_preshuffle.split("x")[0])).view(db.numpy)
+                if p.b_preshuffle != "none" else bt)
     d = np.full((m, n), np.nan, dtype(op["d"]).numpy)
     values = {"a": a.reshape(-1), "b": np.ascontiguousarray(stored_b).reshape(-1), "d": d.reshape(-1),
               "a_scale": np.ascontiguousarray(store_a).reshape(-1),

@@ -81,6 +81,7 @@ class Facts:
     reads: np.ndarray                 # register indices (SGPR slot / VREG_BASE + v / hwreg pseudo)
     writes: np.ndarray
     reads_by_field: dict[str, np.ndarray] = field(default_factory=dict)
+    reads_by_format: dict[str, np.ndarray] = field(default_factory=dict)   # read registers by ISA data format
     classes: frozenset = frozenset()
     counters: tuple[str, ...] = ()    # vmcnt / lgkmcnt it increments
     lgkm_any_order: bool = False      # SMEM / FLAT: only lgkmcnt(0) guarantees it
@@ -143,6 +144,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     reads: list[int] = []
     writes: list[int] = []
     by_field: dict[str, list[int]] = {}
+    by_format: dict[str, list[int]] = {}
     data: list[int] = []
     data_bits = 0
     for o, a in d.operand_pairs():
@@ -165,6 +167,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
             reads += regs
             if o.field_name:
                 by_field.setdefault(o.field_name.upper(), []).extend(regs)
+            by_format.setdefault(o.data_format or "", []).extend(regs)
             if o.field_name in ("DATA", "VDATA", "DATA0", "DATA1") and group in ("VMEM", "SMEM"):
                 data += regs
                 data_bits += o.size or 32
@@ -177,6 +180,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     f.reads = np.array(sorted(set(reads)), np.int64)
     f.writes = np.array(sorted(set(writes)), np.int64)
     f.reads_by_field = {k: np.array(sorted(set(v)), np.int64) for k, v in by_field.items()}
+    f.reads_by_format = {k: np.array(sorted(set(v)), np.int64) for k, v in by_format.items()}
     classes = set(facts.classes_of(inst))
     if "valu" in classes and writes_part_of_vgpr(d):
         classes.add("dst_sel")
@@ -802,6 +806,11 @@ def _reader_tables(f: Facts, rules: Sequence[HazardRule]) -> None:
             cand = np.concatenate(parts) if parts else np.zeros(0, np.int64)
         else:
             cand = f.reads
+        if r.except_formats and len(cand):
+            # registers read only through operands of the excepted formats (a lane mask) leave the rule
+            only = {x for fmt, regs in f.reads_by_format.items() if fmt in r.except_formats for x in regs.tolist()}
+            other = {x for fmt, regs in f.reads_by_format.items() if fmt not in r.except_formats for x in regs.tolist()}
+            cand = np.array([x for x in cand.tolist() if x not in only or x in other], np.int64)
         cand = cand[_file_mask(cand, r.regs)] if len(cand) else cand
         ks += [k] * len(cand)
         regs += [int(x) for x in cand]

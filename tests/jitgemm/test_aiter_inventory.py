@@ -30,7 +30,7 @@ def test_every_listed_gemm_kernel_is_admitted_or_refused_with_a_reason(inv):
     # its B layout ([N/128, K*128]) has no contract field yet: refused by the schema, with the fields named
     assert len(flatmm) == 1 and "b_layout" in flatmm[0].refusal
     i8 = inv.kernel("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_128x128").contract.data["operation"]
-    assert (i8["scale_mode"], i8["b_preshuffle"], i8["d"]) == ("rowcol", "16x16", "bf16")
+    assert (i8["scale_mode"], i8["b_preshuffle"], i8["d"]) == ("rowcol", "32x16", "bf16")
     for k in inv.refused():
         assert k.refusal, k.label
     # objects no family describes are listed, never guessed

@@ -34,6 +34,19 @@ def test_aiter_kernels_equal_numpy_in_strict_emulation(inv, label, m, n, k, spli
     run_case(inv.kernel(label), m, n, k, split, seed=7, strict=True)
 
 
+
+def test_i8gemm_equals_numpy_in_strict_emulation(inv):
+    """aiter's I8gemm (int8 per-token x per-channel scales, bias, bf16 out) reads B shuffled 32x16 (its host:
+    "shuffle layout(32,16)") and broadcasts each column's scale and bias with DPP row_newbcast, which the
+    emulator once ran as a plain VOP2 (every column got lane 0's scale: results unrelated to numpy). Its NaN
+    select reads a v_cmp's SGPR mask 1 wait state later: a lane-mask read, which the CDNA3 table does not
+    count (specs/targets/gfx942.yaml except_formats), so strict emulation runs it through."""
+    kernel = inv.kernel("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_128x128")
+    run_case(kernel, 70, 128, 128, 1, seed=3, strict=True)        # partial M tile
+    run_case(kernel, 150, 256, 256, 1, seed=4, strict=False)      # 2 M, N tiles, 2 K steps (strict: LDS race,
+    # the epilogue's ds_write at 0x2724 over LDS another wave read at 0x1128, no s_barrier between)
+
+
 def test_a_wrong_contract_fails_qualification(inv):
     """The same kernel with B's stride put in strideB1's slot (the kernel reads strideB0: B's rows collapse) and
     with D's stride in strideC1's (D is never written where numpy wants it): both are caught. (alpha and beta

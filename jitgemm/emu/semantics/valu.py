@@ -213,6 +213,13 @@ def _dpp_source_lanes(mods: dict) -> tuple[np.ndarray, np.ndarray]:
         return row + 15 - lane % 16, np.ones(WAVE, bool)
     if "row_half_mirror" in mods:
         return (lane & ~7) + 7 - lane % 8, np.ones(WAVE, bool)
+    if "row_newbcast" in mods or "row_share" in mods:
+        # DPP_CTRL 0x150-0x15F: gfx90a/CDNA 3 spell it row_newbcast:n, GFX10+ row_share:n (one encoding, LLVM
+        # llvm/lib/Target/AMDGPU/SIDefines.h: ROW_NEWBCAST_FIRST = ROW_SHARE_FIRST = 0x150): every lane of a row of
+        # 16 reads lane n of its row (aiter's I8gemm epilogue broadcasts per-column scales with it)
+        return row + mods.get("row_newbcast", mods.get("row_share", 0)), np.ones(WAVE, bool)
+    if "row_xmask" in mods:
+        return row + ((lane % 16) ^ mods["row_xmask"]), np.ones(WAVE, bool)     # SIDefines.h ROW_XMASK (GFX10+)
     if "row_bcast" in mods:
         if mods["row_bcast"] == 15:
             return np.clip(row - 1, 0, WAVE - 1), row > 0
@@ -288,7 +295,12 @@ def _valu(b: Builder, d: Decoded) -> RunFn:
         dst_unused = mods.get("dst_unused", "UNUSED_PRESERVE")
     # DPP
     dpp = any(k in mods for k in ("quad_perm", "row_shl", "row_shr", "row_ror", "wave_shl", "wave_rol",
-                                  "wave_shr", "wave_ror", "row_mirror", "row_half_mirror", "row_bcast"))
+                                  "wave_shr", "wave_ror", "row_mirror", "row_half_mirror", "row_bcast",
+                                  "row_newbcast", "row_share", "row_xmask"))
+    if not dpp and ("row_mask" in mods or "bank_mask" in mods):
+        # a DPP word whose control the table above does not know must not run as a plain VOP2 (it did, silently,
+        # for row_newbcast: aiter's I8gemm then applied the wrong column scales)
+        raise NoSemantics(f"DPP control {sorted(mods)} is not modelled")
     dpp_src = dpp_ok = None
     dpp_enable = None
     bound_zero = bool(mods.get("bound_ctrl"))
