@@ -35,8 +35,8 @@ def test_tool():
 def plain_clone(tmp_path_factory) -> Path:
     """The repository's test harness in a folder with no ../shared beside it."""
     root = tmp_path_factory.mktemp("plain") / "repo"
-    (root / "tests").mkdir(parents=True)
-    for name in ("__init__.py", "oracles.py", "conftest.py"):
+    (root / "tests" / "fixtures").mkdir(parents=True)
+    for name in ("__init__.py", "conftest.py", "fixtures/__init__.py", "fixtures/oracles.py"):
         shutil.copyfile(REPO / "tests" / name, root / "tests" / name)
     (root / "tests" / "test_probe.py").write_text(PROBE)
     assert not (root.parent / "shared").exists()

@@ -12,9 +12,19 @@ from jitgemm.timing import predict, trace
 from jitgemm.timing.trace import lane_bytes, mfma_flops
 
 
+def _default_128(layout: str):
+    """The direct generator's default 128x128x32 kernel for 256^3 bf16 (pinned: the selector may rank another)."""
+    from jitgemm.codegen.gemm_config import default_config
+
+    p = GemmProblem.make(256, 256, 256, "bf16", layout=layout)
+    config = default_config(p, isa.load_spec("gfx942"), isa.target_profile("gfx942"))
+    assert (config.tile_m, config.tile_n, config.depth_k) == (128, 128, 32)
+    return jitgemm.compile(p, config)
+
+
 @pytest.fixture(scope="module")
 def kernel():
-    return jitgemm.compile(GemmProblem.make(256, 256, 256, "bf16", layout="NT"))
+    return _default_128("NT")
 
 
 def test_names_give_widths_and_flops():
@@ -88,7 +98,7 @@ def test_emulated_addresses_give_bank_conflicts_and_transactions(kernel):
     conflicts cost LDS time in the prediction."""
     from jitgemm.timing.emu_counters import emu_counters
 
-    nn = jitgemm.compile(GemmProblem.make(256, 256, 256, "bf16", layout="NN"))
+    nn = _default_128("NN")
     clean, conflicted = emu_counters(kernel), emu_counters(nn)
     assert clean.lds_conflict_cycles == 0 and clean.lds_bank_cycles > 0
     assert conflicted.lds_conflict_cycles > 0 and conflicted.lds_conflict_factor > 1.5
