@@ -6,8 +6,6 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.isa.spec.targets import Device, TargetProfile
 
@@ -179,12 +177,24 @@ def occupancy(facts: KernelFacts, profile: TargetProfile, p: Params) -> dict[str
             "limited_by": min(limits, key=lambda x: limits[x])}
 
 
+_SMALL_GRID = 1 << 15    # workgroups: above it numpy (importing it costs a cold compile more than this loop)
+
+
 def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tuple[int, int, int]:
     """Distinct (A tile, K slice) and (B tile, K slice) pairs each XCD's L2 fetches, summed over dispatch rounds:
     workgroups are dispatched in id order (x over N tiles fastest, then M tiles, then split-K slices and batch),
     round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds)."""
     total = tiles_m * tiles_n * slices
     rounds = -(-total // slots)
+    if total <= _SMALL_GRID:     # the same sets without numpy: a cold compile need not import it (issue 31)
+        a_set, b_set = set(), set()
+        for i in range(total):
+            group = ((i // slots) * xcds + i % xcds) * slices + i // (tiles_n * tiles_m)
+            a_set.add(group * tiles_m + (i // tiles_n) % tiles_m)
+            b_set.add(group * tiles_n + i % tiles_n)
+        return len(a_set), len(b_set), rounds
+    import numpy as np
+
     ids = np.arange(total, dtype=np.int64)
     n_idx = ids % tiles_n
     m_idx = (ids // tiles_n) % tiles_m

@@ -111,7 +111,7 @@ def _region(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations:
     if not body:
         return Region(classes, 0, 0, 0, 0, 0, 0.0)
     try:
-        timed = model_loop(body, spec, profile, iterations=iterations, latency=latency)
+        timed = model_loop(body, spec, profile, iterations=iterations, latency=latency, text=False)
         took, stalls = timed.passes_per_iteration, timed.stalls
     except PipelineModelError:
         # straight-line code without an MFMA table entry: one issue slot per instruction
@@ -171,9 +171,10 @@ def _form_of(item, forms, pc: int, labels: dict[str, int], raw: bytes):
     from jitgemm.isa.asm.encoder import encode_form
     from jitgemm.isa.spec.field_codec import Mismatch
 
-    for form in forms.forms_for(item.name) or ():
-        if form.size != len(raw):
-            continue
+    sized = [form for form in forms.forms_for(item.name) or () if form.size == len(raw)]
+    if sized and all((f.enc.name, f.label_slot) == (sized[0].enc.name, sized[0].label_slot) for f in sized):
+        return sized[0]        # what the trace reads of the form is the same whichever the encoder took
+    for form in sized:
         try:
             if encode_form(form, item, pc, labels).to_bytes(form.size, "little") == raw:
                 return form

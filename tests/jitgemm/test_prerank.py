@@ -76,3 +76,17 @@ def test_plan_estimate_follows_the_model_for_the_direct_generator(tmp_path):
                 assert abs(est[0] / v.predicted_us - 1) < 0.15, (v.candidate.label, est, v.predicted_us)
             checked += 1
     assert checked >= 4
+
+
+def test_fills_without_numpy_are_numpy_s(monkeypatch):
+    """Small grids count the L2 fills in plain Python (a cold compile need not import numpy): the same numbers."""
+    import random
+
+    from jitgemm.timing import model
+
+    rng = random.Random(5)
+    cases = [(rng.randint(1, 40), rng.randint(1, 40), rng.choice((1, 2, 3, 8)), rng.randint(1, 700),
+              rng.choice((1, 4, 8))) for _ in range(60)]
+    small = [model._fills(*c) for c in cases]
+    monkeypatch.setattr(model, "_SMALL_GRID", -1)
+    assert small == [model._fills(*c) for c in cases]

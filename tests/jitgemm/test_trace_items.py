@@ -15,6 +15,7 @@ from jitgemm.isa.instruction import Counters
 import jitgemm
 from jitgemm import isa
 from jitgemm import kernel as kernel_module
+from jitgemm.selector import selected_config
 from jitgemm.timing import kernel_facts, trace
 from jitgemm.timing.trace import from_items
 
@@ -33,8 +34,10 @@ CASES = [
 
 @pytest.mark.parametrize("arch,args", CASES, ids=[f"{a}-{i}" for i, (a, _) in enumerate(CASES)])
 def test_trace_from_items_equals_trace_from_decoding(arch, args):
-    kernel_module.clear_memory_cache()
-    kernel = jitgemm.compile(GemmProblem.make(**args), arch=arch, use_disk_cache=False, generator="asm")
+    problem = GemmProblem.make(**args)
+    config, _ = selected_config(problem, arch, "asm")
+    kernel_module.clear_memory_cache()          # lowered here, not found in memory (or on disk)
+    kernel = jitgemm.compile(problem, config, arch=arch, use_disk_cache=False, generator="asm")
     facts = kernel_facts(kernel)
     found = kernel_module.lowered_items(facts.code)
     assert found is not None, "the lowering's items were not kept for the code object's .text"
