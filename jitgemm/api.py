@@ -488,16 +488,17 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
-    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+                 strict: bool = False, ws: np.ndarray | None = None, generator: str = "asm") -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the partial kernel of `generator` (asm: the
+    direct generator's, llvm: the LLVM generator's; grid z = split_k) into a poisoned workspace, then the
+    reduction kernel (epilogue once) into call.d."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import partial_kernel, partial_values, run_reduction, workspace
 
     p = call.problem
     try:
-        kernel = partial_kernel(p, arch, config)
+        kernel = partial_kernel(p, arch, config, generator)
         refusal = split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p)
     except IRError as exc:

@@ -186,6 +186,10 @@ class Intrinsics:
     def smin(self) -> ir.Function:
         return self.get("llvm.smin.i32", I32, [I32, I32])
 
+    def cttz(self) -> ir.Function:
+        """(x, is_zero_poison) -> trailing zeros of x: log2 of a power of two (s_ff1 in the direct generator)."""
+        return self.get("llvm.cttz.i32", I32, [I32, I1])
+
     def exp2(self) -> ir.Function:
         """v_exp_f32 as it is (no denormal scaling, unlike llvm.exp2)."""
         return self.get("llvm.amdgcn.exp2.f32", F32, [F32])
