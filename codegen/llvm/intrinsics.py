@@ -197,6 +197,10 @@ class Intrinsics:
     def rcp(self) -> ir.Function:
         return self.get("llvm.amdgcn.rcp.f32", F32, [F32])
 
+    def arithmetic_fence(self) -> ir.Function:
+        """The value as it is; no optimisation may fuse arithmetic across it (LLVM LangRef, llvm.arithmetic.fence)."""
+        return self.get("llvm.arithmetic.fence.f32", F32, [F32])
+
     def fma(self) -> ir.Function:
         return self.get("llvm.fma.f32", F32, [F32, F32, F32])
 

@@ -466,8 +466,9 @@ class GemmIRBuilder(ScaleIRMixin):
         if p.activation == "relu":
             x = self.call(intr.smax(), x, c32(0)) if integer else self.call(intr.maxnum(), x, ir.Constant(F32, 0.0))
         elif p.activation == "gelu":
-            # gelu(x) ~= x * (0.5 + 0.5 tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3),
+            # gelu(x) ~= x * (0.5 + 0.5 tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3) (arXiv:1606.08415, section 2),
             # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); the direct generator's sequence, operation for operation
+            # (no fast-math flags: LLVM keeps the order; the fp16 store's fence keeps the last rounding, `_store`)
             f = lambda v: ir.Constant(F32, v)  # noqa: E731
             t = b.fmul(x, x)
             t = self.call(intr.fma(), t, f(0.044715), f(1.0))
@@ -491,6 +492,11 @@ class GemmIRBuilder(ScaleIRMixin):
             rounded = b.lshr(b.add(b.add(bits, b.and_(b.lshr(bits, c32(16)), c32(1))), c32(0x7FFF)), c32(16))
             value = b.trunc(b.select(b.fcmp_unordered("uno", x, x), c32(0x7FC0), rounded), I16)
         elif p.d.name == "fp16":
+            # fp32 first, then one v_cvt_f16_f32, as the direct generator rounds: without the fence LLVM folds
+            # fptrunc(fmul/fma) into one v_fma_mixlo_f16 (llvm/test/CodeGen/AMDGPU/mad-mix-lo.ll, `mixlo_simple`),
+            # rounding once instead of twice and turning fmul's -0 into fma(x, y, +0) = +0: gelu of a large
+            # negative x, alpha or beta * C as the last step, gave different bits from the two generators
+            x = self.call(self.intr.arithmetic_fence(), x)
             value = b.bitcast(b.fptrunc(x, F16), I16)
         else:
             value = b.bitcast(x, I32)
