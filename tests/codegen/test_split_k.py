@@ -72,7 +72,7 @@ def test_partial_contract_and_refusals():
         split_matmul(call, "gfx942", 4)
 
 
-LLVM_CASES = [CASES[0], CASES[2], CASES[4], CASES[5]]   # bf16 / int8 on gfx942, bf16 TT + C + bias, fp8 gelu on gfx950
+LLVM_CASES = [CASES[0], CASES[2], CASES[4]]   # bf16 / int8 on gfx942, bf16 TT + C + bias on gfx950
 
 
 @pytest.mark.parametrize("arch, m, n, k, a, d, layout, split, epi", LLVM_CASES)

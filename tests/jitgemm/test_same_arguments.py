@@ -174,3 +174,25 @@ def test_scale_options_name_one_problem_in_every_command_and_the_api(fresh_db, c
     assert all(r.value > 0 for r in rows)                     # every variant passed the emulator check, scaled
     out = _cli(capsys, "select", *SCALED, "--db", str(fresh_db))
     assert re.fullmatch(r"(\S+) kernel (\S+)\n", out).group(2) == best     # the sweep's best decides, for all
+
+
+def test_tune_times_a_scaled_candidate_with_its_scales(monkeypatch):
+    """`jitgemm tune`'s timing (tuning.time_candidate) launches a scale-mode candidate with the mode's scale arrays
+    (no GPU here: hip's launcher is stood in for and shown the arguments)."""
+    from jitgemm import hip_runtime, tuning
+    from jitgemm.selector import Selector
+    from jitgemm.suppliers import DirectAsmSupplier
+
+    problem = GemmProblem.make(40, 150, 300, "fp8", d="bf16", layout="NT", scale_mode="block", b_scale_order="col")
+    cand = Selector([DirectAsmSupplier()]).select(problem)
+    seen = {}
+
+    def fake_run_hip(blob, name, *, grid, block, args, lds_bytes, timed):
+        seen["args"] = args
+        return 1e-5
+
+    monkeypatch.setattr(hip_runtime, "run_hip", fake_run_hip)
+    seconds, name, _ = tuning.time_candidate(cand, problem, iterations=1)
+    assert seconds == 1e-5 and name == cand.contract.kernel
+    arrays = [x for x in seen["args"] if isinstance(x, np.ndarray) and x.dtype == np.float32]
+    assert len(arrays) >= 2          # the A and B block scales reach the kernel
