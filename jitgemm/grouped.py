@@ -16,18 +16,21 @@ from .contract import Contract
 GENERATORS = ("auto", "asm", "llvm")
 
 
-def _bias_kind(bias, rows: int, n: int) -> str:
-    """"n": one bias per column shared by the groups ([N] or [1, N]); "m": one per row of the stacked A
-    ([sum M, 1], e.g. per token); "none"."""
+def _bias_kind(bias, rows: int, n: int, groups: int) -> tuple[str, int]:
+    """(problem bias, stride_bias): ("n", 0) one bias per column shared by the groups ([N] or [1, N]); ("n", N) a
+    column bias per group ([G, N], as MoE experts with biases have); ("m", 0) one per row of the stacked A
+    ([sum M, 1], e.g. per token); ("none", 0)."""
     if bias is None:
-        return "none"
-    if isinstance(bias, np.ndarray) and (bias.shape == (n,) or bias.shape == (1, n)):
-        return "n"
+        return "none", 0
     if isinstance(bias, np.ndarray) and bias.shape == (rows, 1):
-        return "m"
+        return "m", 0
+    if isinstance(bias, np.ndarray) and (bias.shape == (n,) or bias.shape == (1, n)):
+        return "n", 0
+    if isinstance(bias, np.ndarray) and bias.shape == (groups, n):
+        return "n", n
     shape = getattr(bias, "shape", type(bias).__name__)
-    raise MatmulError(f"bias: {shape}; accepted: [N] or [1, N] (per column, N={n}) or [sum M, 1] (per row of the "
-                      f"stacked A, sum M={rows})")
+    raise MatmulError(f"bias: {shape}; accepted: [N] or [1, N] (per column, N={n}), [G, N] (per column of each "
+                      f"group, G={groups}) or [sum M, 1] (per row of the stacked A, sum M={rows})")
 
 
 def group_problem(a: np.ndarray, b: np.ndarray, offsets: np.ndarray, *, out_dtype=None, bias=None,
@@ -58,7 +61,7 @@ def group_problem(a: np.ndarray, b: np.ndarray, offsets: np.ndarray, *, out_dtyp
         p = GemmProblem.make(max(max_m, 1), n, k, of_numpy(a.dtype), of_numpy(b.dtype),
                              None if out_dtype is None else of_numpy(out_dtype), layout=layout, batch=groups,
                              alpha=alpha, beta=beta if c is not None else 0.0,
-                             c=None if c is None else of_numpy(c.dtype), bias=_bias_kind(bias, rows, n),
+                             c=None if c is None else of_numpy(c.dtype), bias=_bias_kind(bias, rows, n, groups)[0],
                              activation=activation, grouped=True)
     except (IRError, ValueError) as exc:
         raise MatmulError(str(exc)) from None
@@ -96,8 +99,8 @@ def grouped_matmul(a, b, offsets, *, c: np.ndarray | None = None, beta: float = 
                    generator: str = "auto") -> np.ndarray:
     """D[rows of g] = activation(alpha * A[rows of g] @ B[g] + beta * C[rows of g] + bias) for every group g (rows
     of g: offsets[g] .. offsets[g+1]), in one launch. c: [sum M, N] stacked like A; bias: [N] (per column, shared
-    by the groups) or [sum M, 1] (per row, e.g. per token). generator: "auto" (the selector ranks the direct and
-    LLVM generators' grouped kernels and Triton's peer), "asm" or "llvm"."""
+    by the groups), [G, N] (per column, one per group) or [sum M, 1] (per row, e.g. per token). generator: "auto"
+    (the selector ranks the direct and LLVM generators' grouped kernels and Triton's peer), "asm" or "llvm"."""
     where = _backend(backend)
     p, off, layout = group_problem(a, b, offsets, out_dtype=out_dtype, bias=bias, activation=activation,
                                    alpha=alpha, c=c, beta=beta)
@@ -114,7 +117,7 @@ def grouped_matmul(a, b, offsets, *, c: np.ndarray | None = None, beta: float = 
               "batch": groups, "lda": k, "ldb": n if layout == "NN" else k, "ldc": n, "ldd": n, "stride_a": 0,
               "stride_b": k * n, "stride_c": 0, "stride_d": 0, "alpha": int(alpha) if integer else float(alpha),
               "beta": (int(beta) if integer else float(beta)) if c is not None else (0 if integer else 0.0),
-              "group_offsets": off}
+              "group_offsets": off, "stride_bias": _bias_kind(bias, rows, n, groups)[1]}
     call = GemmCall(p, values, d, dict(ALIGN))
     return launch(call, blob, name, contract, backend=where, strict=strict)
 
@@ -130,7 +133,13 @@ def grouped_reference(a, b, offsets, *, bias=None, activation: str = "none", alp
         out += beta * c.astype(np.float64)
     if bias is not None:
         bias64 = bias.astype(np.float64)
-        out += bias64.reshape(-1, 1) if bias64.shape == (a.shape[0], 1) else bias64.reshape(1, -1)
+        if bias64.shape == (a.shape[0], 1):
+            out += bias64
+        elif bias64.ndim == 2 and bias64.shape[0] == b.shape[0] and b.shape[0] > 1:     # [G, N]: per group
+            for g in range(b.shape[0]):
+                out[int(offsets[g]):int(offsets[g + 1])] += bias64[g]
+        else:
+            out += bias64.reshape(1, -1)
     if activation == "relu":
         out = np.maximum(out, 0)
     elif activation == "gelu":

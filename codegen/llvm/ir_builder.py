@@ -209,6 +209,8 @@ class GemmIRBuilder(ScaleIRMixin):
             self.moved["c"] = b.mul(first, b.zext(a["ldc"], I64))
         if p.bias == "m":
             self.moved["bias"] = first
+        elif p.bias == "n":             # a column bias per group (stride_bias elements apart; 0: one for all)
+            self.moved["bias"] = b.mul(b.zext(gz, I64), b.zext(a["stride_bias"], I64))
 
     def _resources(self) -> None:
         """Buffer resources of this workgroup's batch entry of every matrix."""

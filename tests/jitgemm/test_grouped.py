@@ -104,34 +104,42 @@ def test_triton_grouped_peer_equals_numpy():
     check(GemmProblem.make(14, 24, 40, "bf16", d="fp32"), d, grouped_reference(a, b, off))
 
 
-EPI_CASES = [  # arch, generator, a dtype, out, sizes, K, N, B transposed, C dtype, beta, bias per row, activation
-    ("gfx942", "llvm", "bf16", np.float32, [5, 0, 17, 3], 40, 24, False, None, 0.0, False, "none"),
-    ("gfx942", "llvm", "int8", np.int32, [3, 1, 6], 48, 16, True, np.int32, 2.0, True, "relu"),
-    ("gfx942", "asm", "fp16", np.float16, [0, 9, 70], 33, 20, True, np.float16, -0.5, True, "gelu"),
-    ("gfx950", "llvm", "bf16", ml_dtypes.bfloat16, [7, 2, 0, 11], 50, 32, False, np.float32, 0.5, True, "gelu"),
-    ("gfx950", "asm", "fp8_e4m3", np.float32, [6, 0, 5], 64, 16, True, np.float32, 1.0, False, "none"),
+EPI_CASES = [  # arch, generator, a dtype, out, sizes, K, N, B transposed, C dtype, beta, bias (per row/col/group), act
+    ("gfx942", "llvm", "bf16", np.float32, [5, 0, 17, 3], 40, 24, False, None, 0.0, "group", "none"),
+    ("gfx942", "llvm", "int8", np.int32, [3, 1, 6], 48, 16, True, np.int32, 2.0, "row", "relu"),
+    ("gfx942", "asm", "fp16", np.float16, [0, 9, 70], 33, 20, True, np.float16, -0.5, "row", "gelu"),
+    ("gfx942", "asm", "int8", np.int32, [4, 0, 7], 32, 24, False, None, 0.0, "group", "none"),
+    ("gfx950", "llvm", "bf16", ml_dtypes.bfloat16, [7, 2, 0, 11], 50, 32, False, np.float32, 0.5, "row", "gelu"),
+    ("gfx950", "asm", "fp8_e4m3", np.float32, [6, 0, 5], 64, 16, True, np.float32, 1.0, "col", "none"),
 ]
+BIAS_SHAPE = {"row": lambda rows, groups, n: (rows, 1), "col": lambda rows, groups, n: (n,),
+              "group": lambda rows, groups, n: (groups, n)}
 
 
-@pytest.mark.parametrize("arch, gen, dt, out, sizes, k, n, transposed, c_dt, beta, per_row, act", EPI_CASES)
-def test_grouped_c_beta_and_row_bias_equal_numpy(arch, gen, dt, out, sizes, k, n, transposed, c_dt, beta, per_row,
-                                                  act):
-    """Both generators' grouped kernels with C/beta (stacked like A) and a per-row bias ([sum M, 1]: each group's
-    rows read their own bias entries), empty groups and M tails (a group of 70 rows: two 64-row tiles)."""
+@pytest.mark.parametrize("arch, gen, dt, out, sizes, k, n, transposed, c_dt, beta, bias_kind, act", EPI_CASES)
+def test_grouped_c_beta_and_biases_equal_numpy(arch, gen, dt, out, sizes, k, n, transposed, c_dt, beta, bias_kind,
+                                                act):
+    """Both generators' grouped kernels with C/beta (stacked like A), a per-row bias ([sum M, 1]: each group's rows
+    read their own entries) or a column bias per group ([G, N], MoE experts' biases), empty groups and M tails (a
+    group of 70 rows: two 64-row tiles)."""
     a, b, off = _operands(dt, sizes, k, n, transposed, seed=k * n + len(sizes))
     rng = np.random.default_rng(k)
     rows = a.shape[0]
     integer = dt == "int8"
     c = None if c_dt is None else (rng.integers(-9, 9, (rows, n)) if integer else
                                    rng.standard_normal((rows, n))).astype(c_dt)
-    bias = (rng.integers(-20, 20, (rows, 1) if per_row else (n,)) if integer else
-            rng.standard_normal((rows, 1) if per_row else (n,))).astype(np.int32 if integer else np.float32)
+    shape = BIAS_SHAPE[bias_kind](rows, len(sizes), n)
+    bias = (rng.integers(-20, 20, shape) if integer else rng.standard_normal(shape)).astype(
+        np.int32 if integer else np.float32)
     d = jitgemm.grouped_matmul(a, b, off, c=c, beta=beta, out_dtype=out, bias=bias, activation=act, arch=arch,
                                backend="emu", strict=True, generator=gen)
     ref = grouped_reference(a, b, off, c=c, beta=beta, bias=bias, activation=act)
     p, _, _ = group_problem(a, b, off, out_dtype=out, bias=bias, activation=act, c=c, beta=beta)
-    assert p.bias == ("m" if per_row else "n")
+    assert p.bias == ("m" if bias_kind == "row" else "n")
     check(GemmProblem.make(max(1, rows), n, k, p.a, p.b, p.d, activation=act), d, ref)
+    if bias_kind == "group":          # the groups' biases differ: reading group 0's for every group fails
+        assert not np.allclose(ref, grouped_reference(a, b, off, c=c, beta=beta, bias=np.repeat(bias[:1], len(
+            sizes), 0), activation=act))
 
 
 def test_grouped_generators_agree_and_selector_ranks_three():
