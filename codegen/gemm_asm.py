@@ -116,9 +116,11 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         wg_x, wg_y, wg_z = ra.at("s", 2), ra.at("s", 3), ra.at("s", 4)
         tid = ra.at("v", 0)
         args = {}
+        self.arg_loads = []
         for base in range(0, kernarg_size(self.p), 32):
             dst = ra.take("s", 8, align=4)
             emit("s_load_dwordx8", dst, self.kernarg, base)
+            self.arg_loads.append((dst, base))
             for name, off, size, _ in kernargs(self.p):
                 if base <= off < base + 32:
                     args[name] = Reg("s", dst.index + (off - base) // 4, size // 4)
@@ -137,12 +139,20 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_and_b32", wcol, wave, self.c.waves_n - 1)
         emit("s_mul_i32", wcol, wcol, wave_n)
         row0, col0 = ra.take("s"), ra.take("s")
+        streamk = None
+        if self.p.k_split == "streamk":           # a loop over this workgroup's segments (codegen/gemm_streamk.py)
+            from .gemm_streamk import StreamKLoop
+
+            streamk = StreamKLoop(self, wg_x)
+            wg_y, wg_x, wg_z = streamk.ty, streamk.tx, streamk.slot
         emit("s_lshl_b32", row0, wg_y, log2_exact(self.c.tile_m, "tile_m"))
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
         self._batch_offsets(wg_z)
-        if self.p.k_split == "partial":           # z is a K range, not a batch entry (codegen/gemm_split.py)
+        if self.p.k_split in ("partial", "atomic"):   # z is a K range, not a batch entry (codegen/gemm_split.py)
             emit_k_range(self, wg_z)
+        if streamk:
+            streamk.k_range()
         if self.p.grouped:                        # this group's rows of A, C and D; idle workgroups leave
             emit_group_rows(self, wg_z)
         self.rsrc = self._resources()
@@ -156,6 +166,8 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         self._epilogue()
         if self.p.grouped:
             self.e.label(GROUP_DONE)
+        if streamk:
+            streamk.close(lambda: [emit("s_load_dwordx8", dst, self.kernarg, base) for dst, base in self.arg_loads])
         emit("s_endpgm")
         return LoweredKernel(self.name, tuple(self.e.code), self.lds_bytes, ra.high["v"], ra.high["s"],
                              ra.high["a"], self.threads, self.plan.grid)
@@ -170,8 +182,10 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
             sizes["c"] = self.p.c.bytes
         if self.p.scale_mode != "none":
             sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
-        if self.p.k_split == "partial":                   # only D (the workspace slice) moves with z
+        if self.p.k_split in ("partial", "streamk"):      # only D (the workspace slice) moves with z (the slot)
             sizes = {"d": self.p.d.bytes}
+        if self.p.k_split == "atomic":                    # every K range adds into the same D
+            sizes = {}
         if self.p.grouped:                                # only B is per group; rows: codegen/gemm_group.py
             sizes = {"b": self.p.b.bytes}
         for x, eb in sizes.items():

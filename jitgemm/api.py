@@ -488,22 +488,36 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
-    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+                 strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial") -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py) with the direct generator's kernels. `mode`:
+    "partial" (grid z = split_k K ranges into a poisoned workspace, then the reduction kernel applies the epilogue
+    once; deterministic), "atomic" (the ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no
+    epilogue; fp32 sums in any order) or "streamk" (split_k workgroups take equal shares of the tiles x K steps,
+    partial sums per tile slot, the reduction as for "partial"; jitgemm/split_k.py streamk_launch)."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
-    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+    from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
 
+    if mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
+    if mode == "streamk":
+        from .split_k import streamk_launch
+
+        return streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
-        kernel = partial_kernel(p, arch, config)
-        refusal = split_refusal(p, kernel.config.depth_k, split_k)
-        q = partial_problem(p)
+        refusal = atomic_refusal(p) if mode == "atomic" else None
+        kernel = partial_kernel(p, arch, config, mode)
+        refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
+        q = partial_problem(p, mode)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     if refusal:
         raise MatmulError(refusal)
+    if mode == "atomic":                      # the contract's zero_output: launch() zeroes D first
+        launch(GemmCall(q, call.values, call.d, call.align), kernel.code_object, kernel.name,
+               Contract.load(kernel.contract), backend=backend, strict=strict, split_k=split_k)
+        return call.d
     ws = workspace(p, split_k) if ws is None else ws
     partial = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,

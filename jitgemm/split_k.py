@@ -38,17 +38,33 @@ class SplitChoice:
     reason: str
 
 
-def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None):
-    """The compiled partial-sum kernel (jitgemm.kernel.Kernel) of `problem`: the direct generator, its default
-    config for the partial class unless one is given."""
+SPLIT_MODES = ("partial", "atomic", "streamk")
+
+
+def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None, mode: str = "partial"):
+    """The compiled split-K kernel (jitgemm.kernel.Kernel) of `problem` for `mode` (SPLIT_MODES): the direct
+    generator, its default config for that class unless one is given."""
     from .kernel import compile as compile_config
 
-    return compile_config(partial_problem(problem), config, arch=arch, generator="asm")
+    return compile_config(partial_problem(problem, mode), config, arch=arch, generator="asm")
+
+
+def atomic_refusal(problem: GemmProblem) -> str | None:
+    """Why `problem` cannot run as atomic split-K (None: it can): the ranges add raw sums straight into D."""
+    p = problem
+    if p.d != p.acc or p.alpha != 1.0 or p.beta != 0.0 or p.c is not None or p.bias != "none" \
+            or p.activation != "none":
+        return (f"split_mode='atomic' adds raw {p.acc.name} sums into D: out_dtype {p.acc.name}, no alpha, beta, c, "
+                f"bias or activation (this problem: {p.d.name} out{', with an epilogue' if p.d == p.acc else ''}); "
+                "use split_mode='partial' (a reduction kernel applies the epilogue)")
+    return None
 
 
 @functools.lru_cache(maxsize=64)
-def reduce_kernel(problem_class: GemmProblem, arch: str) -> tuple[bytes, str, float]:
-    """(code object, symbol, compile seconds) of the reduction kernel for a problem class (epilogue + output)."""
+def reduce_kernel(problem_class: GemmProblem, arch: str, tiles: tuple[int, int] | None = None
+                  ) -> tuple[bytes, str, float]:
+    """(code object, symbol, compile seconds) of the reduction kernel for a problem class (epilogue + output);
+    `tiles` (tile_m, tile_n): the stream-K variant (per-tile slot counts)."""
     from jitgemm.codegen import codeobj
     from jitgemm.codegen.llvm.backend import data_layout, run_backend
     from jitgemm.codegen.llvm.split_reduce import reduce_llir
@@ -56,7 +72,7 @@ def reduce_kernel(problem_class: GemmProblem, arch: str) -> tuple[bytes, str, fl
     start = time.perf_counter()
     cpu = codeobj.targets.target(arch).name
     name = "jitgemm_splitk_reduce"
-    llir = reduce_llir(problem_class, name, data_layout(cpu, ""))
+    llir = reduce_llir(problem_class, name, data_layout(cpu, ""), tiles)
     obj = run_backend(llir, cpu=cpu, output="object", kernel=name).data
     blob = codeobj.link(obj, names=[f"{name}.o"])
     return blob, name, time.perf_counter() - start
@@ -70,11 +86,13 @@ def workspace(problem: GemmProblem, split_k: int) -> np.ndarray:
     return np.full((split_k, p.m, p.n), np.iinfo(np.int32).min, np.int32)
 
 
-def _reduce_segment(values: dict, ws: np.ndarray, split_k: int, integer: bool):
+def _reduce_segment(values: dict, ws: np.ndarray, split_k: int, integer: bool, streamk: dict | None = None):
     from jitgemm.codegen.codeobj.launch import PackedSegment
 
     m, n = ws.shape[1], ws.shape[2]
     vals = {**values, "a": ws.reshape(-1), "b": None, "batch": split_k, "lda": n, "stride_a": m * n}
+    if streamk:
+        vals.update({"ldb": streamk["share"], "stride_b": streamk["iters"]})
     pointers = [(name, off) for name, off, _s, kind in KERNARGS if kind == "ptr"]
     buffers = tuple(vals[x] for x, _ in pointers if vals.get(x) is not None)
 
@@ -96,12 +114,15 @@ def _reduce_segment(values: dict, ws: np.ndarray, split_k: int, integer: bool):
     return PackedSegment(buffers, pack)
 
 
-def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = "emu", strict: bool = False) -> None:
-    """The reduction kernel over the workspace `ws` into call.d: D = epilogue(sum over z of ws[z])."""
+def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = "emu", strict: bool = False,
+                  streamk: dict | None = None) -> None:
+    """The reduction kernel over the workspace `ws` into call.d: D = epilogue(sum over z of ws[z]); `streamk`
+    (codegen/gemm_streamk.plan + tile_m/tile_n): each tile sums its own slot count."""
     p = call.problem
-    blob, name, _ = reduce_kernel(p.kernel_class(), arch)
+    tiles = (streamk["tile_m"], streamk["tile_n"]) if streamk else None
+    blob, name, _ = reduce_kernel(p.kernel_class(), arch, tiles)
     grid = (math.ceil(p.n / REDUCE_THREADS), p.m, 1)
-    args = [_reduce_segment(call.values, ws, split_k, not p.epilogue_float)]
+    args = [_reduce_segment(call.values, ws, split_k, not p.epilogue_float, streamk)]
     if backend == "hip":
         from .hip_runtime import run_hip
 
@@ -110,6 +131,35 @@ def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = 
         from .emu import emulate
 
         emulate(blob, name, grid=grid, block=(REDUCE_THREADS, 1, 1), args=args, lds_bytes=0, strict=strict)
+
+
+def streamk_launch(call, arch: str, workgroups: int, *, backend: str = "emu", config: GemmConfig | None = None,
+                   strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
+    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
+    applies the epilogue (deterministic)."""
+    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
+
+    from .api import GemmCall, MatmulError, launch
+    from .contract import Contract
+
+    p = call.problem
+    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
+        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
+                          "compute units of the device, or a multiple)")
+    try:
+        kernel = partial_kernel(p, arch, config, "streamk")
+        q = partial_problem(p, "streamk")
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    c = kernel.config
+    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
+    ws = workspace(p, sk["slots"]) if ws is None else ws
+    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=workgroups)
+    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
+    return call.d
 
 
 def partial_values(call, ws: np.ndarray) -> dict:

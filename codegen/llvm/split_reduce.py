@@ -8,6 +8,10 @@ kernel's workgroups ran in), then the GEMM epilogue of the LLVM generator (codeg
 
 Arguments: the GEMM kernel ABI (codegen/kernel_abi.KERNARGS) of the problem, read as: `a` = the workspace, `batch`
 slot = split_k, `lda` = the workspace's row length (N), `stride_a` = its slice stride (M * N elements).
+
+Stream-K (codegen/gemm_streamk.py, `tiles` = the partial kernel's tile_m x tile_n): element (row, col) lies in tile
+t = (row // tile_m) * ceil(N / tile_n) + col // tile_n, whose segments wrote slots 0 .. count(t) - 1, count(t) =
+((t + 1) * iters - 1) // share - t * iters // share + 1; `ldb` carries share and `stride_b` iters (B is unused).
 """
 
 from __future__ import annotations
@@ -25,8 +29,9 @@ THREADS = 256
 class SplitReduceBuilder(GemmIRBuilder):
     """Reuses the GEMM builder's epilogue and stores; no tiles, no LDS, no MFMAs."""
 
-    def __init__(self, problem: GemmProblem, name: str, data_layout: str = "") -> None:  # noqa: D107
-        self.p, self.name, self.data_layout = problem, name, data_layout
+    def __init__(self, problem: GemmProblem, name: str, data_layout: str = "",  # noqa: D107
+                 tiles: tuple[int, int] | None = None) -> None:
+        self.p, self.name, self.data_layout, self.tiles = problem, name, data_layout, tiles
         self.integer = not problem.epilogue_float
 
     def build(self) -> ir.Module:
@@ -66,6 +71,15 @@ class SplitReduceBuilder(GemmIRBuilder):
         if p.bias != "none":
             self.rsrc["bias"] = self._resource("bias", a["bias"])
         first = b.add(b.mul(row, a["lda"]), col, name="w.elem")
+        if self.tiles:                             # stream-K: this element's tile's slot count
+            tm, tn = self.tiles
+            tiles_n = b.udiv(b.add(a["n"], c32(tn - 1)), c32(tn))
+            t = b.add(b.mul(b.udiv(row, c32(tm)), tiles_n), b.udiv(col, c32(tn)), name="tile")
+            share, iters = a["ldb"], a["stride_b"]
+            start = b.mul(t, iters)
+            last = b.udiv(b.sub(b.add(start, iters), c32(1)), share)
+            count = b.add(b.sub(last, b.udiv(start, share)), c32(1))
+            split = b.select(inside, count, c32(1), name="slots")
         zero = c32(0) if self.integer else ir.Constant(F32, 0.0)
         entry = b.block
         loop = self.fn.append_basic_block("sum")
@@ -89,6 +103,7 @@ class SplitReduceBuilder(GemmIRBuilder):
         self._store(x, row, col, inside)
 
 
-def reduce_llir(problem: GemmProblem, name: str, data_layout: str = "") -> str:
-    """The reduction kernel's LLVM IR text for `problem` (its epilogue and output type)."""
-    return str(SplitReduceBuilder(problem, name, data_layout).build())
+def reduce_llir(problem: GemmProblem, name: str, data_layout: str = "", tiles: tuple[int, int] | None = None) -> str:
+    """The reduction kernel's LLVM IR text for `problem` (its epilogue and output type); `tiles` (tile_m, tile_n):
+    the stream-K variant."""
+    return str(SplitReduceBuilder(problem, name, data_layout, tiles).build())

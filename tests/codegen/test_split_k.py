@@ -12,7 +12,7 @@ from jitgemm.codegen.gemm_split import max_split, partial_problem, split_refusal
 
 from jitgemm.api import MatmulError, prepare
 from jitgemm.api import split_launch as split_matmul
-from jitgemm.contract import Contract
+from jitgemm.contract import Contract, evaluate_formula
 from jitgemm.reference import check, operands, reference
 from jitgemm.split_k import partial_kernel
 
@@ -70,3 +70,89 @@ def test_partial_contract_and_refusals():
     call = prepare(*operands(p, 0)[:2])
     with pytest.raises(MatmulError, match="empty"):
         split_matmul(call, "gfx942", 4)
+
+
+ATOMIC_CASES = [  # arch, m, n, k, a, d, layout, split
+    ("gfx942", 5, 40, 200, "bf16", "fp32", "NT", 4),
+    ("gfx942", 4, 20, 150, "int8", "int32", "NN", 2),
+    ("gfx950", 7, 17, 190, "fp16", "fp32", "TT", 2),
+]
+
+
+@pytest.mark.parametrize("arch, m, n, k, a, d, layout, split", ATOMIC_CASES)
+def test_atomic_split_k_equals_numpy(arch, m, n, k, a, d, layout, split):
+    """Atomic split-K: each K range adds its raw sums into D (buffer_atomic_add_f32 / buffer_atomic_add) after the
+    launcher zeroes D (contract launch.split_k.zero_output). fp32 sums land in any order on hardware: the
+    tolerance is `check`'s fp32 summation bound (per-dtype rounding + K * 2^-24 * sum |a*b|), which covers every
+    order of split_k - 1 extra additions; int32 is exact."""
+    p = GemmProblem.make(m, n, k, a, d=d, layout=layout)
+    A, B, _C, _bias = operands(p, seed=k + split)
+    call = prepare(A, B, out_dtype=p.d.numpy)
+    assert np.isnan(call.d).all() or (call.d == -1).all()          # poisoned: the zeroing is the launcher's
+    out = split_matmul(call, arch, split, strict=True, mode="atomic")
+    check(p, out, reference(p, A, B, None, None))
+
+
+def test_atomic_contract_and_refusals():
+    p = GemmProblem.make(8, 64, 129, "bf16", d="fp32", layout="NT")
+    k = partial_kernel(p, "gfx942", mode="atomic")
+    c = Contract.load(k.contract)
+    assert c.split_k["zero_output"] and c.split_k["atomic"] == "buffer_atomic_add_f32"
+    assert c.split_k["deterministic"] is False and "partials" not in c.split_k
+    assert c.data["operation"]["k_split"] == "atomic" and c.data["launch"]["grid"][2] == "split_k"
+    assert "buffer_atomic_add_f32" in k.asm and "buffer_store_dword" not in k.asm
+    assert Contract.load(partial_kernel(GemmProblem.make(8, 64, 129, "int8", layout="NT"), "gfx942",
+                                        mode="atomic").contract).split_k["deterministic"] is True
+    bf16_out = prepare(*operands(GemmProblem.make(8, 64, 129, "bf16", layout="NT"), 0)[:2])
+    with pytest.raises(MatmulError, match="split_mode='atomic' adds raw fp32 sums"):
+        split_matmul(bf16_out, "gfx942", 2, mode="atomic")
+    with pytest.raises(MatmulError, match="split_mode='many'"):
+        split_matmul(bf16_out, "gfx942", 2, mode="many")
+
+
+STREAMK_CASES = [  # arch, m, n, k, a, d, layout, workgroups, epilogue
+    ("gfx942", 5, 40, 200, "bf16", "bf16", "NT", 6, {}),                            # 1 tile, 4 slots
+    ("gfx942", 70, 33, 300, "fp16", "fp16", "NN", 5, {"bias": "n"}),                # a workgroup spans 2 tiles
+    ("gfx942", 130, 70, 100, "int8", "int32", "NT", 4, {"beta": 2.0, "c": "int32"}),  # whole tiles between
+    ("gfx950", 9, 48, 300, "fp8_e4m3", "fp16", "TN", 7, {"activation": "gelu"}),
+    ("gfx950", 3, 16, 64, "bf16", "fp32", "TT", 9, {"alpha": 0.5}),                 # more workgroups than steps
+]
+
+
+@pytest.mark.parametrize("arch, m, n, k, a, d, layout, g, epi", STREAMK_CASES)
+def test_streamk_equals_numpy(arch, m, n, k, a, d, layout, g, epi):
+    """Stream-K (codegen/gemm_streamk.py): g workgroups, equal shares of tiles x K steps, segments into a
+    NaN-poisoned slot workspace, the reduction sums each tile's slots; M/N tails and K not a multiple of
+    depth_k, = numpy in strict emulation."""
+    p = GemmProblem.make(m, n, k, a, d=d, layout=layout, **epi)
+    A, B, C, bias = operands(p, seed=m + n + g)
+    call = prepare(A, B, C, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias, activation=p.activation)
+    out = split_matmul(call, arch, g, strict=True, mode="streamk")
+    check(p, out, reference(p, A, B, C, bias))
+
+
+def test_streamk_plan_contract_and_determinism():
+    from jitgemm.codegen.gemm_streamk import plan
+
+    sk = plan(70, 33, 300, 64, 64, 32, 5)       # 2 tiles x 10 steps over 5 workgroups of 4
+    assert (sk["iters"], sk["tiles"], sk["share"], sk["first"], sk["count"], sk["slots"]) == \
+        (10, 2, 4, [0, 2], [3, 3], 3)
+    p = GemmProblem.make(70, 33, 300, "bf16", d="fp32", layout="NT")
+    k = partial_kernel(p, "gfx942", mode="streamk")
+    c = Contract.load(k.contract)
+    assert c.data["operation"]["k_split"] == "streamk" and c.grid(70, 33, 300, split_k=5) == (5, 1, 1)
+    assert c.split_k["stream_k"]["tile_m"] == k.config.tile_m and c.split_refusal(300, 5) is None
+    assert c.data["workspace"]["type"] == "stream_k_with_reduction"
+    cfg = k.config
+    bound = plan(70, 33, 300, cfg.tile_m, cfg.tile_n, cfg.depth_k, 5)["slots"]
+    env = {"m": 70, "n": 33, "k": 300, "batch": 1, "split_k": 5}
+    assert evaluate_formula(c.split_k["stream_k"]["slots"], env) >= bound
+    A, B, _C, _bias = operands(p, seed=9)
+    runs = []
+    for _ in range(2):
+        call = prepare(A, B, out_dtype=np.float32)
+        runs.append(split_matmul(call, "gfx942", 5, mode="streamk").copy())
+    assert runs[0].tobytes() == runs[1].tobytes()
+    check(p, runs[0], reference(p, A, B, None, None))
+    with pytest.raises(MatmulError, match="stream-K workgroups=0"):
+        split_matmul(prepare(A, B, out_dtype=np.float32), "gfx942", 0, mode="streamk")

@@ -50,3 +50,25 @@ def test_explain_has_the_split_k_and_grouped_clauses():
     assert "split-K: no (matmul split_k='auto' considers M <= 64" in big
     grouped = jitgemm.explain(GemmProblem.make(8, 64, 64, "bf16", batch=3, grouped=True))
     assert "operation.grouped" in grouped and "grouped: the LLVM generator has no grouped GEMM" in grouped
+
+
+def test_matmul_auto_splits_a_decode_shape_the_model_picks():
+    """split_k="auto" on a decode shape (M <= 64, K >= 1024, one 64-wide N tile): the timing model picks a split,
+    matmul launches the split-K partial kernel with that many K ranges (grid z) and the result = numpy."""
+    p = GemmProblem.make(4, 64, 1024, "bf16", d="fp32", layout="NN")
+    a, b, _c, _bias = operands(p, seed=26)
+    want = choose_split(p, "gfx942")
+    assert want.split_k > 1
+    d = jitgemm.matmul(a, b, out_dtype=np.float32, backend="emu", split_k="auto")
+    rec = jitgemm.last_launch()
+    assert rec.grid[2] == want.split_k and "->fp32" in rec.problem
+    check(p, d, reference(p, a, b, None, None))
+
+
+def test_matmul_auto_keeps_one_launch_where_the_rule_declines():
+    """K < 1024 is outside the decode rule: the chosen kernel runs once (grid z = 1), = numpy."""
+    p = GemmProblem.make(5, 48, 320, "fp16", d="fp16", layout="NN")
+    a, b, _c, _bias = operands(p, seed=27)
+    d = jitgemm.matmul(a, b, out_dtype=np.float16, backend="emu", split_k="auto")
+    assert jitgemm.last_launch().grid[2] == 1
+    check(p, d, reference(p, a, b, None, None))
