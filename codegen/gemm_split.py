@@ -24,7 +24,7 @@ run its loop 2^32 times.
 from __future__ import annotations
 
 from .gemm_asm_epilogue import ATOMIC_ADD
-from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_ir import GemmConfig, GemmProblem, IRError
 
 MAX_SPLIT = 64
 
@@ -34,8 +34,11 @@ def partial_problem(p: GemmProblem, mode: str = "partial") -> GemmProblem:
     out."""
     from dataclasses import replace
 
+    if p.scale_mode == "block":
+        raise IRError("split-K: block-scaled problems (scale_mode=block) apply their scales per 128-deep K block "
+                      "inside the kernel; split-K takes tensor and rowcol scales (applied once, in the reduction)")
     q = replace(p, d=p.acc, c=None, ldc=None, ldd=None, alpha=1.0, beta=0.0, bias="none", activation="none",
-                k_split=mode)
+                k_split=mode, scale_mode="none")      # tensor/rowcol scales: once, in the reduction
     q.validate()
     return q
 
@@ -52,8 +55,9 @@ def split_refusal(p: GemmProblem, depth_k: int, split_k: int) -> str | None:
         return f"split_k={split_k}: a power of two in 1..{MAX_SPLIT}"
     if p.batch != 1:
         return f"split_k={split_k}: batch={p.batch} (split-K runs one GEMM)"
-    if p.scaled or p.scale_mode != "none":
-        return "split_k: block-scaled and scale-mode problems do not split K"
+    if p.scaled or p.scale_mode == "block":
+        return ("split_k: MX and block-scaled (scale_mode=block) problems do not split K yet (their scales apply "
+                "per K block inside the kernel); tensor and rowcol scales do")
     per = k_per_split(p.k, depth_k, split_k)
     if per * (split_k - 1) >= p.k:
         return (f"split_k={split_k}: K={p.k} in ranges of {per} (whole {depth_k}-deep tiles) leaves range "

@@ -460,7 +460,7 @@ def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.n
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto", split_k: int | str = "auto") -> np.ndarray:
+           backend: str = "auto", split_k: int | str = "auto", split_mode: str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
@@ -471,8 +471,12 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
     split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
-    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`), or a power of two
-    (1: never split; > 1: that many K ranges, a workspace and a reduction kernel)."""
+    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`, which also ranks
+    stream-K), or a count (1: never split; > 1: that many K ranges, or stream-K workgroups).
+    split_mode: "auto" (what the model picked; "partial" for a forced count), "partial" (K ranges into a
+    workspace + a deterministic reduction applying the epilogue), "atomic" (K ranges add into a zeroed fp32/int32
+    D with buffer atomics: no epilogue, fp32 sums in any order) or "streamk" (split_k workgroups, equal shares of
+    tiles x K steps, deterministic per-tile reduction) -- jitgemm/split_k.py."""
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -480,9 +484,9 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
-    ours = _our_split(call.problem, arch, contract, blob, split_k)
+    ours, mode = _our_split(call.problem, arch, contract, blob, split_k, split_mode)
     if ours > 1:
-        return split_launch(call, arch, ours, backend=where)
+        return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
                   split_k=_split_k(contract, blob, call.problem))
 
@@ -526,17 +530,26 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     return call.d
 
 
-def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:
-    """The split count of the direct generator's split-K pair for matmul (1: run the chosen kernel as it is)."""
+def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str,
+               split_mode: str = "auto") -> tuple[int, str]:
+    """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel)."""
+    from .split_k import SPLIT_MODES
+
+    if split_mode != "auto" and split_mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
         if problem.m > 64 or problem.k < 1024 or contract.split_k:
-            return 1
+            return 1, "partial"
         from .split_k import choose_split
 
-        return choose_split(problem, arch, chosen=(contract, blob)).split_k
+        c = choose_split(problem, arch, chosen=(contract, blob), streamk=split_mode in ("auto", "streamk"))
+        if split_mode not in ("auto", c.mode):
+            return 1, "partial"
+        return c.split_k, c.mode
     if not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1:
-        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1")
-    return split_k
+        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1 (stream-K: a workgroup "
+                          "count)")
+    return split_k, "partial" if split_mode == "auto" else split_mode
 
 
 def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:

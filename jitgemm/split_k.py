@@ -19,7 +19,6 @@ import numpy as np
 
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.gemm_split import MAX_SPLIT, partial_problem, split_refusal
-from jitgemm.codegen.kernel_abi import KERNARG_SIZE, KERNARGS
 
 REDUCE_THREADS = 256
 
@@ -36,6 +35,7 @@ class SplitChoice:
     us_reduce: float
     config: GemmConfig | None
     reason: str
+    mode: str = "partial"     # SPLIT_MODES: "partial" (split_k K ranges) or "streamk" (split_k workgroups)
 
 
 SPLIT_MODES = ("partial", "atomic", "streamk")
@@ -86,20 +86,24 @@ def workspace(problem: GemmProblem, split_k: int) -> np.ndarray:
     return np.full((split_k, p.m, p.n), np.iinfo(np.int32).min, np.int32)
 
 
-def _reduce_segment(values: dict, ws: np.ndarray, split_k: int, integer: bool, streamk: dict | None = None):
+def _reduce_segment(p: GemmProblem, values: dict, ws: np.ndarray, split_k: int, streamk: dict | None = None):
     from jitgemm.codegen.codeobj.launch import PackedSegment
+    from jitgemm.codegen.kernel_abi import kernarg_size, kernargs
+
+    integer = not p.epilogue_float
+    layout = kernargs(p)
 
     m, n = ws.shape[1], ws.shape[2]
     vals = {**values, "a": ws.reshape(-1), "b": None, "batch": split_k, "lda": n, "stride_a": m * n}
     if streamk:
         vals.update({"ldb": streamk["share"], "stride_b": streamk["iters"]})
-    pointers = [(name, off) for name, off, _s, kind in KERNARGS if kind == "ptr"]
+    pointers = [(name, off) for name, off, _s, kind in layout if kind == "ptr"]
     buffers = tuple(vals[x] for x, _ in pointers if vals.get(x) is not None)
 
     def pack(pointer_of) -> bytes:
-        buf = bytearray(KERNARG_SIZE)
+        buf = bytearray(kernarg_size(p))
         index = 0
-        for name, off, size, kind in KERNARGS:
+        for name, off, size, kind in layout:
             v = vals.get(name)
             if kind == "ptr":
                 if v is not None:
@@ -122,7 +126,7 @@ def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = 
     tiles = (streamk["tile_m"], streamk["tile_n"]) if streamk else None
     blob, name, _ = reduce_kernel(p.kernel_class(), arch, tiles)
     grid = (math.ceil(p.n / REDUCE_THREADS), p.m, 1)
-    args = [_reduce_segment(call.values, ws, split_k, not p.epilogue_float, streamk)]
+    args = [_reduce_segment(p, call.values, ws, split_k, streamk)]
     if backend == "hip":
         from .hip_runtime import run_hip
 
@@ -171,10 +175,11 @@ def partial_values(call, ws: np.ndarray) -> dict:
 
 
 def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT, chosen=None,
-                 margin: float = 0.9) -> SplitChoice:
+                 margin: float = 0.9, streamk: bool = True) -> SplitChoice:
     """The timing model's best split count for `problem` with the direct generator's split-K pair, against the
     kernel `chosen` ((contract, code object) or a Kernel; default: the direct generator's default kernel; matmul,
     explain and the bench pass the selector's choice).
+    `streamk`: also rank the stream-K pair (`streamk_choice`, one workgroup per compute unit); the faster wins.
     Splitting wins only when predicted below `margin` x the chosen kernel's time (the model's error is ~10-20%
     median; a near tie is not worth a workspace and a second launch). 1: do not split."""
     from .timing import TimingError, predict
@@ -207,13 +212,64 @@ def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int
                                f"split_k={s}: partials {us_part:.2f} us + reduction {us_red:.2f} us < "
                                f"{margin:g} x chosen kernel {us_plain:.2f} us")
         s *= 2
+    if streamk:
+        sk = streamk_choice(problem, arch, device, us_plain, margin)
+        if sk is not None and sk.us_split < best.us_split:
+            best = sk
     return best
 
 
-def reduce_us(problem: GemmProblem, split_k: int, arch: str, device=None) -> float:
-    """The reduction's predicted time: a streaming kernel bound by HBM (read split_k partials of 4 bytes, C if
-    any, write D) plus one launch, with the timing model's own device figures and fitted launch time and HBM
-    efficiency (jitgemm.timing.model.params, specs/targets/<arch>.yaml)."""
+def streamk_choice(problem: GemmProblem, arch: str, device, us_plain: float, margin: float = 0.9
+                   ) -> SplitChoice | None:
+    """The stream-K candidate: a persistent grid of compute units x 1, 2, 4 ... up to the kernel's workgroups per
+    CU (the paper's grid is one workgroup per SM at full occupancy, arXiv 2301.03598 section 4; Tensile's StreamK
+    grid is CUs x occupancy), the one whose predicted segments kernel + per-tile reduction is fastest; None when it
+    does not beat `margin` x the chosen kernel or cannot be predicted."""
+    from jitgemm import isa
+    from jitgemm.codegen.gemm_streamk import plan
+
+    from .timing import TimingError, predict
+    from .timing.model import kernel_facts, occupancy, params, resolve_device
+    from .timing.pipeline import PipelineModelError
+
+    try:
+        kernel = partial_kernel(problem, arch, mode="streamk")
+        profile = isa.target_profile(arch)
+        per_cu = max(1, int(occupancy(kernel_facts(kernel), profile, params(profile))["workgroups_per_cu"]))
+        cus = int(resolve_device(profile, device).cu_num)
+    except (TimingError, PipelineModelError, IRError):
+        return None
+    c, p = kernel.config, problem
+    q = partial_problem(p, "streamk")
+    tiles_n = -(-p.n // c.tile_n)
+    best = None
+    for per in sorted({1, 2, 4, per_cu}):
+        if per > per_cu:
+            continue
+        g = cus * per
+        try:
+            us_part = predict(kernel, q, device, streamk=g).us
+        except (TimingError, PipelineModelError):
+            return None
+        sk = plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, g)
+        # mean slots an element sums: each tile's count weighted by its (tail-clipped) area
+        slots = sum(cnt * min(c.tile_m, p.m - (t // tiles_n) * c.tile_m)
+                    * min(c.tile_n, p.n - (t % tiles_n) * c.tile_n) for t, cnt in enumerate(sk["count"])) / (p.m * p.n)
+        us_red = reduce_us(p, slots, arch, device)
+        total = us_part + us_red
+        if best is None or total < best.us_split:
+            best = SplitChoice(g, us_plain, total, us_part, us_red, c,
+                               f"stream-K over {g} workgroups ({cus} CUs x {per}; {sk['tiles']} tiles x {sk['iters']} "
+                               f"K steps, {sk['share']} each, {sk['slots']} slots): segments {us_part:.2f} us + "
+                               f"reduction {us_red:.2f} us < {margin:g} x chosen kernel {us_plain:.2f} us", "streamk")
+    return best if best is not None and best.us_split < margin * us_plain else None
+
+
+def reduce_us(problem: GemmProblem, split_k: float, arch: str, device=None) -> float:
+    """The reduction's predicted time: a streaming kernel bound by HBM (read split_k partials of 4 bytes per
+    element -- for stream-K the mean slot count --, C if any, write D) plus one launch, with the timing model's
+    own device figures and fitted launch time and HBM efficiency (jitgemm.timing.model.params,
+    specs/targets/<arch>.yaml)."""
     from jitgemm import isa
 
     from .timing.model import params, resolve_device

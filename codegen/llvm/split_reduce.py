@@ -7,7 +7,9 @@ kernel's workgroups ran in), then the GEMM epilogue of the LLVM generator (codeg
 `_epilogue_value` / `_store`, alpha, beta * C, bias, activation, the output cast) runs once per element.
 
 Arguments: the GEMM kernel ABI (codegen/kernel_abi.KERNARGS) of the problem, read as: `a` = the workspace, `batch`
-slot = split_k, `lda` = the workspace's row length (N), `stride_a` = its slice stride (M * N elements).
+slot = split_k, `lda` = the workspace's row length (N), `stride_a` = its slice stride (M * N elements). A tensor or
+rowcol scaled problem (fp32 scales) takes the scale arguments too: the partials are unscaled sums (int32 for int8,
+summed exactly), scaled once here as the unsplit kernel's epilogue does (codegen/llvm/scale_builder.py).
 
 Stream-K (codegen/gemm_streamk.py, `tiles` = the partial kernel's tile_m x tile_n): element (row, col) lies in tile
 t = (row // tile_m) * ceil(N / tile_n) + col // tile_n, whose segments wrote slots 0 .. count(t) - 1, count(t) =
@@ -16,8 +18,10 @@ t = (row // tile_m) * ceil(N / tile_n) + col // tile_n, whose segments wrote slo
 
 from __future__ import annotations
 
+from types import SimpleNamespace
+
 from jitgemm.codegen.gemm_ir import GemmProblem
-from jitgemm.codegen.kernel_abi import KERNARGS, OOB, RSRC_WORD3
+from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3, kernargs
 from llvmlite import ir
 
 from .intrinsics import F32, I16, I32, I64, PTR_GLOBAL, Intrinsics
@@ -33,6 +37,8 @@ class SplitReduceBuilder(GemmIRBuilder):
                  tiles: tuple[int, int] | None = None) -> None:
         self.p, self.name, self.data_layout, self.tiles = problem, name, data_layout, tiles
         self.integer = not problem.epilogue_float
+        self.sum_int = problem.acc.kind == "int"          # int8 partials sum exactly, also under fp32 scales
+        self.mfma = SimpleNamespace(acc=problem.acc)     # what the scale mixin asks of the accumulator
 
     def build(self) -> ir.Module:
         module = ir.Module(name=self.name)
@@ -41,13 +47,14 @@ class SplitReduceBuilder(GemmIRBuilder):
         flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
         module.add_named_metadata("llvm.module.flags").add(flags)
         self.intr = Intrinsics(module)
+        layout = kernargs(self.p)
         types = [PTR_GLOBAL if kind == "ptr" else I32 if kind == "i32" or self.integer else F32
-                 for _n, _o, _s, kind in KERNARGS]
+                 for _n, _o, _s, kind in layout]
         fn = ir.Function(module, ir.FunctionType(ir.VoidType(), types), self.name)
         fn.calling_convention = "amdgpu_kernel"
         fn.attributes = _KernelAttributes({"amdgpu-flat-work-group-size": f"1,{THREADS}"})
         self.args = {}
-        for arg, (arg_name, *_rest) in zip(fn.args, KERNARGS, strict=True):
+        for arg, (arg_name, *_rest) in zip(fn.args, layout, strict=True):
             arg.name = arg_name
             self.args[arg_name] = arg
         self.fn = fn
@@ -80,7 +87,7 @@ class SplitReduceBuilder(GemmIRBuilder):
             last = b.udiv(b.sub(b.add(start, iters), c32(1)), share)
             count = b.add(b.sub(last, b.udiv(start, share)), c32(1))
             split = b.select(inside, count, c32(1), name="slots")
-        zero = c32(0) if self.integer else ir.Constant(F32, 0.0)
+        zero = c32(0) if self.sum_int else ir.Constant(F32, 0.0)
         entry = b.block
         loop = self.fn.append_basic_block("sum")
         done = self.fn.append_basic_block("summed")
@@ -93,12 +100,15 @@ class SplitReduceBuilder(GemmIRBuilder):
         elem = b.add(b.mul(z, slice_), first)
         offset = b.select(inside, b.shl(elem, c32(2)), c32(OOB))
         raw = self.call(intr.buffer_load(I32), self.rsrc["w"], offset, c32(0), c32(0))
-        total = b.add(acc, raw) if self.integer else b.fadd(acc, b.bitcast(raw, F32))
+        total = b.add(acc, raw) if self.sum_int else b.fadd(acc, b.bitcast(raw, F32))
         znext = b.add(z, c32(1))
         z.add_incoming(znext, loop)
         acc.add_incoming(total, loop)
         b.cbranch(b.icmp_unsigned("<", znext, split), loop, done)
         b.position_at_end(done)
+        if p.scale_mode in ("tensor", "rowcol"):    # the scales once, on the summed partials (split_k.py)
+            self._scale_resources(ir.Constant(I64, 0))
+            total = self._scale_value(total, row, inside, self._scale_column(col, inside))
         x = self._epilogue_value(total, row, col, inside)
         self._store(x, row, col, inside)
 

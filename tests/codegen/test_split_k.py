@@ -156,3 +156,43 @@ def test_streamk_plan_contract_and_determinism():
     check(p, runs[0], reference(p, A, B, None, None))
     with pytest.raises(MatmulError, match="stream-K workgroups=0"):
         split_matmul(prepare(A, B, out_dtype=np.float32), "gfx942", 0, mode="streamk")
+
+
+SCALED_CASES = [  # mode, arch, a, b, d, layout, split mode, count
+    ("tensor", "gfx942", "int8", "int8", "fp32", "TN", "partial", 2),
+    ("rowcol", "gfx942", "fp8", "bf8", "fp16", "NN", "streamk", 5),
+    ("tensor", "gfx950", "fp8_e4m3", "fp8_e5m2", "bf16", "NT", "streamk", 3),
+    ("rowcol", "gfx950", "int8", "int8", "bf16", "NT", "partial", 2),
+]
+
+
+@pytest.mark.parametrize("mode, arch, a, b, d, layout, how, count", SCALED_CASES)
+def test_scaled_split_k_equals_numpy(mode, arch, a, b, d, layout, how, count):
+    """tensor / rowcol fp32 scales with split-K and stream-K: unscaled partials (int32 for int8, summed exactly),
+    the scales applied once in the reduction, then bias; NaN / inf / zero scales where rowcol has them. int8: the
+    same bits as the unsplit kernel (integer sums are exact in any grouping)."""
+    from jitgemm.api import launch
+    from jitgemm.kernel import compile as compile_kernel
+    from jitgemm.reference import scale_operands
+
+    p = GemmProblem.make(40, 150, 300, a, b, d, layout=layout, scale_mode=mode, bias="n")
+    x, y, _, bias = operands(p, seed=13)
+    sa, sb = scale_operands(p, seed=13)
+    if mode == "rowcol":
+        sa[3, 0], sb[0, 5], sb[0, 6] = np.nan, np.inf, 0.0
+    ref = reference(p, x, y, None, bias, sa, sb)
+    call = prepare(x, y, out_dtype=p.d.numpy, bias=bias, scales=(sa, sb, mode))
+    out = split_matmul(call, arch, count, strict=True, mode=how)
+    check(p, out, ref)
+    if a == "int8":
+        kernel = compile_kernel(p, arch=arch, generator="asm", use_disk_cache=False)
+        whole = launch(prepare(x, y, out_dtype=p.d.numpy, bias=bias, scales=(sa, sb, mode)), kernel.code_object,
+                       kernel.name, Contract.load(kernel.contract))
+        assert np.array_equal(whole.view(f"u{whole.itemsize}"), out.view(f"u{out.itemsize}"), equal_nan=True)
+
+
+def test_block_scaled_split_is_refused():
+    p = GemmProblem.make(40, 150, 300, "fp8", "fp8", "bf16", layout="NT", scale_mode="block")
+    with pytest.raises(IRError, match="block"):
+        partial_problem(p)
+    assert "block" in split_refusal(p, 128, 2)
