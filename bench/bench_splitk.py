@@ -15,6 +15,7 @@ MX fp4 rows have no unscaled proxy (`-`). Predictions, not measurements: no GPU 
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import os
 import statistics
 import sys
@@ -117,9 +118,43 @@ def main(argv: list[str]) -> int:
         print("refused:", line)
     if stats.get("refused"):
         print(f"refused: {len(stats['refused'])} shapes")
+    split_rows_check(inv)
     compile_times()
     print(f"load average after: {os.getloadavg()[0]:.1f}")
     return 0
+
+
+def split_rows_check(inv) -> None:
+    """The split-K part of the timing model against measurements: every row of aiter's tuned tables whose winner
+    ran with splitK > 1 (aiter's assembly kernels add their K slices into D, `zero_output`: the model's split
+    slices read-modify-write D, the cost our reduction kernel pays as a separate pass, `split_k.reduce_us`),
+    predicted at the row's split and at split 1 beside the measured time; and our reduction's bandwidth estimate
+    for the same shape and split (what a deterministic workspace reduction would add)."""
+    from jitgemm.split_k import reduce_us
+    from jitgemm.timing import validation
+
+    rows = [c for c in validation.cases(inv) if (c.row.split_k or 1) > 1]
+    if not rows:
+        print("\nno aiter row with splitK > 1 has a kernel the model can predict")
+        return
+    at_split = validation.predict_cases(rows)
+    plain = validation.predict_cases([validation.Case(dataclasses.replace(c.row, split_k=1), c.kernel, c.half)
+                                      for c in rows])
+    groups: dict = {}
+    for c, ps, p1 in zip(rows, at_split, plain, strict=True):
+        g = groups.setdefault((c.row.arch, c.row.family), {"n": 0, "ratio": [], "err": [], "gain": [], "red": []})
+        g["n"] += 1
+        g["ratio"].append(ps / c.row.us)
+        g["err"].append(abs(ps - c.row.us) / c.row.us)
+        g["gain"].append(p1 / ps)
+        g["red"].append(reduce_us(c.row.problem, c.row.split_k, c.row.arch, c.row.device) / c.row.us)
+    print("\naiter rows with splitK > 1 (measured on the row's device), the model at the row's split:")
+    print(f"{'arch':6} {'family':34} {'rows':>4} {'median pred/meas':>16} {'median |err|':>12} "
+          f"{'model split gain':>16} {'our reduction / meas':>20}")
+    for (arch, fam), g in sorted(groups.items()):
+        print(f"{arch:6} {fam[-34:]:34} {g['n']:4} {statistics.median(g['ratio']):16.2f} "
+              f"{statistics.median(g['err']):12.2f} {statistics.median(g['gain']):16.2f} "
+              f"{statistics.median(g['red']):20.2f}")
 
 
 def _ocp(dt):

@@ -23,8 +23,9 @@ run its loop 2^32 times.
 
 from __future__ import annotations
 
+from .dtypes import dtype
 from .gemm_asm_epilogue import ATOMIC_ADD
-from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_ir import GemmConfig, GemmProblem
 
 MAX_SPLIT = 64
 
@@ -34,9 +35,11 @@ def partial_problem(p: GemmProblem, mode: str = "partial") -> GemmProblem:
     out."""
     from dataclasses import replace
 
-    if p.scale_mode == "block":
-        raise IRError("split-K: block-scaled problems (scale_mode=block) apply their scales per 128-deep K block "
-                      "inside the kernel; split-K takes tensor and rowcol scales (applied once, in the reduction)")
+    if p.scale_mode == "block":     # each range scales its own 128-blocks into fp32 sums (advance_scales)
+        q = replace(p, d=dtype("fp32"), c=None, ldc=None, ldd=None, alpha=1.0, beta=0.0, bias="none",
+                    activation="none", k_split=mode)
+        q.validate()
+        return q
     q = replace(p, d=p.acc, c=None, ldc=None, ldd=None, alpha=1.0, beta=0.0, bias="none", activation="none",
                 k_split=mode, scale_mode="none")      # tensor/rowcol scales: once, in the reduction
     q.validate()
@@ -55,9 +58,9 @@ def split_refusal(p: GemmProblem, depth_k: int, split_k: int) -> str | None:
         return f"split_k={split_k}: a power of two in 1..{MAX_SPLIT}"
     if p.batch != 1:
         return f"split_k={split_k}: batch={p.batch} (split-K runs one GEMM)"
-    if p.scaled or p.scale_mode == "block":
-        return ("split_k: MX and block-scaled (scale_mode=block) problems do not split K yet (their scales apply "
-                "per K block inside the kernel); tensor and rowcol scales do")
+    if p.scaled:
+        return ("split_k: MX problems (E8M0 block scales inside the MFMAs) do not split K yet; fp32 tensor, rowcol "
+                "and block scales do")
     per = k_per_split(p.k, depth_k, split_k)
     if per * (split_k - 1) >= p.k:
         return (f"split_k={split_k}: K={p.k} in ranges of {per} (whole {depth_k}-deep tiles) leaves range "
@@ -141,7 +144,33 @@ def emit_k_range(low, wg_z) -> None:
     emit("s_sub_i32", a["k"], a["k"], k0)
     emit("s_min_i32", a["k"], a["k"], per)             # this range's K (the last one's tail)
     advance_ab(low, k0, prod)
+    advance_scales(low, k0, prod)
     ra.release("s", mark)
+
+
+def advance_scales(low, k0, prod) -> None:
+    """Block mode (scale_mode=block): the fp32 scale arrays start at K block k0 / 128 too (a range is whole
+    128-deep tiles, gemm_plan's depth_k rule), row-major [rows, KB] by kb0 elements, column-major [KB, rows] by kb0
+    rows of `ld_*_scale`; the kernel then scales each of its blocks into fp32 running sums as unsplit."""
+    from jitgemm.isa.instruction import Reg
+
+    from .gemm_plan import log2_exact as l2
+
+    emit, a, p = low.emit, low.args, low.p
+    if p.scale_mode != "block":
+        return
+    lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
+    for op in ("a", "b"):
+        emit("s_lshr_b32", lo, k0, l2(low.c.depth_k, "depth_k"))       # kb0
+        if getattr(p, f"{op}_scale_order") == "col":
+            emit("s_mul_hi_u32", hi, lo, a[f"ld_{op}_scale"])
+            emit("s_mul_i32", lo, lo, a[f"ld_{op}_scale"])
+        else:
+            emit("s_mov_b32", hi, 0)
+        emit("s_lshl_b64", prod, prod, 2)
+        ptr = a[f"{op}_scale"]
+        emit("s_add_u32", Reg("s", ptr.index), Reg("s", ptr.index), lo)
+        emit("s_addc_u32", Reg("s", ptr.index + 1), Reg("s", ptr.index + 1), hi)
 
 
 def advance_ab(low, k0, prod) -> None:

@@ -79,9 +79,12 @@ class StreamKLoop:
         self.low = low
         emit, a, c, ra, e = low.emit, low.args, low.c, low.ra, low.e
         self._divs = 0
+        self.iters, self.tiles_n, self.share, self.it, self.end = (ra.take("s") for _ in range(5))
+        # the segment's own values live until its K range is set (k_range releases them: SGPRs are scarce with
+        # block scales)
+        self.marks = ra.next["s"], ra.next["v"]
         self.vt = ra.take("v", 2)
-        (self.iters, self.tiles_n, self.share, self.it, self.end, self.tile, self.tx, self.ty, self.slot, self.kb,
-         self.steps, self.t0, self.t1) = (ra.take("s") for _ in range(13))
+        self.tile, self.tx, self.ty, self.slot, self.kb, self.steps, self.t0, self.t1 = (ra.take("s") for _ in range(8))
         emit("s_add_u32", self.iters, a["k"], c.depth_k - 1)
         emit("s_lshr_b32", self.iters, self.iters, l2(c.depth_k, "depth_k"))
         emit("s_add_u32", self.tiles_n, a["n"], c.tile_n - 1)
@@ -145,7 +148,7 @@ class StreamKLoop:
     def k_range(self) -> None:
         """Narrow K to this segment: K steps [kb, kb + steps) of the tile (A and B advanced, `k` its length)."""
         from .gemm_plan import log2_exact as l2
-        from .gemm_split import advance_ab
+        from .gemm_split import advance_ab, advance_scales
 
         low = self.low
         emit, a, c, ra = low.emit, low.args, low.c, low.ra
@@ -158,7 +161,10 @@ class StreamKLoop:
         emit("s_sub_i32", a["k"], a["k"], k0)
         emit("s_min_i32", a["k"], a["k"], self.t0)
         advance_ab(low, k0, prod)
+        advance_scales(low, k0, prod)
         ra.release("s", mark)
+        ra.release("s", self.marks[0])
+        ra.release("v", self.marks[1])
 
     def close(self, reload) -> None:
         """After a segment's epilogue: the arguments again (the segment moved A, B, D and K), a barrier (this

@@ -81,7 +81,7 @@ def reduce_kernel(problem_class: GemmProblem, arch: str, tiles: tuple[int, int] 
 def workspace(problem: GemmProblem, split_k: int) -> np.ndarray:
     """The partial sums' workspace, poisoned (NaN / INT32_MIN): every element must be written by the partials."""
     p = problem
-    if p.acc.kind == "float":
+    if p.acc.kind == "float" or p.scale_mode == "block":      # block: scaled fp32 running sums
         return np.full((split_k, p.m, p.n), np.nan, np.float32)
     return np.full((split_k, p.m, p.n), np.iinfo(np.int32).min, np.int32)
 

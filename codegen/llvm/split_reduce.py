@@ -37,7 +37,8 @@ class SplitReduceBuilder(GemmIRBuilder):
                  tiles: tuple[int, int] | None = None) -> None:
         self.p, self.name, self.data_layout, self.tiles = problem, name, data_layout, tiles
         self.integer = not problem.epilogue_float
-        self.sum_int = problem.acc.kind == "int"          # int8 partials sum exactly, also under fp32 scales
+        # int8 partials sum exactly, also under tensor/rowcol scales; block partials are scaled fp32 sums
+        self.sum_int = problem.acc.kind == "int" and problem.scale_mode != "block"
         self.mfma = SimpleNamespace(acc=problem.acc)     # what the scale mixin asks of the accumulator
 
     def build(self) -> ir.Module:

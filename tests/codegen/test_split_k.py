@@ -191,8 +191,37 @@ def test_scaled_split_k_equals_numpy(mode, arch, a, b, d, layout, how, count):
         assert np.array_equal(whole.view(f"u{whole.itemsize}"), out.view(f"u{out.itemsize}"), equal_nan=True)
 
 
-def test_block_scaled_split_is_refused():
-    p = GemmProblem.make(40, 150, 300, "fp8", "fp8", "bf16", layout="NT", scale_mode="block")
-    with pytest.raises(IRError, match="block"):
-        partial_problem(p)
-    assert "block" in split_refusal(p, 128, 2)
+BLOCK_CASES = [  # arch, a, d, layout, scale orders, split mode, count
+    ("gfx942", "fp8", "bf16", "NT", {"b_scale_order": "col"}, "partial", 2),
+    ("gfx942", "int8", "fp32", "NN", {"a_scale_order": "col"}, "streamk", 5),
+    ("gfx950", "fp8_e4m3", "fp16", "NT", {}, "partial", 2),
+]
+
+
+@pytest.mark.parametrize("arch, a, d, layout, orders, how, count", BLOCK_CASES)
+def test_block_scaled_split_k_equals_numpy(arch, a, d, layout, orders, how, count):
+    """Block scales (A 1x128, B 128x128, fp32; row- or column-major): each K range or stream-K segment starts its
+    scale arrays at its first 128-block and scales its blocks into fp32 sums as the unsplit kernel does; the
+    reduction sums them (no scales) and adds the bias. NaN / inf / zero scales, K and N tails of the blocks."""
+    from jitgemm.reference import scale_operands
+
+    p = GemmProblem.make(40, 150, 300, a, a, d, layout=layout, scale_mode="block", bias="n", **orders)
+    x, y, _, bias = operands(p, seed=17)
+    sa, sb = scale_operands(p, seed=17)
+    sa[3, 1], sb[1, 0], sa[5, 2] = np.nan, np.inf, 0.0
+    sa = np.ascontiguousarray(sa) if p.a_scale_order == "row" else np.ascontiguousarray(sa.T).T
+    sb = np.ascontiguousarray(sb) if p.b_scale_order == "row" else np.ascontiguousarray(sb.T).T
+    ref = reference(p, x, y, None, bias, sa, sb)
+    assert np.isnan(ref).any() and np.isinf(ref).any()
+    call = prepare(x, y, out_dtype=p.d.numpy, bias=bias, scales=(sa, sb, "block", orders and
+                                                                 {k[0]: v for k, v in orders.items()}))
+    check(p, split_matmul(call, arch, count, strict=True, mode=how), ref)
+    q = partial_problem(p)
+    assert q.scale_mode == "block" and q.d.name == "fp32" and q.bias == "none"
+
+
+def test_mx_split_is_refused():
+    from jitgemm.codegen.gemm_ir import GemmProblem as P
+
+    p = P.make(8, 64, 256, "fp8_e4m3", layout="NT", a_scale="plain", b_scale="plain")
+    assert "MX" in split_refusal(p, 128, 2)
