@@ -52,7 +52,7 @@ from .gemm_asm_staging import StagingPhase
 from .gemm_group import GROUP_DONE, emit_group_rows
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
-from .gemm_split import emit_k_range
+from .gemm_split import emit_k_range, emit_split_z
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
@@ -148,9 +148,14 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_lshl_b32", row0, wg_y, log2_exact(self.c.tile_m, "tile_m"))
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
-        self._batch_offsets(wg_z)
-        if self.p.k_split in ("partial", "atomic"):   # z is a K range, not a batch entry (codegen/gemm_split.py)
-            emit_k_range(self, wg_z)
+        if self.p.k_split in ("partial", "atomic"):   # z = batch entry x split_k + K range (codegen/gemm_split.py)
+            zb, zr = emit_split_z(self, wg_z)
+            self._batch_offsets(zb)
+            if self.p.k_split == "partial":           # the workspace slice: z itself
+                self._batch_offsets(wg_z, {"d": self.p.d.bytes})
+            emit_k_range(self, zr)
+        else:
+            self._batch_offsets(wg_z)
         if streamk:
             streamk.k_range()
         if self.p.grouped:                        # this group's rows of A, C and D; idle workgroups leave
@@ -172,20 +177,21 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         return LoweredKernel(self.name, tuple(self.e.code), self.lds_bytes, ra.high["v"], ra.high["s"],
                              ra.high["a"], self.threads, self.plan.grid)
 
-    def _batch_offsets(self, wg_z: Reg) -> None:
-        """ptr_X += wg_z * stride_X * bytes (64-bit), for every matrix."""
+    def _batch_offsets(self, wg_z: Reg, sizes: dict | None = None) -> None:
+        """ptr_X += wg_z * stride_X * bytes (64-bit), for every matrix (or those of `sizes`)."""
         emit, a = self.emit, self.args
         prod = self.ra.take("s", 2)
         lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
-        sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes}
-        if self.p.c is not None:
+        given = sizes is not None
+        sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes} if sizes is None else sizes
+        if self.p.c is not None and not given:
             sizes["c"] = self.p.c.bytes
-        if self.p.scale_mode != "none":
+        if self.p.scale_mode != "none" and not given:
             sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
-        if self.p.k_split in ("partial", "streamk"):      # only D (the workspace slice) moves with z (the slot)
+        if self.p.k_split == "streamk":                   # only D (the workspace slice) moves with z (the slot)
             sizes = {"d": self.p.d.bytes}
-        if self.p.k_split == "atomic":                    # every K range adds into the same D
-            sizes = {}
+        if self.p.k_split == "partial" and not given:     # the batch entry moves A, B (scales); D: its z slice
+            sizes.pop("d")
         if self.p.grouped:                                # only B is per group; rows: codegen/gemm_group.py
             sizes = {"b": self.p.b.bytes}
         for x, eb in sizes.items():

@@ -337,9 +337,9 @@ class GemmProblem:
             raise IRError(f"k_split={self.k_split} writes raw partial sums: d must be the accumulator "
                           f"({out}), alpha 1, beta 0, no C, bias or activation (the reduction kernel applies "
                           "the epilogue)")
-        if self.batch != 1:
-            raise IRError(f"k_split={self.k_split}: batch={self.batch}; the z dimension holds the K ranges "
-                          "(batch 1 only)")
+        if self.batch != 1 and self.k_split == "streamk":
+            raise IRError(f"k_split=streamk: batch={self.batch}; stream-K shares one GEMM's tiles (batch 1 only; "
+                          "split-K partial and atomic take batches)")
 
     def _validate_scale_mode(self) -> None:
         if self.scale_mode not in SCALE_MODES:

@@ -56,8 +56,6 @@ def split_refusal(p: GemmProblem, depth_k: int, split_k: int) -> str | None:
     """Why `p` cannot run in `split_k` K ranges of `depth_k` tiles (None: it can)."""
     if split_k < 1 or split_k > MAX_SPLIT or split_k & (split_k - 1):
         return f"split_k={split_k}: a power of two in 1..{MAX_SPLIT}"
-    if p.batch != 1:
-        return f"split_k={split_k}: batch={p.batch} (split-K runs one GEMM)"
     if p.scaled:
         return ("split_k: MX problems (E8M0 block scales inside the MFMAs) do not split K yet; fp32 tensor, rowcol "
                 "and block scales do")
@@ -91,11 +89,11 @@ def contract_fields(p: GemmProblem, config: GemmConfig, contract: dict) -> dict:
     for arg in contract["abi"]["args"]:
         if arg["name"] == "batch":
             arg["name"] = arg["role"] = "split_k"
-    contract["launch"]["grid"][2] = "split_k"
+    contract["launch"]["grid"][2] = "batch*split_k"
     contract["launch"]["split_k"] = {"max": MAX_SPLIT, "power_of_two": True, "partials": True,
                                      "k_tail_step": config.depth_k,
-                                     "workspace_bytes": f"{p.acc.bytes}*m*n*split_k"}
-    contract["legality"]["batch"] = False
+                                     "workspace_bytes": f"{p.d.bytes}*m*n*batch*split_k"}
+    contract["legality"]["batch"] = True
     contract["legality"]["split_k"] = True
     contract["operation"]["k_split"] = "partial"
     contract["workspace"] = {"type": "split_k", "bytes_per_c_element": p.acc.bytes * MAX_SPLIT}
@@ -110,14 +108,26 @@ def _atomic_fields(p: GemmProblem, config: GemmConfig, contract: dict) -> dict:
     for arg in contract["abi"]["args"]:
         if arg["name"] == "batch":
             arg["name"] = arg["role"] = "split_k"
-    contract["launch"]["grid"][2] = "split_k"
+    contract["launch"]["grid"][2] = "batch*split_k"
     contract["launch"]["split_k"] = {"max": MAX_SPLIT, "power_of_two": True, "zero_output": True,
                                      "k_tail_step": config.depth_k, "atomic": ATOMIC_ADD[p.d.name],
                                      "deterministic": p.d.kind != "float"}
-    contract["legality"]["batch"] = False
+    contract["legality"]["batch"] = True
     contract["legality"]["split_k"] = True
     contract["operation"]["k_split"] = "atomic"
     return contract
+
+
+def emit_split_z(low, wg_z):
+    """(batch entry, K range) of workgroup z = entry * split_k + range (split_k a power of two, in the batch
+    argument's slot): SGPRs that live to the end of the set-up."""
+    emit, ra, split = low.emit, low.ra, low.args["batch"]
+    zb, zr = ra.take("s"), ra.take("s")
+    emit("s_ff1_i32_b32", zr, split)
+    emit("s_lshr_b32", zb, wg_z, zr)
+    emit("s_sub_u32", zr, split, 1)
+    emit("s_and_b32", zr, wg_z, zr)
+    return zb, zr
 
 
 def emit_k_range(low, wg_z) -> None:

@@ -573,7 +573,8 @@ def default_arch(problem: GemmProblem) -> str:
 
 @accepts_dlpack("a", "b", "scale_a", "scale_b", "bias", error=MatmulError)
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
-                  backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
+                  backend: str = "auto", scale_mode: str | None = None, split_k: int | str = "auto",
+                  split_mode: str = "auto") -> np.ndarray:
     """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on
     both) with fp32 scales, as vLLM's / PyTorch's scaled_mm and aiter's a8w8 GEMMs take them:
 
@@ -585,10 +586,14 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
 
     `scale_mode` ("tensor", "rowcol", "block") overrides what the shapes say. out_dtype: fp32 (default), fp16 or
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
-    Scales are shared by every batch entry of a 3-D a or b."""
+    Scales are shared by every batch entry of a 3-D a or b. `split_k` / `split_mode` as in `matmul`: split-K and
+    stream-K apply tensor/rowcol scales once in the reduction, block scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)
     blob, name, contract, source = _choose(call.problem, call.align, target)
+    ours, mode = _our_split(call.problem, target, contract, blob, split_k, split_mode)
+    if ours > 1:
+        return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
                   split_k=_split_k(contract, blob, call.problem))

@@ -351,8 +351,8 @@ def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
                 + _grouped_triton_peer(problem, arch))
     if problem.k_split != "none":
         return ""
-    if problem.batch != 1 or problem.scaled:
-        return "split-K: no (split_k.partial_problem: batch 1; fp32 tensor/rowcol/block scales split, MX does not)\n"
+    if problem.scaled:
+        return "split-K: no (split_k.partial_problem: fp32 tensor/rowcol/block scales split, MX does not)\n"
     if problem.m > 64 or problem.k < 1024:
         return (f"split-K: no (matmul split_k='auto' considers M <= 64 and K >= 1024; m={problem.m}, "
                 f"k={problem.k}; matmul(split_k=n) forces n)\n")

@@ -81,9 +81,10 @@ def reduce_kernel(problem_class: GemmProblem, arch: str, tiles: tuple[int, int] 
 def workspace(problem: GemmProblem, split_k: int) -> np.ndarray:
     """The partial sums' workspace, poisoned (NaN / INT32_MIN): every element must be written by the partials."""
     p = problem
+    shape = (p.batch * split_k, p.m, p.n)         # entry e's ranges are slices e * split_k ...
     if p.acc.kind == "float" or p.scale_mode == "block":      # block: scaled fp32 running sums
-        return np.full((split_k, p.m, p.n), np.nan, np.float32)
-    return np.full((split_k, p.m, p.n), np.iinfo(np.int32).min, np.int32)
+        return np.full(shape, np.nan, np.float32)
+    return np.full(shape, np.iinfo(np.int32).min, np.int32)
 
 
 def _reduce_segment(p: GemmProblem, values: dict, ws: np.ndarray, split_k: int, streamk: dict | None = None):
@@ -125,7 +126,7 @@ def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = 
     p = call.problem
     tiles = (streamk["tile_m"], streamk["tile_n"]) if streamk else None
     blob, name, _ = reduce_kernel(p.kernel_class(), arch, tiles)
-    grid = (math.ceil(p.n / REDUCE_THREADS), p.m, 1)
+    grid = (math.ceil(p.n / REDUCE_THREADS), p.m, p.batch)
     args = [_reduce_segment(p, call.values, ws, split_k, streamk)]
     if backend == "hip":
         from .hip_runtime import run_hip
@@ -171,7 +172,7 @@ def partial_values(call, ws: np.ndarray) -> dict:
     p = call.problem
     integer = not p.epilogue_float
     return {**call.values, "d": ws.reshape(-1), "c": None, "bias": None, "ldd": p.n, "stride_d": p.m * p.n,
-            "stride_a": 0, "stride_b": 0, "stride_c": 0, "alpha": 1 if integer else 1.0, "beta": 0 if integer else 0.0}
+            "stride_c": 0, "alpha": 1 if integer else 1.0, "beta": 0 if integer else 0.0}
 
 
 def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int = MAX_SPLIT, chosen=None,

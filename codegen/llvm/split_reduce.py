@@ -1,7 +1,9 @@
 """The split-K reduction kernel (LLVM IR through llvmlite): D = epilogue(sum over z of W[z]) for the workspace W
 of split_k x M x N raw partial sums that a partial kernel (codegen/gemm_split.py) wrote.
 
-One work-item per element of D: x over ceil(N / 256) workgroups of 256 work-items, y over the M rows. The sum runs
+One work-item per element of D: x over ceil(N / 256) workgroups of 256 work-items, y over the M rows, z over the
+batch entries (entry e's split_k slices are workspace slices e * split_k ..; C and D move by stride_c / stride_d,
+scales by their batch strides; bias is shared). The sum runs
 z = 0, 1, ..., split_k - 1 in that order (deterministic: the same bits every launch, whatever order the partial
 kernel's workgroups ran in), then the GEMM epilogue of the LLVM generator (codegen/llvm/ir_builder.py
 `_epilogue_value` / `_store`, alpha, beta * C, bias, activation, the output cast) runs once per element.
@@ -24,7 +26,7 @@ from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3, kernargs
 from llvmlite import ir
 
-from .intrinsics import F32, I16, I32, I64, PTR_GLOBAL, Intrinsics
+from .intrinsics import F32, I8, I16, I32, I64, PTR_GLOBAL, Intrinsics
 from .ir_builder import CODE_OBJECT_VERSION, TRIPLE, GemmIRBuilder, _KernelAttributes, c32
 
 THREADS = 256
@@ -71,11 +73,16 @@ class SplitReduceBuilder(GemmIRBuilder):
         row = self.call(intr.workgroup_id("y"), name="row")
         inside = b.and_(b.icmp_unsigned("<", col, a["n"]), b.icmp_unsigned("<", row, a["m"]), name="inside")
         split, slice_ = a["batch"], a["stride_a"]
+        entry64 = b.zext(self.call(intr.workgroup_id("z"), name="entry"), I64)     # the batch entry
+        # this entry's split_k slices start at entry * split_k * slice (elements), in 64 bits
+        ws = b.gep(a["a"], [b.mul(b.mul(entry64, b.zext(b.mul(split, slice_), I64)), ir.Constant(I64, 4))],
+                   source_etype=I8, name="w.entry")
         records = b.mul(b.zext(b.mul(split, slice_), I64), ir.Constant(I64, 4))
-        self.rsrc = {"w": self.call(intr.make_buffer_rsrc(), a["a"], ir.Constant(I16, 0), records, c32(RSRC_WORD3),
+        self.rsrc = {"w": self.call(intr.make_buffer_rsrc(), ws, ir.Constant(I16, 0), records, c32(RSRC_WORD3),
                                     name="w.rsrc")}
         for x in ("c", "d") if p.c is not None else ("d",):
-            self.rsrc[x] = self._resource(x, a[x])
+            offset = b.mul(b.mul(entry64, b.zext(a[f"stride_{x}"], I64)), ir.Constant(I64, getattr(p, x).bytes))
+            self.rsrc[x] = self._resource(x, b.gep(a[x], [offset], source_etype=I8, name=f"{x}.entry"))
         if p.bias != "none":
             self.rsrc["bias"] = self._resource("bias", a["bias"])
         first = b.add(b.mul(row, a["lda"]), col, name="w.elem")
@@ -108,7 +115,7 @@ class SplitReduceBuilder(GemmIRBuilder):
         b.cbranch(b.icmp_unsigned("<", znext, split), loop, done)
         b.position_at_end(done)
         if p.scale_mode in ("tensor", "rowcol"):    # the scales once, on the summed partials (split_k.py)
-            self._scale_resources(ir.Constant(I64, 0))
+            self._scale_resources(entry64)
             total = self._scale_value(total, row, inside, self._scale_column(col, inside))
         x = self._epilogue_value(total, row, col, inside)
         self._store(x, row, col, inside)

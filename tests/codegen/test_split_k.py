@@ -53,7 +53,7 @@ def test_partial_contract_and_refusals():
     k = partial_kernel(p, "gfx942")
     c = Contract.load(k.contract)
     assert c.split_k["partials"] and c.split_k["power_of_two"]
-    assert c.data["launch"]["grid"][2] == "split_k"
+    assert c.data["launch"]["grid"][2] == "batch*split_k" and c.grid(8, 64, 129, 3, 4)[2] == 12
     assert c.data["operation"]["k_split"] == "partial"
     assert any(arg["role"] == "split_k" for arg in c.args)
     ok, why = c.admits(p)                                  # the partial kernel never runs a plain problem
@@ -66,7 +66,7 @@ def test_partial_contract_and_refusals():
     with pytest.raises(IRError, match="raw partial sums"):
         GemmProblem.make(8, 64, 129, "bf16", layout="NT", bias="n", k_split="partial")
     with pytest.raises(IRError, match="batch"):
-        partial_problem(GemmProblem.make(8, 64, 129, "bf16", layout="NT", batch=2))
+        partial_problem(GemmProblem.make(8, 64, 129, "bf16", layout="NT", batch=2), "streamk")
     call = prepare(*operands(p, 0)[:2])
     with pytest.raises(MatmulError, match="empty"):
         split_matmul(call, "gfx942", 4)
@@ -99,7 +99,7 @@ def test_atomic_contract_and_refusals():
     c = Contract.load(k.contract)
     assert c.split_k["zero_output"] and c.split_k["atomic"] == "buffer_atomic_add_f32"
     assert c.split_k["deterministic"] is False and "partials" not in c.split_k
-    assert c.data["operation"]["k_split"] == "atomic" and c.data["launch"]["grid"][2] == "split_k"
+    assert c.data["operation"]["k_split"] == "atomic" and c.data["launch"]["grid"][2] == "batch*split_k"
     assert "buffer_atomic_add_f32" in k.asm and "buffer_store_dword" not in k.asm
     assert Contract.load(partial_kernel(GemmProblem.make(8, 64, 129, "int8", layout="NT"), "gfx942",
                                         mode="atomic").contract).split_k["deterministic"] is True
@@ -225,3 +225,30 @@ def test_mx_split_is_refused():
 
     p = P.make(8, 64, 256, "fp8_e4m3", layout="NT", a_scale="plain", b_scale="plain")
     assert "MX" in split_refusal(p, 128, 2)
+
+
+BATCH_CASES = [  # arch, a, d, layout, split mode, count, extra
+    ("gfx942", "bf16", "bf16", "NT", "partial", 2, {"beta": 0.5, "c": "bf16", "bias": "n"}),
+    ("gfx950", "fp16", "fp32", "TN", "atomic", 2, {}),
+    ("gfx942", "int8", "fp16", "NN", "partial", 2, {"scale_mode": "rowcol"}),
+]
+
+
+@pytest.mark.parametrize("arch, a, d, layout, how, count, extra", BATCH_CASES)
+def test_batched_split_k_equals_numpy(arch, a, d, layout, how, count, extra):
+    """batch > 1: z = entry x split_k + K range; the partial kernel moves A and B by the entry and D by z (its
+    workspace slice), the reduction's z is the entry (C, D and scales by their batch strides, bias shared);
+    atomic: each entry's ranges add into its own D."""
+    from jitgemm.reference import scale_operands
+
+    p = GemmProblem.make(20, 36, 200, a, d=d, layout=layout, batch=3, **extra)
+    x, y, c, bias = operands(p, seed=41)
+    scales = None
+    sa = sb = None
+    if p.scale_mode != "none":
+        sa, sb = scale_operands(p, seed=41)
+        scales = (sa, sb, p.scale_mode)
+    ref = reference(p, x, y, c, bias, sa, sb) if scales else reference(p, x, y, c, bias)
+    call = prepare(x, y, c, beta=p.beta, out_dtype=p.d.numpy, bias=bias, scales=scales)
+    assert call.problem.batch == 3
+    check(p, split_matmul(call, arch, count, strict=True, mode=how), ref)

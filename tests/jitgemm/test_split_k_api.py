@@ -105,3 +105,15 @@ def test_choose_split_ranks_streamk():
     ranges = choose_split(p, "gfx942", streamk=False)
     want = sk if sk.us_split < min(ranges.us_split, 0.9 * ranges.us_plain) else ranges
     assert (best.mode, best.split_k, best.us_split) == (want.mode, want.split_k, want.us_split)
+
+
+def test_scaled_matmul_split_k():
+    """scaled_matmul(split_k=n): rowcol int8 with per-token/per-channel scales through split-K = numpy."""
+    from jitgemm.reference import scale_operands
+
+    p = GemmProblem.make(6, 40, 300, "int8", "int8", "bf16", layout="NT", scale_mode="rowcol")
+    a, b, _c, _bias = operands(p, seed=43)
+    sa, sb = scale_operands(p, seed=43)
+    d = jitgemm.scaled_matmul(a, b, sa, sb, out_dtype="bf16", backend="emu", split_k=2)
+    assert jitgemm.last_launch().grid[2] == 2
+    check(p, d, reference(p, a, b, None, None, sa, sb))
