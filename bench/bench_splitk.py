@@ -7,9 +7,8 @@ candidate's prediction (`jitgemm.split_k.streamk_choice`) beside; then aiter's s
 row's split vs measured (`split_rows_check`); then compile time per mode (partial / stream-K / atomic kernel via
 the direct generator + the LLVM reduction kernel, scaled modes too) beside Triton's GEMM.
 
-Scaled rows (a8w8 rowcol / blockscale: our split-K refuses scale modes, whose scales are applied per K block in
-the kernel) are predicted on their unscaled proxy (the same operand types, sizes and layout), marked `proxy`;
-MX fp4 rows have no unscaled proxy (`-`). Predictions, not measurements: no GPU on this machine.
+Scaled rows (a8w8 rowcol / blockscale, MX fp4) are predicted as they are (split-K and stream-K take fp32 and MX
+scales); rows with pre-shuffled B on B's plain layout, marked `proxy`. Predictions, not measurements: no GPU here.
 
     python3 bench/bench_splitk.py [wheel] [--limit N] [--rows]
 """
@@ -30,18 +29,17 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 
 
 def proxy(problem):
-    """The problem our split-K can take: scale modes and pre-shuffled B removed (None: MX, no proxy)."""
-    from jitgemm.codegen.gemm_ir import GemmProblem
+    """The problem our split-K can take: the row's own problem (fp32 tensor/rowcol/block scales and MX split too),
+    with B's pre-shuffled layout replaced by the plain one (marked `proxy`; our split-K refuses pre-shuffled MX
+    weights and the direct generator reads scaled 8-bit B plain)."""
+    from dataclasses import replace
 
     p = problem
-    if p.scaled:
-        return None, "-"
-    if p.scale_mode == "none" and p.b_preshuffle == "none":
+    if p.b_preshuffle == "none":
         return p, ""
-    a = p.a.name
     try:
-        q = GemmProblem.make(p.m, p.n, p.k, a, p.b.name, "bf16" if p.a.kind == "float" else "int32",
-                             layout=p.layout, batch=p.batch)
+        q = replace(p, b_preshuffle="none")
+        q.validate()
     except ValueError:
         return None, "-"
     return q, "proxy"
@@ -125,7 +123,7 @@ def main(argv: list[str]) -> int:
         print(f"{table[-52:]:52} {arch:6} {s['n']:6} {s['splits']:10} {statistics.median(s['plain']):17.2f} "
               f"{statistics.median(s['split']):20.2f} {s['sk_wins']:13} "
               f"{statistics.median(finite) if finite else float('nan'):21.2f}")
-    print(f"MX shapes without an unscaled proxy: {stats.get('no proxy', 0)}")
+    print(f"shapes without a problem our generators take: {stats.get('no proxy', 0)}")
     for line in stats.get("refused", [])[:5]:
         print("refused:", line)
     if stats.get("refused"):

@@ -204,6 +204,13 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
             emit("s_add_u32", plo, plo, lo)
             emit("s_addc_u32", phi, phi, hi)
 
+    def _advance_k(self, k0: Reg, prod: Reg) -> None:
+        """Split-K / stream-K: A, B (and block scales) start at K element `k0` (codegen/gemm_split.py)."""
+        from .gemm_split import advance_ab, advance_scales
+
+        advance_ab(self, k0, prod)
+        advance_scales(self, k0, prod)
+
     def _resources(self) -> dict[str, Reg]:
         """Buffer descriptors of the matrices the kernel reads or writes (and of its fp32 scales)."""
         out = {x: self._resource(x) for x in ("a", "b", "c", "d", "bias")

@@ -328,9 +328,9 @@ class GemmProblem:
         dimension holds the K ranges (one GEMM)."""
         if self.k_split not in K_SPLITS:
             raise IRError(f"k_split {self.k_split!r} is not one of {', '.join(K_SPLITS)}")
-        if self.scaled or self.scale_mode in ("tensor", "rowcol"):
-            raise IRError(f"k_split={self.k_split}: MX problems do not split K, and tensor/rowcol scales are applied "
-                          "once by the reduction (the partial kernel has scale_mode=none)")
+        if self.scale_mode in ("tensor", "rowcol"):
+            raise IRError(f"k_split={self.k_split}: tensor/rowcol scales are applied once by the reduction (the "
+                          "partial kernel has scale_mode=none)")
         out = "fp32" if self.scale_mode == "block" else self.acc.name      # block: scaled fp32 running sums
         if self.d.name != out or self.alpha != 1.0 or self.beta != 0.0 or self.c is not None \
                 or self.bias != "none" or self.activation != "none":

@@ -25,7 +25,7 @@ from __future__ import annotations
 
 from .dtypes import dtype
 from .gemm_asm_epilogue import ATOMIC_ADD
-from .gemm_ir import GemmConfig, GemmProblem
+from .gemm_ir import GemmConfig, GemmProblem, IRError
 
 MAX_SPLIT = 64
 
@@ -35,6 +35,10 @@ def partial_problem(p: GemmProblem, mode: str = "partial") -> GemmProblem:
     out."""
     from dataclasses import replace
 
+    if p.scaled and p.b_preshuffle != "none":
+        # a range's pre-shuffled B (16-column groups of 32-byte K runs 512 bytes apart) is not a smaller matrix of
+        # the same layout: its descriptor extent (rows - 1) * ld + K would reach past the weights
+        raise IRError("split-K: MX weights pre-shuffled 16x16 do not split K yet (b_preshuffle=none does)")
     if p.scale_mode == "block":     # each range scales its own 128-blocks into fp32 sums (advance_scales)
         q = replace(p, d=dtype("fp32"), c=None, ldc=None, ldd=None, alpha=1.0, beta=0.0, bias="none",
                     activation="none", k_split=mode)
@@ -56,9 +60,6 @@ def split_refusal(p: GemmProblem, depth_k: int, split_k: int) -> str | None:
     """Why `p` cannot run in `split_k` K ranges of `depth_k` tiles (None: it can)."""
     if split_k < 1 or split_k > MAX_SPLIT or split_k & (split_k - 1):
         return f"split_k={split_k}: a power of two in 1..{MAX_SPLIT}"
-    if p.scaled:
-        return ("split_k: MX problems (E8M0 block scales inside the MFMAs) do not split K yet; fp32 tensor, rowcol "
-                "and block scales do")
     per = k_per_split(p.k, depth_k, split_k)
     if per * (split_k - 1) >= p.k:
         return (f"split_k={split_k}: K={p.k} in ranges of {per} (whole {depth_k}-deep tiles) leaves range "
@@ -153,8 +154,7 @@ def emit_k_range(low, wg_z) -> None:
     emit("s_mul_i32", k0, wg_z, per)                   # first K of this range
     emit("s_sub_i32", a["k"], a["k"], k0)
     emit("s_min_i32", a["k"], a["k"], per)             # this range's K (the last one's tail)
-    advance_ab(low, k0, prod)
-    advance_scales(low, k0, prod)
+    low._advance_k(k0, prod)
     ra.release("s", mark)
 
 

@@ -148,7 +148,6 @@ class StreamKLoop:
     def k_range(self) -> None:
         """Narrow K to this segment: K steps [kb, kb + steps) of the tile (A and B advanced, `k` its length)."""
         from .gemm_plan import log2_exact as l2
-        from .gemm_split import advance_ab, advance_scales
 
         low = self.low
         emit, a, c, ra = low.emit, low.args, low.c, low.ra
@@ -160,8 +159,7 @@ class StreamKLoop:
         emit("s_lshl_b32", self.t0, self.steps, log_depth)
         emit("s_sub_i32", a["k"], a["k"], k0)
         emit("s_min_i32", a["k"], a["k"], self.t0)
-        advance_ab(low, k0, prod)
-        advance_scales(low, k0, prod)
+        low._advance_k(k0, prod)
         ra.release("s", mark)
         ra.release("s", self.marks[0])
         ra.release("v", self.marks[1])

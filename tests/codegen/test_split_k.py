@@ -220,35 +220,32 @@ def test_block_scaled_split_k_equals_numpy(arch, a, d, layout, orders, how, coun
     assert q.scale_mode == "block" and q.d.name == "fp32" and q.bias == "none"
 
 
-def test_mx_split_is_refused():
-    from jitgemm.codegen.gemm_ir import GemmProblem as P
+def test_preshuffled_mx_split_is_refused():
+    p = GemmProblem.make(40, 48, 384, "fp8_e5m2", "fp8_e4m3", a_scale="plain", b_scale="shuffled",
+                         b_preshuffle="16x16")
+    with pytest.raises(IRError, match="pre-shuffled"):
+        partial_problem(p)
 
-    p = P.make(8, 64, 256, "fp8_e4m3", layout="NT", a_scale="plain", b_scale="plain")
-    assert "MX" in split_refusal(p, 128, 2)
 
-
-BATCH_CASES = [  # arch, a, d, layout, split mode, count, extra
-    ("gfx942", "bf16", "bf16", "NT", "partial", 2, {"beta": 0.5, "c": "bf16", "bias": "n"}),
-    ("gfx950", "fp16", "fp32", "TN", "atomic", 2, {}),
-    ("gfx942", "int8", "fp16", "NN", "partial", 2, {"scale_mode": "rowcol"}),
+MX_CASES = [  # a, b, d, a_scale, b_scale, b_preshuffle, k, split mode, count
+    ("fp8_e4m3", "fp4", "fp32", "plain", "plain", "none", 300, "partial", 2),
+    ("fp4", "fp6_e2m3", "bf16", "shuffled", "shuffled", "none", 300, "streamk", 3),
+    ("fp8_e5m2", "fp8_e4m3", "fp16", "plain", "shuffled", "none", 300, "atomic", 2),
 ]
 
 
-@pytest.mark.parametrize("arch, a, d, layout, how, count, extra", BATCH_CASES)
-def test_batched_split_k_equals_numpy(arch, a, d, layout, how, count, extra):
-    """batch > 1: z = entry x split_k + K range; the partial kernel moves A and B by the entry and D by z (its
-    workspace slice), the reduction's z is the entry (C, D and scales by their batch strides, bias shared);
-    atomic: each entry's ranges add into its own D."""
-    from jitgemm.reference import scale_operands
+@pytest.mark.parametrize("a, b, d, sa, sb, pre, k, how, count", MX_CASES)
+def test_mx_split_k_equals_numpy(a, b, d, sa, sb, pre, k, how, count):
+    """MX (gfx950, E8M0 block scales inside the MFMAs): each K range / stream-K segment starts its operands and
+    scale arrays at its first K tile (plain and shuffled scales, pre-shuffled B), writes fp32 sums; the reduction
+    adds them and applies the epilogue. Operands with 2^-127 / 2^127 / NaN scales and garbage past K
+    (tests/fixtures/mx_cases.py), = numpy in strict emulation."""
+    from jitgemm.api import GemmCall
+    from tests.fixtures.mx_cases import check_mx, make_operands
 
-    p = GemmProblem.make(20, 36, 200, a, d=d, layout=layout, batch=3, **extra)
-    x, y, c, bias = operands(p, seed=41)
-    scales = None
-    sa = sb = None
-    if p.scale_mode != "none":
-        sa, sb = scale_operands(p, seed=41)
-        scales = (sa, sb, p.scale_mode)
-    ref = reference(p, x, y, c, bias, sa, sb) if scales else reference(p, x, y, c, bias)
-    call = prepare(x, y, c, beta=p.beta, out_dtype=p.d.numpy, bias=bias, scales=scales)
-    assert call.problem.batch == 3
-    check(p, split_matmul(call, arch, count, strict=True, mode=how), ref)
+    p = GemmProblem.make(40, 48, k, a, b, d=d, a_scale=sa, b_scale=sb, b_preshuffle=pre)
+    if how == "atomic":         # raw fp32 sums added into D: fp32 out
+        p = GemmProblem.make(40, 48, k, a, b, d="fp32", a_scale=sa, b_scale=sb, b_preshuffle=pre)
+    ops = make_operands(p, seed=k + count)
+    call = GemmCall(p, ops.values, ops.d, {"a": 16, "b": 16, "c": 16, "bias": 16})
+    check_mx(p, split_matmul(call, "gfx950", count, strict=True, mode=how), ops)
