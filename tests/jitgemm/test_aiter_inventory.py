@@ -113,6 +113,18 @@ def test_tuned_rows_name_device_library_and_family(inv):
     a8 = [r for r in rows if r.table == "asm_a8w8_gemm.csv"]
     assert {r.kernel_label for r in a8} == {"gfx942/gemm_a8w8_m128_noSplitK", "gfx942/gemm_a8w8_m128_splitK"}
     assert all((r.split_k == 1) == (r.kernel_label.endswith("noSplitK")) for r in a8)
+    # and no cu_num column: the target is its kernels' (gfx942), the device is stated as unknown, never guessed
+    assert all(r.arch == "gfx942" and r.device is None and r.cu_num is None and "no cu_num" in r.caveat for r in a8)
+    # 1483.54 us is line 14's (M=16384 N=1280 K=8192) and recurs on ten rows of 340x less work: copies, labelled,
+    # not imported as measurements (so they cannot rank a kernel); the first row with the time stays a measurement
+    copied = sorted(r.line for r in a8 if not r.measured)
+    assert copied == [5, 6, *range(25, 36)] and next(r for r in a8 if r.line == 14).measured
+    assert all("time copied" in r.caveat for r in a8 if not r.measured)
+    from jitgemm.aiter.tuned import db_rows
+
+    origins = {row["origin"].rsplit(" ", 1)[1] for row in db_rows(inv)}
+    assert "asm_a8w8_gemm.csv:14" in origins and "asm_a8w8_gemm.csv:25" not in origins
+    assert "13 rows repeat" in inv.tables["asm_a8w8_gemm.csv"]
     assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]
 
 

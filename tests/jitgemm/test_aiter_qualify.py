@@ -101,7 +101,7 @@ def test_import_then_the_selector_picks_the_measured_winner_and_cites_the_row(in
 
     db = tmp_path / "t.db"
     assert main(["aiter", "import", str(aiter_wheel()), "--db", str(db)]) == 0
-    assert "4079 measured rows added" in capsys.readouterr().out
+    assert "4066 measured rows added" in capsys.readouterr().out
     assert main(["inventory", "--json", "--db", str(db), "--arch", "gfx950"]) == 0
     doc = json.loads(capsys.readouterr().out)["targets"]["gfx950"]
     assert doc["families"]["f4gemm_bf16_per1x32Fp4"]["quarantined"] == 1
@@ -142,7 +142,7 @@ def test_use_aiter_offers_the_kernels_to_matmul_selection(inv, tmp_path, monkeyp
     before = list(default_suppliers())
     try:
         got = jitgemm.use_aiter(aiter_wheel())
-        assert len(got.admitted("gfx950")) == 39
+        assert len(got.admitted("gfx950")) == 43                 # bf16gemm 4, f4gemm 35, f8_block_scale_mi350 4
         p = GemmProblem.make(64, 256, 512, "fp4", "fp4", "bf16", layout="NT", a_scale="shuffled", b_scale="shuffled",
                              b_preshuffle="16x16")
         text = jitgemm.explain(p, arch="gfx950")
