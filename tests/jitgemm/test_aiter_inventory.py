@@ -126,6 +126,13 @@ def test_tuned_rows_name_device_library_and_family(inv):
     assert "asm_a8w8_gemm.csv:14" in origins and "asm_a8w8_gemm.csv:25" not in origins
     assert "13 rows repeat" in inv.tables["asm_a8w8_gemm.csv"]
     assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]
+    # an asm int8 winner's problem has B as its kernel reads it (32x16; CK's rows of the same table 16x16), so the
+    # selector can offer the measured winner: every I8gemm row is legal for its kernel
+    i8 = [r for r in asm if r.family == "i8gemm_bf16_perTokenI8"]
+    assert i8 and all(r.problem.b_preshuffle == "32x16" for r in i8)
+    assert all(inv.kernel(r.kernel_label).contract.admits(r.problem)[0] for r in i8)
+    ck = next(r for r in rows if r.table == "a8w8_bpreshuffle_tuned_gemm.csv" and not r.asm and r.problem)
+    assert ck.problem.b_preshuffle == "16x16"
 
 
 @pytest.mark.parametrize("argv, message", [
