@@ -36,6 +36,7 @@ class LaunchRecord:
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
     scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+    split_k: int = 1        # K ranges the kernel was launched with (its grid's and split_k arguments' count)
 
     @property
     def spills(self) -> bool:
@@ -418,7 +419,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
-                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0), split_k)
     return call.d
 
 
@@ -509,7 +510,7 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     if ours > 1:
         return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, arch, source))
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
@@ -575,11 +576,16 @@ def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes,
     return split_k, "partial" if split_mode == "auto" else split_mode
 
 
-def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
-    """The split-K count for the chosen kernel: the timing model's fastest (`jitgemm.timing.best_split`) when the
-    contract lets the kernel split K, else 1."""
+def _split_k(contract: Contract, blob: bytes, problem: GemmProblem, arch: str = "", source: str = "") -> int:
+    """The split-K count for the chosen kernel (`source` = "supplier:label" as the selector names it): the split
+    the deciding hardware-measured tuning row ran with, since that time is what made the kernel the winner
+    (aiter's tables record each winner's splitK); else the timing model's fastest (`jitgemm.timing.best_split`)
+    when the contract lets the kernel split K; else 1."""
     if not contract.split_k:
         return 1
+    tuned = tuned_split(contract, problem, arch, source)
+    if tuned is not None:
+        return tuned
     from jitgemm.timing import TimingError, best_split
     from jitgemm.timing.pipeline import PipelineModelError
 
@@ -587,6 +593,22 @@ def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
         return best_split((contract, blob), problem).split_k
     except (TimingError, PipelineModelError):
         return 1
+
+
+def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str) -> int | None:
+    """The split-K count of the measured tuning row that ranks this kernel for this problem on `arch` (the
+    selector's `deciding_row`), when the row records one the contract admits; None otherwise."""
+    supplier, sep, label = source.partition(":")
+    if not arch or not sep:
+        return None
+    from .selector import default_selector
+    from .suppliers import Candidate
+
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    row = default_selector(arch).tuning.deciding_row(arch, problem, key, contract.data)
+    if row is None or row.metric != "seconds" or row.split_k is None:
+        return None
+    return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
 
 
 def default_arch(problem: GemmProblem) -> str:
@@ -621,4 +643,4 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     if ours > 1:
         return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, target, source))
