@@ -1,7 +1,7 @@
 """Issue 31: the epilogue's stores are one loop over a table of (block, register, row offset), and the store
 sequence that repeats for every accumulator is planned once and replayed (`Emitter.record` / `replay`). The
 kernels must be the ones emitting every store afresh gives: same instructions, same bytes, for every epilogue
-variant (bf16 rounding, fp16, fp32 and int32 outputs, C with beta, bias, relu/gelu, tensor scales, batch)."""
+variant (bf16 rounding, fp16, fp32 and int32 outputs, C with beta, bias, relu/gelu, MX, batch, atomic split-K)."""
 
 from __future__ import annotations
 
@@ -20,6 +20,7 @@ CASES = [
     ("gfx942", dict(m=64, n=64, k=64, a="fp16", batch=3, beta=1.0, c="fp32", d="fp32")),
     ("gfx950", dict(m=100, n=70, k=40, a="bf16", layout="NT", activation="gelu", bias="m")),
     ("gfx950", dict(m=64, n=64, k=256, a="fp4", b="fp4", a_scale="plain", b_scale="plain")),
+    ("gfx942", dict(m=64, n=64, k=256, a="bf16", d="fp32", k_split="atomic")),     # atomic adds, not stores
 ]
 
 
