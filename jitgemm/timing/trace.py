@@ -153,12 +153,12 @@ def from_items(code: bytes, items: tuple, offsets: tuple[int, ...], spec: Spec) 
             return None
         start = offsets[i]
         stop = offsets[i + 1] if i + 1 < len(offsets) else end
-        form = first.get(item)
+        form = first.get(id(item))     # the emitter hands out one object per repeated instruction
         if form is None:    # the form the encoder chose: the first of the mnemonic's forms that gives these bytes
             form = _form_of(item, forms, start, labels, code[start:stop])
             if form is None:
                 return None
-            first[item] = form
+            first[id(item)] = form
         target = slot = None
         if form.label_slot is not None:
             slot = form.label_slot.index
