@@ -5,8 +5,10 @@ MFMA instruction for a dtype comes from the spec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jitgemm.isa.spec.model import DataFormat
+if TYPE_CHECKING:   # only named in annotations: the IR's dtypes load without the spec model
+    from jitgemm.isa.spec.model import DataFormat
 
 
 @dataclass(frozen=True)

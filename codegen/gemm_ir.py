@@ -45,8 +45,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from jitgemm.isa.spec.mfma import WAVE64
-
 from .dtypes import MX_ELEMENTS, DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -390,4 +388,6 @@ class GemmConfig:
 
     @property
     def workgroup_size(self) -> int:
+        from jitgemm.isa.spec.mfma import WAVE64  # here, not above: the IR's import stays free of the ISA's
+
         return self.waves_m * self.waves_n * WAVE64

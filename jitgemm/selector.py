@@ -269,6 +269,8 @@ class Selector:
 _suppliers: list[Supplier] | None = None
 _selectors: dict[str, Selector] = {}
 _registry_lock = threading.Lock()
+_built: tuple[list[Supplier], tuple[int, ...]] | None = None   # the list default_suppliers made, and its members
+_widened = False     # use_triton() widened the default Triton supplier
 
 
 def default_suppliers() -> list[Supplier]:
@@ -276,7 +278,7 @@ def default_suppliers() -> list[Supplier]:
     (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
     can choose the sweep's best), Triton's tl.dot_scaled kernels for block-scaled problems (when Triton is
     installed; `use_triton()` widens it to every problem), and whatever `register_supplier` added."""
-    global _suppliers
+    global _suppliers, _built, _widened
     with _registry_lock:
         if _suppliers is None:
             from .suppliers import TritonSupplier
@@ -287,6 +289,7 @@ def default_suppliers() -> list[Supplier]:
             from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
 
             _suppliers += registered_suppliers()
+            _built, _widened = (_suppliers, tuple(map(id, _suppliers))), False
         return _suppliers
 
 
@@ -306,8 +309,29 @@ def default_selector(target: str = "gfx942") -> Selector:
 
 def forget_choices() -> None:
     """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    from . import warm
+
     for sel in list(_selectors.values()):
         sel.forget()
+    warm.forget()
+
+
+def warm_ready() -> bool:
+    """The default suppliers and selectors are as a new process makes them (or not made yet): the suppliers
+    `default_suppliers` built, none added or widened, every default selector sharing them and reading the default
+    tuning database and quarantine file. jitgemm/warm.py serves remembered kernels only then."""
+    if _suppliers is None:
+        return not _selectors
+    if _widened or _built is None or _built[0] is not _suppliers or _built[1] != tuple(map(id, _suppliers)):
+        return False
+    from .tuned_supplier import TunedSupplier
+    from .tuning_db import default_path
+
+    tuned = [s.db.path for s in _suppliers if isinstance(s, TunedSupplier)]
+    quarantine = cache_root() / "quarantine.json"
+    return tuned == [default_path()] and all(
+        sel.suppliers is _suppliers and sel.tuning.path == default_path() and sel.quarantine.path == quarantine
+        for sel in list(_selectors.values()))
 
 
 def register_supplier(supplier: Supplier) -> None:
@@ -416,20 +440,18 @@ def _generator_option(cand: Candidate) -> str | None:
 
 
 def _config_fields(config: GemmConfig) -> dict:
-    import dataclasses
+    from .warm import config_fields
 
-    return dataclasses.asdict(config)
+    return config_fields(config)
 
 
 def _config_of(entry: dict | None) -> GemmConfig | None:
     """The config of a cached choice (None: no entry, or one this version cannot read back exactly)."""
-    if entry is None or not isinstance(entry.get("config"), dict) or not isinstance(entry.get("generator"), str):
+    if entry is None or not isinstance(entry.get("generator"), str):
         return None
-    try:
-        config = GemmConfig(**entry["config"])
-    except (TypeError, ValueError):
-        return None
-    return config if _config_fields(config) == entry["config"] else None
+    from .warm import config_of
+
+    return config_of(entry.get("config"))
 
 
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
@@ -463,10 +485,12 @@ def use_triton() -> str:
                              "offering the project's own kernels")
     import triton
 
+    global _widened
     done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
+            _widened = True
             for sel in list(_selectors.values()):
                 sel.forget()
             return done

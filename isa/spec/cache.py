@@ -19,7 +19,6 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import msgpack
 from jitgemm.util.files import atomic_write, read_sealed, seal
 
 from .xml_reader import DATA_FORMAT_VERSION
@@ -36,6 +35,8 @@ def _widen(value):
     if isinstance(value, int):
         if -(1 << 63) <= value < (1 << 64):
             return value
+        import msgpack
+
         return msgpack.ExtType(_BIG_INT, value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True))
     if isinstance(value, dict):
         return {k: _widen(v) for k, v in value.items()}
@@ -47,12 +48,17 @@ def _widen(value):
 def _ext_hook(code: int, data: bytes):
     if code == _BIG_INT:
         return int.from_bytes(data, "little", signed=True)
+    import msgpack
+
     return msgpack.ExtType(code, data)
 
 
 def pack(obj) -> bytes:
     """msgpack bytes of plain data whose ints may exceed 64 bits (CDNA 4's 128-bit ENC_VOP3PX2 masks and
-    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`."""
+    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`. msgpack loads
+    here, not with the module: `cache_root` is on the path of a disk-cache hit, which packs nothing."""
+    import msgpack
+
     try:
         return msgpack.packb(obj, use_bin_type=True)
     except OverflowError:
@@ -61,6 +67,8 @@ def pack(obj) -> bytes:
 
 def unpack(raw: bytes):
     """Inverse of `pack` (msgpack errors propagate: the caller treats them as a corrupt entry)."""
+    import msgpack
+
     return msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
 
 
