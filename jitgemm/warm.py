@@ -28,6 +28,7 @@ import functools
 import hashlib
 import json
 import os
+import stat
 import sys
 import threading
 from pathlib import Path
@@ -53,11 +54,14 @@ def warm_dir() -> Path:
     return cache_root() / "warm"
 
 
-def _stat(path: str | os.PathLike) -> str:
+def _stat(path: str) -> str:
+    """A file's size, mtime and inode ("-": absent or unreadable; "dir": a folder)."""
     try:
         st = os.stat(path)
     except OSError:
         return "-"
+    if stat.S_ISDIR(st.st_mode):
+        return "dir"
     return f"{st.st_size}:{st.st_mtime_ns}:{st.st_ino}"
 
 
@@ -146,16 +150,21 @@ def _folder_stamp(folder: str, depth: int = 0) -> str:
 
 def state_stamp() -> str | None:
     """The stamp of what can change between two calls (see the module docstring); None when the slow path reads
-    something this stamp cannot follow (a tuning folder of old JSON files it would migrate)."""
-    root = cache_root()
-    env_db = os.environ.get("JITGEMM_TUNING_DB")
-    db = Path(env_db) if env_db else root / "tuning.db"
-    if db.is_dir() or (not env_db and (root / "tuning").is_dir()):
+    something this stamp cannot follow (a tuning folder of old JSON files it would migrate) or the process is not
+    as a new one starts (`_ready`). Plain strings and `os.stat`: this runs on every `jitgemm.compile`."""
+    root = str(cache_root())
+    env_db = os.environ.get("JITGEMM_TUNING_DB")    # as tuning_db.default_path spells it
+    db = str(Path(env_db)) if env_db else os.path.join(root, "tuning.db")
+    quarantine = os.path.join(root, "quarantine.json")
+    if not _ready(db, quarantine):
+        return None
+    main = _stat(db)
+    if main == "dir" or _stat(os.path.join(root, "tuning")) == "dir":   # TuningDB() migrates that folder
         return None
     wal = _stat(f"{db}-wal")
     if wal == "-" or wal.startswith("0:"):   # an empty log holds nothing: opening the database creates one
         wal = "empty"
-    releases = root / "aiter" / "releases.json"
+    releases = os.path.join(root, "aiter", "releases.json")
     aiter = _stat(releases)
     if aiter != "-":
         try:
@@ -164,98 +173,143 @@ def state_stamp() -> str | None:
         except (OSError, ValueError, TypeError):
             aiter += " unreadable"
     spec_dir = os.environ.get("JITGEMM_ISA_SPEC_DIR")
-    return "\n".join((str(root), f"{db} {_stat(db)} {wal}", _stat(root / "quarantine.json"), aiter,
+    return "\n".join((root, f"{db} {main} {wal}", _stat(quarantine), aiter,
                       f"{spec_dir} {_folder_stamp(spec_dir) if spec_dir else ''}",
-                      _folder_stamp(str(root / "isa-specs"), depth=1)))
+                      _folder_stamp(os.path.join(root, "isa-specs"), depth=1)))
 
 
-def _ready() -> bool:
-    """Nothing in this process moved away from what a new process starts with (see the module docstring)."""
+def _ready(db: str, quarantine: str) -> bool:
+    """Nothing in this process moved away from what a new process starts with (see the module docstring): the
+    default suppliers, reading the tuning database `db` and the `quarantine` file; no spec file chosen."""
     selector = sys.modules.get("jitgemm.selector")
-    if selector is not None and not selector.warm_ready():
+    if selector is not None and not selector.warm_ready(db, quarantine):
         return False
     sources = sys.modules.get("jitgemm.isa.spec.sources")
     return sources is None or not sources.chosen_specs()
 
 
-def _request(problem: GemmProblem, config: GemmConfig | None, arch: str, generator: str | None) -> tuple:
-    return (problem, config, arch, generator)
-
-
 def _disk_key(request: tuple, state: str) -> str:
-    problem, config, arch, generator = request
-    text = "\n".join((f"format={FORMAT}", code_stamp(), state, repr(problem), repr(config), arch, str(generator)))
+    """The warm index's file name of a request: the request's repr (problem and config are dataclasses whose repr
+    names every field that shapes a kernel), the code stamp and the state stamp."""
+    text = "\n".join((f"format={FORMAT}", code_stamp(), state, *map(repr, request)))
     return hashlib.sha256(text.encode()).hexdigest()
 
 
-def kernel(problem: GemmProblem, config: GemmConfig | None, arch: str, generator: str | None) -> Kernel | None:
-    """The kernel `jitgemm.compile` gave for this request before, if nothing it depends on changed since: from
-    this process's memory, else from the warm index and the kernel cache. None: take the slow path."""
-    if not _ready():
-        return None
+def _recall(request: tuple) -> tuple[str | None, object]:
+    """(state stamp, what this process or the warm index remembers for the request, or None)."""
     state = state_stamp()
     if state is None:
-        return None
-    request = _request(problem, config, arch, generator)
+        return None, None
     hit = _memory.get(request)
     if hit is not None and hit[0] == state:
-        return hit[1]
-    found = _from_disk(request, state)
-    if found is not None:
-        with _lock:
-            _memory[request] = (state, found)
-    return found
-
-
-def _from_disk(request: tuple, state: str) -> Kernel | None:
+        return state, hit[1]
     key = _disk_key(request, state)
     raw = read_sealed(warm_dir() / f"{key}.json", MAX_ENTRY_BYTES)
-    if raw is None:
-        return None
     try:
-        entry = json.loads(raw)
+        entry = json.loads(raw) if raw is not None else None
     except ValueError:
-        return None
+        return state, None
     if not isinstance(entry, dict) or entry.get("format") != FORMAT or entry.get("key") != key:
-        return None
-    problem, config, arch, _generator = request
-    config = config if config is not None else config_of(entry.get("config"))
-    kernel_key, gen_name = entry.get("kernel_key"), entry.get("generator")
-    if config is None or not isinstance(kernel_key, str) or not isinstance(gen_name, str):
+        return state, None
+    return state, entry
+
+
+def _keep(request: tuple, state: str, value: object) -> None:
+    with _lock:
+        if len(_memory) > 4096:
+            _memory.clear()
+        _memory[request] = (state, value)
+
+
+def _cached_kernel(entry: dict) -> tuple[bytes, dict, str] | None:
+    """(code object, record, kernel-cache key) of the kernel-cache entry a warm entry names, checked by the kernel
+    cache (seal, sha256, fields); None when it is gone or damaged."""
+    key = entry.get("kernel_key")
+    if not isinstance(key, str):
         return None
     from . import kernel_cache
+
+    cached = kernel_cache.load(key)
+    return (cached[0], cached[1], key) if cached is not None else None
+
+
+def kernel(problem: GemmProblem, config: GemmConfig | None, arch: str, generator: str | None) -> Kernel | None:
+    """The kernel `jitgemm.compile(problem, config, arch=arch, generator=generator)` gave before, if nothing it
+    depends on changed since: from this process's memory, else from the warm index and the kernel cache. None:
+    take the slow path (and `remember` what it gives)."""
+    request = ("compile", problem, config, arch, generator)
+    state, found = _recall(request)
+    if not isinstance(found, dict):
+        return found      # None, or the Kernel this process remembered
+    chosen = config if config is not None else config_of(found.get("config"))
+    cached = _cached_kernel(found)
+    if chosen is None or cached is None or not isinstance(found.get("generator"), str):
+        return None
     from .kernel import Kernel
 
-    cached = kernel_cache.load(kernel_key)
-    if cached is None:
+    blob, record, key = cached
+    made = Kernel(record["name"], blob, record["contract"], chosen, problem.kernel_class(), arch,
+                  generator=found["generator"], from_cache="disk", made_for=problem, cache_key=key)
+    _keep(request, state, made)
+    return made
+
+
+def choice(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, object, str] | None:
+    """What the default selector's `choose(problem, align)` gave before on `arch` -- (code object, kernel name,
+    Contract, "supplier:label") -- if nothing it depends on changed since; None: ask the selector."""
+    request = ("choose", problem, tuple(sorted(align.items())), arch)
+    state, found = _recall(request)
+    if not isinstance(found, dict):
+        return found      # None, or the tuple this process remembered
+    cached = _cached_kernel(found)
+    if cached is None or not isinstance(found.get("contract"), dict) or not isinstance(found.get("source"), str):
         return None
-    blob, record = cached
-    return Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                  generator=gen_name, from_cache="disk", made_for=problem, cache_key=kernel_key)
+    from .contract import Contract
+
+    blob, record, _key = cached
+    chosen = (blob, record["name"], Contract(found["contract"], str(found.get("contract_source", ""))),
+              found["source"])
+    _keep(request, state, chosen)
+    return chosen
 
 
 def before() -> str | None:
-    """The state stamp to hand to `remember` after the slow path (None: nothing will be remembered)."""
-    return state_stamp() if _ready() else None
+    """The state stamp to hand to `remember` or `remember_choice` after the slow path (None: nothing will be
+    remembered)."""
+    return state_stamp()
+
+
+def _store(request: tuple, state: str | None, value: object, entry: dict) -> None:
+    """Keep what the slow path gave, in memory and in the warm index, if the state it was computed under still
+    holds (`state` from `before`): nothing changed under the slow path."""
+    if state is None or not entry.get("kernel_key") or state_stamp() != state:
+        return
+    _keep(request, state, value)
+    key = _disk_key(request, state)
+    try:
+        write_sealed(warm_dir() / f"{key}.json",
+                     json.dumps({**entry, "format": FORMAT, "key": key}, sort_keys=True).encode())
+    except (OSError, TypeError, ValueError):
+        pass   # an unwritable cache folder is said once by the kernel cache (cache_notice); no warm entry
 
 
 def remember(problem: GemmProblem, config: GemmConfig | None, arch: str, generator: str | None, made: Kernel,
              state: str | None) -> None:
-    """Keep what the slow path gave for a request, in memory and in the warm index, if the state it was computed
-    under still holds (`state` from `before`) and the kernel is in the kernel cache."""
-    if state is None or not made.cache_key or not _ready() or state_stamp() != state:
+    """Remember the kernel the slow path of `jitgemm.compile` gave for a request (see `_store`)."""
+    _store(("compile", problem, config, arch, generator), state, made,
+           {"kernel_key": made.cache_key, "generator": made.generator, "config": config_fields(made.config)})
+
+
+def remember_choice(problem: GemmProblem, align: dict[str, int], arch: str, chosen: tuple, kernel_key: str | None,
+                    state: str | None) -> None:
+    """Remember the default selector's choice (`choose`'s tuple) when it is a kernel of the kernel cache
+    (`kernel_key`: one a generator of this project compiled; None for a prebuilt, Triton or aiter kernel, which
+    the selector ranks again in a new process)."""
+    if kernel_key is None:
         return
-    request = _request(problem, config, arch, generator)
-    with _lock:
-        if len(_memory) > 4096:
-            _memory.clear()
-        _memory[request] = (state, made)
-    entry = {"format": FORMAT, "key": _disk_key(request, state), "kernel_key": made.cache_key,
-             "generator": made.generator, "config": config_fields(made.config)}
-    try:
-        write_sealed(warm_dir() / f"{entry['key']}.json", json.dumps(entry, sort_keys=True).encode())
-    except OSError:
-        pass   # an unwritable cache folder: the kernel cache has said so already (cache_notice)
+    _store(("choose", problem, tuple(sorted(align.items())), arch), state, chosen,
+           {"kernel_key": kernel_key, "contract": chosen[2].data, "contract_source": chosen[2].source,
+            "source": chosen[3]})
 
 
 def forget() -> None:
