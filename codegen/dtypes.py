@@ -13,6 +13,9 @@ if TYPE_CHECKING:   # only named in annotations: the IR's dtypes load without th
 
 @dataclass(frozen=True)
 class DType:
+    """An element type: its IR name, width and kind, the float's field widths, and its numpy counterpart. (A
+    docstring of its own also spares every process dataclasses' signature-built one.)"""
+
     name: str                 # the IR's spelling
     bits: int
     kind: str                 # "float" or "int"

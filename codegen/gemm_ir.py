@@ -85,6 +85,9 @@ class IRError(ValueError):
 
 @dataclass(frozen=True)
 class GemmProblem:
+    """What to compute (the module docstring says how each field reads); `make` builds and checks one. (A docstring
+    of its own also spares every process dataclasses' signature-built one: `inspect.signature` of ~40 fields.)"""
+
     m: int
     n: int
     k: int

@@ -25,7 +25,6 @@ and sha256 are checked on every use. Unreadable, corrupt or unwritable: a miss, 
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 import os
 import stat
@@ -35,7 +34,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from jitgemm.isa.spec.cache import cache_root
-from jitgemm.util.files import read_bounded, read_sealed, write_sealed
+from jitgemm.util.files import read_bounded, read_sealed, sha256_hex, write_sealed
 
 if TYPE_CHECKING:
     from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
@@ -130,7 +129,7 @@ def code_stamp() -> str:
         lines.append(f"[{root}]")
         _walk(root, lines)
     lines += [_distribution("llvmlite"), _distribution("triton")]
-    return hashlib.sha256("\n".join(lines).encode()).hexdigest()
+    return sha256_hex("\n".join(lines).encode())
 
 
 def _folder_stamp(folder: str, depth: int = 0) -> str:
@@ -192,7 +191,7 @@ def _disk_key(request: tuple, state: str) -> str:
     """The warm index's file name of a request: the request's repr (problem and config are dataclasses whose repr
     names every field that shapes a kernel), the code stamp and the state stamp."""
     text = "\n".join((f"format={FORMAT}", code_stamp(), state, *map(repr, request)))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 def _recall(request: tuple) -> tuple[str | None, object]:

@@ -21,8 +21,6 @@ from pathlib import Path
 
 from jitgemm.util.files import atomic_write, read_sealed, seal
 
-from .xml_reader import DATA_FORMAT_VERSION
-
 MAGIC = "jitgemm-parsed-spec"
 LAYOUT = 2   # 2: instruction records packed one by one, with their heads beside them (see the module docstring)
 _BIG_INT = 1  # msgpack extension type: an int beyond 64 bits (128-bit encodings' masks and identifiers)
@@ -140,6 +138,8 @@ def load_entry_at(path: Path, sha256: str) -> dict | None:
         entry = unpack(raw)
     except Exception:  # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
+    from .xml_reader import DATA_FORMAT_VERSION  # here: `cache_root` alone (a disk-cache hit) needs no reader
+
     if not isinstance(entry, dict) or entry.get("magic") != MAGIC or entry.get("format") != DATA_FORMAT_VERSION \
             or entry.get("layout") != LAYOUT:
         return None
@@ -163,6 +163,8 @@ def pack_entry(data: dict) -> bytes:
     stored = {**data,
               "instructions": [pack(r) for r in records] if not isinstance(records, PackedRecords) else records._packed,
               "instruction_heads": [[n, list(a), [list(p) for p in pairs]] for n, a, pairs in instruction_heads(data)]}
+    from .xml_reader import DATA_FORMAT_VERSION
+
     payload = pack({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "layout": LAYOUT, "sha256": data["sha256"],
                     "data": stored})
     return seal(payload)

@@ -37,7 +37,11 @@ k = jitgemm.compile(GemmProblem.make(64, 128, 64, "bf16", layout="NT"))
 after_compile = sorted(sys.modules)
 from jitgemm import api
 import numpy as np
-call = api.prepare(np.zeros((64, 64), np.float16), np.zeros((64, 64), np.float16))
+def aligned(shape):      # 256-byte aligned in every run: the choice is keyed by the operands' alignment
+    raw = np.zeros(64 * 64 * 2 + 256, np.uint8)
+    start = -raw.ctypes.data % 256
+    return raw[start:start + 64 * 64 * 2].view(np.float16).reshape(shape)
+call = api.prepare(aligned((64, 64)), aligned((64, 64)))
 blob, name, contract, source = api._choose(call.problem, call.align, "gfx942")
 print(json.dumps({"compile": [k.from_cache, k.generator, hashlib.sha256(k.code_object).hexdigest(), k.name],
                   "choose": [name, hashlib.sha256(blob).hexdigest(), source],
@@ -252,3 +256,28 @@ def test_a_corrupt_or_unwritable_warm_index_degrades(fresh, tmp_path, monkeypatc
     assert jitgemm.compile(p).code_object == first.code_object
     _new_process()
     assert jitgemm.compile(p).code_object == first.code_object and len(fresh) == n + 3, "nothing was remembered"
+
+
+def test_the_hash_without_hashlib_is_hashlib_s(monkeypatch):
+    """util.files.sha256_hex hashes small payloads with CPython's built-in sha256 while hashlib is not loaded (a
+    disk hit does not load it): the digests must be hashlib's, or every sealed entry would read as corrupt."""
+    import hashlib
+
+    from jitgemm.util import files
+
+    rng = random.Random()
+    payloads = [b"", b"x", rng.randbytes(rng.randrange(1, 70_000)), rng.randbytes(files._SMALL + 1)]
+    want = [hashlib.sha256(p).hexdigest() for p in payloads]
+    assert [files.sha256_hex(p) for p in payloads] == want
+    monkeypatch.delitem(sys.modules, "hashlib")
+    used = []
+    real_import = __import__
+
+    def spy(name, *args, **kwargs):
+        used.append(name)
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr("builtins.__import__", spy)
+    assert [files.sha256_hex(p) for p in payloads[:3]] == want[:3]
+    assert {"_sha2", "_sha256"} & set(used) and "hashlib" not in used, used
+    assert files.unseal(files.seal(payloads[2])) == payloads[2]
