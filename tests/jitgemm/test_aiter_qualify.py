@@ -35,16 +35,22 @@ def test_aiter_kernels_equal_numpy_in_strict_emulation(inv, label, m, n, k, spli
 
 
 
-def test_i8gemm_equals_numpy_in_strict_emulation(inv):
-    """aiter's I8gemm (int8 per-token x per-channel scales, bias, bf16 out) reads B shuffled 32x16 (its host:
-    "shuffle layout(32,16)") and broadcasts each column's scale and bias with DPP row_newbcast, which the
-    emulator once ran as a plain VOP2 (every column got lane 0's scale: results unrelated to numpy). Its NaN
-    select reads a v_cmp's SGPR mask 1 wait state later: a lane-mask read, which the CDNA3 table does not
-    count (specs/targets/gfx942.yaml except_formats), so strict emulation runs it through."""
-    kernel = inv.kernel("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_128x128")
-    run_case(kernel, 70, 128, 128, 1, seed=3, strict=True)        # partial M tile
-    run_case(kernel, 150, 256, 256, 1, seed=4, strict=False)      # 2 M, N tiles, 2 K steps (strict: LDS race,
-    # the epilogue's ds_write at 0x2724 over LDS another wave read at 0x1128, no s_barrier between)
+@pytest.mark.parametrize("label, m, n, k, split", [
+    ("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_128x128", 150, 256, 256, 1),   # 2 M, 2 N tiles, 2 K steps
+    ("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_192x128", 250, 256, 384, 1),   # 2 M tiles (one partial), 3 K steps
+    ("gfx942/gemm_a8w8_m128_noSplitK", 256, 256, 256, 1),
+    ("gfx942/gemm_a8w8_m128_splitK", 256, 128, 512, 2),                       # log2 split 1, 2 K steps per split
+])
+def test_int8_aiter_gemms_equal_numpy_in_strict_emulation(inv, label, m, n, k, split):
+    """aiter's int8 GEMMs (per-token x per-channel scales, bias, bf16 out) read B shuffled 32x16 and broadcast each
+    column's scale and bias with DPP row_newbcast (once run as a plain VOP2: results unrelated to numpy); their
+    NaN select reads a v_cmp's SGPR mask 1 wait state later (a lane-mask read: specs/targets/gfx942.yaml
+    except_formats). With 2 K steps or 2 M tiles strict emulation used to refuse them: the K loop's last iteration
+    reads the next tile from LDS speculatively and prefetches one more with a load-to-LDS, and the epilogue stages
+    C through the same bytes with no barrier or vmcnt wait. The read values are dead (strict: a race on an unused
+    value is no violation) and the prefetch is overwritten after s_barriers (accepted with a StrictWarning);
+    tests/emu/test_strict_hand_written_rules.py shows both rules, and their refusals, on minimal kernels."""
+    run_case(inv.kernel(label), m, n, k, split, seed=4, strict=True)
 
 
 def test_a_wrong_contract_fails_qualification(inv):
