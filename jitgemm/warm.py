@@ -112,12 +112,17 @@ def _distribution(name: str) -> str:
     if spec is None or not spec.origin:
         return "absent"
     site = os.path.dirname(os.path.dirname(spec.origin))
-    try:
-        infos = sorted(n for n in os.listdir(site) if n.startswith(f"{name}-") and n.endswith((".dist-info",
-                                                                                                ".egg-info")))
-    except OSError:
-        infos = ["?"]
+    infos = sorted(n for n in _listing(site) if n.startswith(f"{name}-") and n.endswith((".dist-info", ".egg-info")))
     return f"{name} {spec.origin} {_stat(spec.origin)} {' '.join(infos)}"
+
+
+@functools.cache
+def _listing(folder: str) -> tuple[str, ...]:
+    """A folder's names, read once per process (llvmlite and Triton share site-packages)."""
+    try:
+        return tuple(os.listdir(folder))
+    except OSError:
+        return ("?",)
 
 
 @functools.cache
