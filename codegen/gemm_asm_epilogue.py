@@ -13,6 +13,10 @@ from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_plan import log2_exact
 
 _STORE = {1: "buffer_store_byte", 2: "buffer_store_short", 4: "buffer_store_dword"}
+# atomic split-K (codegen/gemm_split.py): the no-return buffer atomics that add one dword into D. CDNA 3 ISA guide,
+# "MUBUF Instructions": BUFFER_ATOMIC_ADD_F32 (opcode 77, an IEEE fp32 add, rounding to nearest even) and
+# BUFFER_ATOMIC_ADD (32-bit integer add, wrapping); both are in the gfx942 and gfx950 MR-ISA specs.
+ATOMIC_ADD = {"fp32": "buffer_atomic_add_f32", "int32": "buffer_atomic_add"}
 
 
 def _f32_bits(x: float) -> int:
@@ -111,8 +115,9 @@ class EpiloguePhase:
             else:
                 emit("v_max_f32", x, 0, x)
         elif p.activation == "gelu":
-            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3),
-            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e))
+            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3) (the tanh form of
+            # Hendrycks & Gimpel, "Gaussian Error Linear Units", arXiv:1606.08415, section 2),
+            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); codegen/llvm/ir_builder.py does the same, step for step
             emit("v_mul_f32", tmp, x, x)
             emit("v_fma_f32", tmp, tmp, consts["c3"], 1.0)
             emit("v_mul_f32", tmp, tmp, x)
@@ -136,6 +141,9 @@ class EpiloguePhase:
         elif p.d.name == "fp16":
             emit("v_cvt_f16_f32", x, x)
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)
+        if p.k_split == "atomic":       # codegen/gemm_split.py: K ranges add into D (zeroed by the launcher)
+            emit(ATOMIC_ADD[p.d.name], x, off, self.rsrc["d"], 0, offen=True)
+            return
         emit(_STORE[p.d.bytes], x, off, self.rsrc["d"], 0, offen=True)
 
 

@@ -363,48 +363,34 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align) + split_k_clause(problem, arch)
 
 
-def _grouped_triton_peer(problem: GemmProblem, arch: str) -> str:
-    """The Triton peer of a grouped problem (jitgemm/triton_gemm.py grouped_gemm_kernel), compiled, or why not."""
-    import time
-
-    from .suppliers import TritonSupplier
-
-    if not TritonSupplier.available():
-        return "grouped Triton peer: Triton is not installed\n"
-    if problem.layout != "NN":
-        return f"grouped Triton peer: grouped_gemm_kernel takes layout NN (B [G, K, N]); problem is {problem.layout}\n"
-    start = time.perf_counter()
-    try:
-        blob, name, info = TritonSupplier().compile_grouped(problem, arch)
-    except Exception as exc:     # Triton's own errors: shown, not raised (explain explains)
-        return f"grouped Triton peer: refused: {str(exc).splitlines()[0][:160]}\n"
-    return (f"grouped Triton peer: {name} (triton_gemm.grouped_gemm_kernel, 32x64x32, {info['num_warps']} warps, "
-            f"{len(blob)} bytes, compiled in {(time.perf_counter() - start) * 1e3:.0f} ms)\n")
-
-
 def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
     """The split-K line of `explain`: the clause that keeps matmul's split_k="auto" from splitting, or the timing
     model's split count with the predicted times (jitgemm/split_k.py). Grouped problems: the group table."""
     if problem.grouped:
         return ("grouped: one launch, z = group (batch role = G groups), rows from group_offsets[g]..[g+1] "
-                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped)\n"
-                + _grouped_triton_peer(problem, arch))
+                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped); ranked above: "
+                "both generators' grouped kernels and Triton's grouped_gemm_kernel (jitgemm/triton_gemm.py)\n")
     if problem.k_split != "none":
         return ""
-    if problem.batch != 1 or problem.scaled or problem.scale_mode != "none":
-        return "split-K: no (split_k.partial_problem: batch 1, no scales)\n"
+    if problem.scaled:
+        return "split-K: no (split_k.partial_problem: fp32 tensor/rowcol/block scales split, MX does not)\n"
     if problem.m > 64 or problem.k < 1024:
         return (f"split-K: no (matmul split_k='auto' considers M <= 64 and K >= 1024; m={problem.m}, "
                 f"k={problem.k}; matmul(split_k=n) forces n)\n")
     from .kernel import compile as compile_config
-    from .split_k import choose_split
+    from .split_k import choose_split, streamk_choice
 
     config, gen = selected_config(problem, arch)
     c = choose_split(problem, arch, chosen=compile_config(problem, config, arch=arch, generator=gen))
+    if c.mode == "streamk":
+        return (f"split-K: yes, stream-K over {c.split_k} workgroups (launch.split_k.stream_k, per-tile slots in "
+                f"a workspace, reduction kernel applies the epilogue): {c.reason}\n")
+    sk = streamk_choice(problem, arch, None, c.us_plain, margin=float("inf")) if c.us_plain == c.us_plain else None
+    other = (f"; stream-K candidate {sk.us_split:.2f} us ({sk.split_k} workgroups)" if sk is not None else "")
     if c.split_k > 1:
         return (f"split-K: yes, split_k={c.split_k} (launch.split_k.partials, workspace {4 * c.split_k}*m*n bytes, "
-                f"reduction kernel applies the epilogue): {c.reason}\n")
-    return f"split-K: no ({c.reason})\n"
+                f"reduction kernel applies the epilogue): {c.reason}{other}\n")
+    return f"split-K: no ({c.reason}{other})\n"
 
 
 def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
