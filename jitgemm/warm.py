@@ -1,7 +1,8 @@
-"""The warm path of `jitgemm.compile(problem)`: the kernel an earlier call (in this process, or in an earlier one
-through `~/.cache/jitgemm/warm`) compiled for the same request, found with a few `stat` calls and two small file
-reads -- without the selector, the spec, the generators or the choice cache's key (jitgemm/choice_cache.py), whose
-imports and file hashing cost a new process about three times the interpreter's own start-up.
+"""The warm path of `jitgemm.compile(problem)` and of `matmul`'s choice (`api._choose`): the kernel an earlier call
+(in this process, or in an earlier one through `~/.cache/jitgemm/warm`) gave for the same request, found with a
+few `stat` calls and three small file reads (the warm entry, the kernel cache's record and code object) -- without
+the selector, the spec, the generators or the choice cache's key (jitgemm/choice_cache.py), whose imports and file
+hashing cost a new process about three times the interpreter's own start-up (issue 31).
 
 A warm entry must never give a kernel the slow path would not give now. Its key is therefore the request (problem,
 config, target, generator) and stamps of every input the slow path reads:
@@ -42,10 +43,10 @@ if TYPE_CHECKING:
     from .kernel import Kernel
 
 FORMAT = 1
-MAX_ENTRY_BYTES = 1 << 16
+MAX_ENTRY_BYTES = 1 << 20        # a choice's entry carries its contract
 _SKIP = ("__pycache__",)
 
-_memory: dict[tuple, tuple[str, Kernel]] = {}    # request -> (state stamp it was valid under, kernel)
+_memory: dict[tuple, tuple[str, object]] = {}   # request -> (state stamp it was valid under, Kernel or choice)
 _lock = threading.Lock()
 
 
