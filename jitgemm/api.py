@@ -54,10 +54,19 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded; a repeated
+    choice (in this process or an earlier one) comes from jitgemm/warm.py while nothing it depends on changed."""
+    from . import warm
+
+    found = warm.choice(problem, align, arch)
+    if found is not None:
+        return found
     from .selector import default_selector
 
-    return default_selector(arch).choose(problem, align)
+    state = warm.before()
+    chosen, kernel_key = default_selector(arch).choose_with_key(problem, align)
+    warm.remember_choice(problem, align, arch, chosen, kernel_key, state)
+    return chosen
 
 
 def last_launch() -> LaunchRecord | None:
