@@ -41,12 +41,14 @@ class SplitChoice:
 SPLIT_MODES = ("partial", "atomic", "streamk")
 
 
-def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None, mode: str = "partial"):
+def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None, mode: str = "partial",
+                   generator: str = "asm"):
     """The compiled split-K kernel (jitgemm.kernel.Kernel) of `problem` for `mode` (SPLIT_MODES): the direct
-    generator, its default config for that class unless one is given."""
+    generator's (or, for mode "partial", the LLVM generator's, `generator="llvm"`: the same ranges and workspace),
+    its default config for that class unless one is given."""
     from .kernel import compile as compile_config
 
-    return compile_config(partial_problem(problem, mode), config, arch=arch, generator="asm")
+    return compile_config(partial_problem(problem, mode), config, arch=arch, generator=generator)
 
 
 def atomic_refusal(problem: GemmProblem) -> str | None:
