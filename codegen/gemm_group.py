@@ -25,6 +25,8 @@ def group_fields(p: GemmProblem, contract: dict) -> dict:
     for arg in contract["abi"]["args"]:
         if arg["name"] == "group_offsets":
             arg["role"] = "group_offsets"
+        if arg["name"] == "stride_bias" and p.bias != "n":     # only a column bias moves per group
+            arg["role"] = "unused"
     contract["legality"]["batch"] = True
     contract["legality"].setdefault("align_bytes", {})
     return contract

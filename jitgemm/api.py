@@ -36,6 +36,7 @@ class LaunchRecord:
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
     scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+    split_k: int = 1        # K ranges the kernel was launched with (its grid's and split_k arguments' count)
 
     @property
     def spills(self) -> bool:
@@ -53,10 +54,19 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded; a repeated
+    choice (in this process or an earlier one) comes from jitgemm/warm.py while nothing it depends on changed."""
+    from . import warm
+
+    found = warm.choice(problem, align, arch)
+    if found is not None:
+        return found
     from .selector import default_selector
 
-    return default_selector(arch).choose(problem, align)
+    state = warm.before()
+    chosen, kernel_key = default_selector(arch).choose_with_key(problem, align)
+    warm.remember_choice(problem, align, arch, chosen, kernel_key, state)
+    return chosen
 
 
 def last_launch() -> LaunchRecord | None:
@@ -418,7 +428,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
-                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0), split_k)
     return call.d
 
 
@@ -509,18 +519,18 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     if ours > 1:
         return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, arch, source))
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
                  strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
                  generator: str = "asm") -> np.ndarray:
     """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = batch x split_k K
-    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic; the
-    partial kernel of `generator`, asm: the direct generator's, llvm: the LLVM generator's), "atomic" (the ranges
-    add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
+    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic;
+    `generator` asm: the direct generator's partial kernel, llvm: the LLVM generator's, one GEMM), "atomic" (the
+    ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
     "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
-    reduction as for "partial"; jitgemm/split_k.py streamk_launch). atomic and streamk: the direct generator."""
+    reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
@@ -529,16 +539,14 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
     if mode == "streamk":
-        from .split_k import streamk_launch
-
-        return streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
+        return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
         if generator != "asm" and (mode != "partial" or p.batch != 1 or p.scaled or p.scale_mode == "block"):
             refusal = (f"generator={generator!r}: the LLVM generator's split-K is the partial mode of one unscaled or "
                        f"tensor/rowcol-scaled GEMM (batch 1); mode={mode!r}, batch={p.batch}, scales "
                        f"{'MX' if p.scaled else p.scale_mode}: use generator='asm'")
-        kernel = partial_kernel(p, arch, config, mode, generator)
+        kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
         refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p, mode)
     except IRError as exc:
@@ -554,6 +562,36 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
            split_k=split_k)
     run_reduction(call, ws, split_k, arch, backend, strict)
+    return call.d
+
+
+def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str = "emu",
+                    config: GemmConfig | None = None, strict: bool = False,
+                    ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
+    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
+    applies the epilogue (deterministic)."""
+    from jitgemm.codegen.gemm_split import partial_problem
+    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
+        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
+                          "compute units of the device, or a multiple)")
+    try:
+        kernel = partial_kernel(p, arch, config, mode="streamk")
+        q = partial_problem(p, "streamk")
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    c = kernel.config
+    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
+    ws = workspace(p, sk["slots"]) if ws is None else ws
+    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=workgroups)
+    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
     return call.d
 
 
@@ -579,11 +617,16 @@ def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes,
     return split_k, "partial" if split_mode == "auto" else split_mode
 
 
-def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
-    """The split-K count for the chosen kernel: the timing model's fastest (`jitgemm.timing.best_split`) when the
-    contract lets the kernel split K, else 1."""
+def _split_k(contract: Contract, blob: bytes, problem: GemmProblem, arch: str = "", source: str = "") -> int:
+    """The split-K count for the chosen kernel (`source` = "supplier:label" as the selector names it): the split
+    the deciding hardware-measured tuning row ran with, since that time is what made the kernel the winner
+    (aiter's tables record each winner's splitK); else the timing model's fastest (`jitgemm.timing.best_split`)
+    when the contract lets the kernel split K; else 1."""
     if not contract.split_k:
         return 1
+    tuned = tuned_split(contract, problem, arch, source)
+    if tuned is not None:
+        return tuned
     from jitgemm.timing import TimingError, best_split
     from jitgemm.timing.pipeline import PipelineModelError
 
@@ -591,6 +634,22 @@ def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
         return best_split((contract, blob), problem).split_k
     except (TimingError, PipelineModelError):
         return 1
+
+
+def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str) -> int | None:
+    """The split-K count of the measured tuning row that ranks this kernel for this problem on `arch` (the
+    selector's `deciding_row`), when the row records one the contract admits; None otherwise."""
+    supplier, sep, label = source.partition(":")
+    if not arch or not sep:
+        return None
+    from .selector import default_selector
+    from .suppliers import Candidate
+
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    row = default_selector(arch).tuning.deciding_row(arch, problem, key, contract.data)
+    if row is None or row.metric != "seconds" or row.split_k is None:
+        return None
+    return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
 
 
 def default_arch(problem: GemmProblem) -> str:
@@ -625,4 +684,4 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     if ours > 1:
         return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, target, source))
