@@ -13,6 +13,7 @@ wheel), and its in-process cache hit.
     python bench/bench_compile.py                 # everything
     python bench/bench_compile.py --kernels       # only the default-kernel rows (fast)
     python bench/bench_compile.py --base main     # the same rows in another revision beside this tree's
+    python bench/bench_compile.py --hits --base 8260297   # only the warm rows (disk and in-memory hits), vs a rev
 
 Decisions are taken on CPU seconds (time.process_time, resource usage of child processes): this machine is
 shared, and wall time measures the load. Every table says the load average it was measured under.
@@ -201,10 +202,70 @@ def triton_cpu(tmp: str, runs: int = 3) -> dict:
 
 
 def hit_cpu(tree: str, tmp: str, label: str, runs: int = 3, **extra: str) -> float:
-    """Median CPU seconds of a new process whose compile is a disk-cache hit (interpreter start included)."""
+    """Median CPU seconds of a new process whose compile is a disk-cache hit (interpreter start included). Filled
+    by two processes: the first creates the tuning database (a change jitgemm/warm.py's stamps see), the second
+    compiles with everything settled and remembers the request."""
     env = dict(os.environ, PYTHONPATH=tree, JITGEMM_CACHE_DIR=os.path.join(tmp, f"hit-{label}"), **extra)
-    run(COLD, "256", env=env)    # fill
+    for _ in range(2):
+        run(COLD, "256", env=env)    # fill
     return statistics.median(run(COLD, "256", env=env)["cpu"] for _ in range(runs))
+
+
+BARE = r"""
+import json, resource
+r = resource.getrusage(resource.RUSAGE_SELF)
+print(json.dumps({"cpu": r.ru_utime + r.ru_stime}))
+"""
+
+MEMORY_HIT = r"""
+import json, sys, time
+import jitgemm
+from jitgemm.codegen.gemm_ir import GemmProblem
+p = GemmProblem.make(256, 512, 512, "bf16", layout="NT")
+jitgemm.compile(p)
+n = int(sys.argv[1])
+t = time.process_time()
+for _ in range(n):
+    jitgemm.compile(p)
+t_compile = (time.process_time() - t) / n
+from jitgemm import api      # matmul's choice for 256-byte aligned operands (what matmul asks per call)
+align = {x: 256 for x in ("a", "b", "c", "bias")}
+api._choose(p, align, "gfx942")
+t = time.process_time()
+for _ in range(n):
+    api._choose(p, align, "gfx942")
+print(json.dumps({"cpu": t_compile, "choose": (time.process_time() - t) / n}))
+"""
+
+
+def bare_cpu(runs: int = 5, **extra: str) -> float:
+    """Median CPU seconds of `python -c` running nothing: the interpreter's own start-up on this machine (site,
+    .pth files), the floor under every new-process row."""
+    env = dict(os.environ, **extra)
+    return statistics.median(run(BARE, env=env)["cpu"] for _ in range(runs))
+
+
+def hits_table(tmp: str, base: str | None) -> None:
+    """Issue 31's warm rows: a disk-cache hit in a new process (with and without byte-code files) beside the bare
+    interpreter, and a repeated `jitgemm.compile` in one process; `--base REV` adds the same rows of REV."""
+    print(f"warm paths, CPU seconds; {load()}")
+    trees = [("this tree", REPO)] + ([(f"base {base}", base_tree(base, tmp))] if base else [])
+    bare = {b: bare_cpu(9, **({"PYTHONDONTWRITEBYTECODE": "1"} if b else {})) for b in (False, True)}
+    print(f"{'row':<58} {'.pyc':>9} {'no .pyc':>9}")
+    print(f"{'bare interpreter (python -c pass-like), new process':<58} {bare[False] * 1e3:7.1f}ms "
+          f"{bare[True] * 1e3:7.1f}ms")
+    memory = {}
+    for label, tree in trees:
+        hits = {b: hit_cpu(tree, tmp, f"w-{label}-{b}", runs=7, **({"PYTHONDONTWRITEBYTECODE": "1"} if b else {}))
+                for b in (False, True)}
+        print(f"{'disk-cache hit, new process, ' + label:<58} {hits[False] * 1e3:7.1f}ms {hits[True] * 1e3:7.1f}ms"
+              f"  (goal <= 60 ms; above the bare interpreter: {(hits[False] - bare[False]) * 1e3:.1f} / "
+              f"{(hits[True] - bare[True]) * 1e3:.1f} ms)")
+        env = dict(os.environ, PYTHONPATH=tree, JITGEMM_CACHE_DIR=os.path.join(tmp, f"w-{label}-False"))
+        memory[label] = run(MEMORY_HIT, "2000", env=env)
+    for label, cpu in memory.items():
+        print(f"{'in-memory hit, jitgemm.compile(problem) again, ' + label:<58} {cpu['cpu'] * 1e6:7.1f}us")
+        print(f"{'in-memory hit, matmul choice (api._choose) again, ' + label:<58} {cpu['choose'] * 1e6:7.1f}us")
 
 
 def kernels_table(tmp: str, base: str | None) -> None:
@@ -310,6 +371,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--base", metavar="REV", help="also measure the default-kernel rows in this git revision")
     ap.add_argument("--kernels", action="store_true", help="only the default-kernel rows")
+    ap.add_argument("--hits", action="store_true", help="only the warm rows: disk-cache hit in a new process beside "
+                    "the bare interpreter, in-memory hit")
     args = ap.parse_args()
     tmp = tempfile.mkdtemp(prefix="jitgemm-bench-")
 
@@ -320,6 +383,9 @@ def main() -> None:
         shutil.rmtree(tmp, ignore_errors=True)
 
     atexit.register(cleanup)
+    if args.hits:
+        hits_table(tmp, args.base)
+        return
     kernels_table(tmp, args.base)
     if args.kernels:
         return

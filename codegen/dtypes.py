@@ -5,12 +5,17 @@ MFMA instruction for a dtype comes from the spec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jitgemm.isa.spec.model import DataFormat
+if TYPE_CHECKING:   # only named in annotations: the IR's dtypes load without the spec model
+    from jitgemm.isa.spec.model import DataFormat
 
 
 @dataclass(frozen=True)
 class DType:
+    """An element type: its IR name, width and kind, the float's field widths, and its numpy counterpart. (A
+    docstring of its own also spares every process dataclasses' signature-built one.)"""
+
     name: str                 # the IR's spelling
     bits: int
     kind: str                 # "float" or "int"

@@ -13,11 +13,11 @@ from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_plan import log2_exact
 
 _STORE = {1: "buffer_store_byte", 2: "buffer_store_short", 4: "buffer_store_dword"}
-REPLAY_STORES = True     # tests/codegen/test_epilogue_replay.py turns it off: every store emitted afresh, same code
 # atomic split-K (codegen/gemm_split.py): the no-return buffer atomics that add one dword into D. CDNA 3 ISA guide,
 # "MUBUF Instructions": BUFFER_ATOMIC_ADD_F32 (opcode 77, an IEEE fp32 add, rounding to nearest even) and
 # BUFFER_ATOMIC_ADD (32-bit integer add, wrapping); both are in the gfx942 and gfx950 MR-ISA specs.
 ATOMIC_ADD = {"fp32": "buffer_atomic_add_f32", "int32": "buffer_atomic_add"}
+REPLAY_STORES = True     # tests/codegen/test_epilogue_replay.py turns it off: every store emitted afresh, same code
 
 
 def _f32_bits(x: float) -> int:

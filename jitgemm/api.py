@@ -54,10 +54,19 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded; a repeated
+    choice (in this process or an earlier one) comes from jitgemm/warm.py while nothing it depends on changed."""
+    from . import warm
+
+    found = warm.choice(problem, align, arch)
+    if found is not None:
+        return found
     from .selector import default_selector
 
-    return default_selector(arch).choose(problem, align)
+    state = warm.before()
+    chosen, kernel_key = default_selector(arch).choose_with_key(problem, align)
+    warm.remember_choice(problem, align, arch, chosen, kernel_key, state)
+    return chosen
 
 
 def last_launch() -> LaunchRecord | None:
@@ -516,12 +525,12 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
                  strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
                  generator: str = "asm") -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = split_k K ranges
-    into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic; `generator`
-    asm: the direct generator's partial kernel, llvm: the LLVM generator's), "atomic" (the ranges add into a zeroed
-    fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or "streamk" (split_k
-    workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the reduction as for
-    "partial"; jitgemm/split_k.py streamk_launch)."""
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = batch x split_k K
+    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic;
+    `generator` asm: the direct generator's partial kernel, llvm: the LLVM generator's, one GEMM), "atomic" (the
+    ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
+    "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
+    reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
@@ -530,11 +539,13 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
     if mode == "streamk":
-        from .split_k import streamk_launch
-
-        return streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
+        return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
+        if generator != "asm" and (mode != "partial" or p.batch != 1 or p.scaled or p.scale_mode == "block"):
+            refusal = (f"generator={generator!r}: the LLVM generator's split-K is the partial mode of one unscaled or "
+                       f"tensor/rowcol-scaled GEMM (batch 1); mode={mode!r}, batch={p.batch}, scales "
+                       f"{'MX' if p.scaled else p.scale_mode}: use generator='asm'")
         kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
         refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p, mode)
@@ -551,6 +562,36 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
            split_k=split_k)
     run_reduction(call, ws, split_k, arch, backend, strict)
+    return call.d
+
+
+def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str = "emu",
+                    config: GemmConfig | None = None, strict: bool = False,
+                    ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
+    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
+    applies the epilogue (deterministic)."""
+    from jitgemm.codegen.gemm_split import partial_problem
+    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
+        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
+                          "compute units of the device, or a multiple)")
+    try:
+        kernel = partial_kernel(p, arch, config, mode="streamk")
+        q = partial_problem(p, "streamk")
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    c = kernel.config
+    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
+    ws = workspace(p, sk["slots"]) if ws is None else ws
+    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=workgroups)
+    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
     return call.d
 
 
@@ -633,8 +674,8 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
     With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
     ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own.
-    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the reduction,
-    block scales per K range (jitgemm/split_k.py)."""
+    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the
+    reduction, block and MX scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)

@@ -163,7 +163,7 @@ class Selector:
         self.suppliers: list[Supplier] = list(suppliers) if suppliers is not None else [DirectAsmSupplier()]
         self.tuning = tuning or TuningDB()
         self.quarantine = quarantine or Quarantine()
-        self._chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
+        self._chosen: dict[tuple, tuple[tuple[bytes, str, Contract, str], str | None]] = {}
         self._lock = threading.Lock()
 
     def register(self, supplier: Supplier) -> None:
@@ -178,23 +178,41 @@ class Selector:
     def choose(self, problem: GemmProblem, align: dict[str, int] | None = None) -> tuple[bytes, str, Contract, str]:
         """The winner for this exact problem and alignment, loaded: (code object, kernel name, contract,
         "supplier:label"). Memoized per selector (and per supplier list, should it change)."""
+        return self.choose_with_key(problem, align)[0]
+
+    def choose_with_key(self, problem: GemmProblem, align: dict[str, int] | None = None
+                        ) -> tuple[tuple[bytes, str, Contract, str], str | None]:
+        """`choose`, and the kernel-cache key of the winner when a generator of this project compiled it (None
+        for a prebuilt, Triton or aiter kernel): what jitgemm/warm.py remembers for `matmul`."""
         key = (problem, tuple(sorted((align or {}).items())), tuple(id(s) for s in self.suppliers))
         hit = self._chosen.get(key)
-        if hit is None:
-            hit = self._choose_cached(problem, align)
+        if hit is not None:
+            return hit
+        hit = self._choose_cached(problem, align)
         if hit is None:
             cand = self.select(problem, align)
             blob, name = cand.load()
-            hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
-            self._remember(problem, align, cand, hit[3])
-            with self._lock:
-                if len(self._chosen) > 4096:
-                    self._chosen.clear()
-                self._chosen[key] = hit
+            made = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
+            hit = (made, self._kernel_key(problem, cand))
+            self._remember(problem, align, cand, made[3])
+        with self._lock:      # a choice from the disk cache too: the next call neither ranks nor re-keys
+            if len(self._chosen) > 4096:
+                self._chosen.clear()
+            self._chosen[key] = hit
         return hit
 
+    def _kernel_key(self, problem: GemmProblem, cand: Candidate) -> str | None:
+        """The kernel-cache key of a candidate a generator of this project compiles (its `load` compiled it through
+        the kernel cache: this is that compile's in-memory hit); None otherwise."""
+        option = _generator_option(cand)
+        if option is None:
+            return None
+        from jitgemm.kernel import compile as jit_compile
+
+        return jit_compile(problem, cand.config, arch=self.target, generator=option).cache_key or None
+
     def _choose_cached(self, problem: GemmProblem, align: dict[str, int] | None
-                       ) -> tuple[bytes, str, Contract, str] | None:
+                       ) -> tuple[tuple[bytes, str, Contract, str], str | None] | None:
         """The winner from the on-disk choice cache (`jitgemm.choice_cache`: keyed by everything the ranking
         reads), compiled through the kernel cache as the candidate's own `load` would; None on a miss."""
         from . import choice_cache
@@ -207,7 +225,7 @@ class Selector:
 
         kernel = jit_compile(problem, config, arch=self.target, generator=entry["generator"])
         contract = Contract(entry["contract"], str(entry.get("contract_source", "")))
-        return kernel.code_object, kernel.name, contract, entry["source"]
+        return (kernel.code_object, kernel.name, contract, entry["source"]), kernel.cache_key or None
 
     def _remember(self, problem: GemmProblem, align: dict[str, int] | None, cand: Candidate, source: str) -> None:
         """Store a winner the choice cache can give back: one a generator of this project compiles from its
@@ -354,6 +372,8 @@ class Selector:
 _suppliers: list[Supplier] | None = None
 _selectors: dict[str, Selector] = {}
 _registry_lock = threading.Lock()
+_built: tuple[list[Supplier], tuple[int, ...]] | None = None   # the list default_suppliers made, and its members
+_widened = False     # use_triton() widened the default Triton supplier
 
 
 def default_suppliers() -> list[Supplier]:
@@ -361,7 +381,7 @@ def default_suppliers() -> list[Supplier]:
     (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
     can choose the sweep's best), Triton's tl.dot_scaled kernels for block-scaled problems (when Triton is
     installed; `use_triton()` widens it to every problem), and whatever `register_supplier` added."""
-    global _suppliers
+    global _suppliers, _built, _widened
     with _registry_lock:
         if _suppliers is None:
             from .suppliers import TritonSupplier
@@ -372,6 +392,7 @@ def default_suppliers() -> list[Supplier]:
             from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
 
             _suppliers += registered_suppliers()
+            _built, _widened = (_suppliers, tuple(map(id, _suppliers))), False
         return _suppliers
 
 
@@ -391,8 +412,27 @@ def default_selector(target: str = "gfx942") -> Selector:
 
 def forget_choices() -> None:
     """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    from . import warm
+
     for sel in list(_selectors.values()):
         sel.forget()
+    warm.forget()
+
+
+def warm_ready(db: str, quarantine: str) -> bool:
+    """The default suppliers and selectors are as a new process makes them (or not made yet): the suppliers
+    `default_suppliers` built, none added or widened, every default selector sharing them and reading the tuning
+    database `db` and the `quarantine` file (the paths a new process would read). jitgemm/warm.py serves
+    remembered kernels only then."""
+    if _suppliers is None:
+        return not _selectors
+    if _widened or _built is None or _built[0] is not _suppliers or _built[1] != tuple(map(id, _suppliers)):
+        return False
+    from .tuned_supplier import TunedSupplier
+
+    return [str(s.db.path) for s in _suppliers if isinstance(s, TunedSupplier)] == [db] and all(
+        sel.suppliers is _suppliers and str(sel.tuning.path) == db and str(sel.quarantine.path) == quarantine
+        for sel in list(_selectors.values()))
 
 
 def register_supplier(supplier: Supplier) -> None:
@@ -487,20 +527,18 @@ def _generator_option(cand: Candidate) -> str | None:
 
 
 def _config_fields(config: GemmConfig) -> dict:
-    import dataclasses
+    from .warm import config_fields
 
-    return dataclasses.asdict(config)
+    return config_fields(config)
 
 
 def _config_of(entry: dict | None) -> GemmConfig | None:
     """The config of a cached choice (None: no entry, or one this version cannot read back exactly)."""
-    if entry is None or not isinstance(entry.get("config"), dict) or not isinstance(entry.get("generator"), str):
+    if entry is None or not isinstance(entry.get("generator"), str):
         return None
-    try:
-        config = GemmConfig(**entry["config"])
-    except (TypeError, ValueError):
-        return None
-    return config if _config_fields(config) == entry["config"] else None
+    from .warm import config_of
+
+    return config_of(entry.get("config"))
 
 
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
@@ -534,10 +572,12 @@ def use_triton() -> str:
                              "offering the project's own kernels")
     import triton
 
+    global _widened
     done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
+            _widened = True
             for sel in list(_selectors.values()):
                 sel.forget()
             return done

@@ -1,10 +1,14 @@
 """Split-K GEMMs: a partial-sum kernel over K ranges, then a deterministic reduction that applies the epilogue
 (codegen/gemm_split.py says why and how). Decode shapes (small M) leave most compute units idle with one
 workgroup per output tile; split_k ranges multiply the workgroups by split_k at the price of a workspace of
-4 * split_k * M * N bytes written once and read once.
+4 * split_k * M * N bytes written once and read once. Two other modes (SPLIT_MODES): stream-K
+(codegen/gemm_streamk.py: a persistent grid, equal shares of tiles x K steps, a slot workspace and a per-tile
+reduction) and atomic split-K (the ranges add into a zeroed fp32/int32 D; no workspace, no epilogue, fp32 order
+not fixed). Scales: tensor/rowcol once in the reduction, block and MX per K range inside the kernel.
 
-`jitgemm.api.split_launch(call, arch, split_k)` runs a prepared call that way with these kernels; `choose_split(problem,
-arch)` asks the timing model (jitgemm.timing.predict with split_k) whether splitting wins and by how much.
+`jitgemm.api.split_launch(call, arch, split_k, mode=...)` runs a prepared call that way with these kernels;
+`choose_split(problem, arch)` asks the timing model (jitgemm.timing.predict with split_k, or streamk=g) whether
+splitting or stream-K wins and by how much.
 """
 
 from __future__ import annotations
@@ -138,35 +142,6 @@ def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = 
         from .emu import emulate
 
         emulate(blob, name, grid=grid, block=(REDUCE_THREADS, 1, 1), args=args, lds_bytes=0, strict=strict)
-
-
-def streamk_launch(call, arch: str, workgroups: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                   strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
-    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
-    applies the epilogue (deterministic)."""
-    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
-
-    from .api import GemmCall, MatmulError, launch
-    from .contract import Contract
-
-    p = call.problem
-    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
-        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
-                          "compute units of the device, or a multiple)")
-    try:
-        kernel = partial_kernel(p, arch, config, mode="streamk")
-        q = partial_problem(p, "streamk")
-    except IRError as exc:
-        raise MatmulError(str(exc)) from None
-    c = kernel.config
-    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
-    ws = workspace(p, sk["slots"]) if ws is None else ws
-    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
-    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
-           split_k=workgroups)
-    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
-    return call.d
 
 
 def partial_values(call, ws: np.ndarray) -> dict:
