@@ -91,7 +91,10 @@ def contract_fields(p: GemmProblem, config: GemmConfig, contract: dict) -> dict:
         if arg["name"] == "batch":
             arg["name"] = arg["role"] = "split_k"
     # the direct generator's z = entry x split_k + range; the LLVM generator's partial kernel takes one GEMM
-    batched = contract["identity"]["generator"] != "jitgemm-llvm"
+    from .generator import by_name
+
+    gen = by_name(contract["identity"]["generator"])
+    batched = gen is None or gen.split_batches
     contract["launch"]["grid"][2] = "batch*split_k" if batched else "split_k"
     contract["launch"]["split_k"] = {"max": MAX_SPLIT, "power_of_two": True, "partials": True,
                                      "k_tail_step": config.depth_k,

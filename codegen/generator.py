@@ -141,6 +141,13 @@ class Generator:
     def accept(self, plan: GemmPlan) -> None:
         """IRError for a plan this generator cannot lower (beyond the shared checks of validate_config)."""
 
+    split_batches = True    # a split-K partial kernel runs batch entries too (z = entry x split_k + range)
+
+    def split_refusal(self, problem: GemmProblem, mode: str) -> str | None:
+        """Why this generator has no split-K kernel of `mode` ("partial", "atomic", "streamk") for `problem`
+        (None: it has one; jitgemm.api.split_launch asks before compiling)."""
+        return None
+
     def stages(self) -> tuple[Stage, ...]:
         raise NotImplementedError
 

@@ -532,6 +532,7 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
     reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
+    from jitgemm.codegen.generator import generator as generator_named
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
 
@@ -542,10 +543,7 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
-        if generator != "asm" and (mode != "partial" or p.batch != 1 or p.scaled or p.scale_mode == "block"):
-            refusal = (f"generator={generator!r}: the LLVM generator's split-K is the partial mode of one unscaled or "
-                       f"tensor/rowcol-scaled GEMM (batch 1); mode={mode!r}, batch={p.batch}, scales "
-                       f"{'MX' if p.scaled else p.scale_mode}: use generator='asm'")
+        refusal = refusal or generator_named(generator).split_refusal(p, mode)
         kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
         refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p, mode)

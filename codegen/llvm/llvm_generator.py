@@ -146,6 +146,16 @@ class LlvmGenerator(Generator):
             return False, "llvmlite is not installed (pip install llvmlite)"
         return True, ""
 
+    split_batches = False   # its partial kernel takes one GEMM (grid z = split_k)
+
+    def split_refusal(self, problem: GemmProblem, mode: str) -> str | None:
+        p = problem
+        if mode != "partial" or p.batch != 1 or p.scaled or p.scale_mode == "block":
+            return (f"generator={self.option!r}: the LLVM generator's split-K is the partial mode of one unscaled or "
+                    f"tensor/rowcol-scaled GEMM (batch 1); mode={mode!r}, batch={p.batch}, scales "
+                    f"{'MX' if p.scaled else p.scale_mode}: use generator='asm'")
+        return None
+
     def accept(self, plan: GemmPlan) -> None:
         """One LDS buffer, and K-contiguous vectors written whole (the IR builder stores each loaded vector
         with one LDS store). Block-scaled and sub-byte plans (plan.mx): the MX lowering's limits
