@@ -526,12 +526,12 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
                  strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
                  generator: str = "asm") -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = split_k K ranges
-    into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic; `generator`
-    asm: the direct generator's partial kernel, llvm: the LLVM generator's), "atomic" (the ranges add into a zeroed
-    fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or "streamk" (split_k
-    workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the reduction as for
-    "partial"; `_streamk_launch`)."""
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = batch x split_k K
+    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic;
+    `generator` asm: the direct generator's partial kernel, llvm: the LLVM generator's, one GEMM), "atomic" (the
+    ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
+    "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
+    reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
@@ -543,6 +543,10 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
+        if generator != "asm" and (mode != "partial" or p.batch != 1 or p.scaled or p.scale_mode == "block"):
+            refusal = (f"generator={generator!r}: the LLVM generator's split-K is the partial mode of one unscaled or "
+                       f"tensor/rowcol-scaled GEMM (batch 1); mode={mode!r}, batch={p.batch}, scales "
+                       f"{'MX' if p.scaled else p.scale_mode}: use generator='asm'")
         kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
         refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p, mode)
@@ -671,8 +675,8 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
     With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
     ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own.
-    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the reduction,
-    block scales per K range (jitgemm/split_k.py)."""
+    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the
+    reduction, block and MX scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)

@@ -115,6 +115,16 @@ class _Stages(Mapping):
 
 
 _memory: dict[tuple, Kernel] = {}        # by kernel class (+ the facts the default config depends on)
+# machine code -> (instruction items, byte offset of each) of the kernels this process lowered itself: the timing
+# model traces them from the generator's own instruction objects instead of decoding the bytes (issue 31)
+_lowered: dict[bytes, tuple[tuple, tuple[int, ...]]] = {}
+_LOWERED_LIMIT = 64
+
+
+def lowered_items(code: bytes) -> tuple[tuple, tuple[int, ...]] | None:
+    """The instruction items and their byte offsets that encoded to `code` (a kernel's machine code), when this
+    process lowered that kernel (the direct generator); None otherwise (LLVM's, a disk-cache hit, a file)."""
+    return _lowered.get(code)
 _by_problem: dict[tuple, Kernel] = {}    # by the exact problem: the hot path of repeated calls
 _lock = threading.Lock()
 
@@ -159,6 +169,11 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
                             generator=gen.name, from_cache="disk", cache_key=disk_key)
     if kernel is None:
         c = gen.compile(problem, config, spec=spec, target=arch)
+        if c.lowered.instructions and c.offsets:
+            with _lock:
+                if len(_lowered) >= _LOWERED_LIMIT:
+                    _lowered.clear()
+                _lowered[c.code] = (tuple(c.lowered.instructions), tuple(c.offsets))
         texts = {k: v for k, v in c.stages.items() if isinstance(v, str)}
         kernel = Kernel(c.name, c.code_object, c.contract, c.config, c.problem, arch, generator=gen.name,
                         _stages=texts, cache_key=disk_key)
@@ -197,3 +212,4 @@ def clear_memory_cache() -> None:
     with _lock:
         _memory.clear()
         _by_problem.clear()
+        _lowered.clear()
