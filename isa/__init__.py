@@ -9,6 +9,8 @@ emitter and strict emulation share)."""
 
 from __future__ import annotations
 
+import sys
+
 __all__ = [
     "Encoding",
     "Instruction",
@@ -43,14 +45,17 @@ __all__ += sorted(set(_EXPORTS) - set(__all__))
 
 
 def __getattr__(name: str):
-    import importlib
-
     module = _EXPORTS.get(name)
     if module is None:
         return submodule(__name__, name)
-    value = getattr(importlib.import_module(f".{module}", __name__), name)
-    globals()[name] = value       # found directly from now on (hot loops call isa.load_spec)
-    return value
+    # looked up on every access, not kept in this namespace (a test that patches `isa.spec.targets.target_profile`
+    # must not leave its stand-in behind here); sys.modules first: import_module costs ~10 us a call
+    loaded = sys.modules.get(f"{__name__}.{module}")
+    if loaded is None:
+        import importlib
+
+        loaded = importlib.import_module(f".{module}", __name__)
+    return getattr(loaded, name)
 
 
 def submodule(package: str, name: str):

@@ -50,11 +50,14 @@ _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Ker
 def __getattr__(name: str):
     """Load public names on first use (see `_LAZY`)."""
     if name in _LAZY:
-        import importlib
+        import sys
 
-        value = getattr(importlib.import_module(f"jitgemm.{_LAZY[name]}"), name)
-        globals()[name] = value     # found directly from now on: a repeated `jitgemm.compile` pays no lookup
-        return value
+        module = sys.modules.get(f"jitgemm.{_LAZY[name]}")    # import_module costs ~10 us a call
+        if module is None:
+            import importlib
+
+            module = importlib.import_module(f"jitgemm.{_LAZY[name]}")
+        return getattr(module, name)
     raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
 
 

@@ -3,6 +3,7 @@ later calls reuse the kernel. Which kernel ran where is kept for `jitgemm.last_l
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -303,9 +304,9 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
     operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout).
     `scales` = (scale_a, scale_b, scale_mode or None[, {"a": order, "b": order}]) makes a scaled 8-bit problem
     (`scaled_matmul`); the orders ("row"/"col") are taken for block-scale arrays of one row or column."""
-    from .mx import MXTensor
-
-    if isinstance(a, MXTensor) or isinstance(b, MXTensor):
+    # an MXTensor exists only once jitgemm.mx is loaded: plain arrays do not import it (and ml_dtypes' ~0.5 s)
+    mx = sys.modules.get("jitgemm.mx")
+    if mx is not None and (isinstance(a, mx.MXTensor) or isinstance(b, mx.MXTensor)):
         if scales is not None:
             raise MatmulError("scale_a/scale_b: MXTensor operands carry their own block scales")
         ops = _mx_operands(a, b)

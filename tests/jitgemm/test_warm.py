@@ -23,9 +23,10 @@ REPO = Path(__file__).resolve().parents[2]
 ALIGN = {x: 256 for x in ("a", "b", "c", "bias")}
 
 # What a disk hit must not load: the selector and the ranking's model, the generators, the spec model, the
-# assembler, LLVM's binding, the contract's YAML/jsonschema validation, the tuning database's SQLite.
-HEAVY = ("llvmlite", "jsonschema", "yaml", "lark", "elftools", "sqlite3", "msgpack", "jitgemm.selector",
-         "jitgemm.timing", "jitgemm.suppliers", "jitgemm.choice_cache", "jitgemm.codegen.generator",
+# assembler, LLVM's binding, the contract's YAML/jsonschema validation, the tuning database's SQLite, and for fp16
+# operands the MX module and ml_dtypes (~0.5 s of CPU to import).
+HEAVY = ("llvmlite", "jsonschema", "yaml", "lark", "elftools", "sqlite3", "msgpack", "ml_dtypes", "jitgemm.mx",
+         "jitgemm.selector", "jitgemm.timing", "jitgemm.suppliers", "jitgemm.choice_cache", "jitgemm.codegen.generator",
          "jitgemm.codegen.gemm_asm", "jitgemm.isa.spec.model", "jitgemm.isa.spec.targets", "jitgemm.isa.asm",
          "jitgemm.isa.hazards")
 
