@@ -66,8 +66,8 @@ def _kind(form, field: str, llvm: str, ours: str) -> str:
         return "v_nop: LLVM ignores every field"
     if field == "DST_UNUSED":
         return "dst_unused 3: LLVM drops the bits (UNUSED_PAD)"
-    if form.enc.name == "ENC_DS":
-        return "DS: gds/offset of ds_nop/permute, acc of ds_append/consume"
+    if form.enc.name == "ENC_DS":   # AMD's spec types their VDST as a VGPR; LLVM decodes ACC there as an AGPR
+        return "DS: acc of ds_append/consume"
     if form.name in ("v_accvgpr_read_b32", "v_accvgpr_write_b32", "v_dot2_f32_bf16", "v_mfma_ld_scale_b32"):
         return "VOP3P modifiers of non-packed instructions"
     if field == "OP_SEL":
@@ -85,7 +85,7 @@ def _kind(form, field: str, llvm: str, ours: str) -> str:
 KNOWN_BITS = {
     "v_nop: LLVM ignores every field": 40,
     "dst_unused 3: LLVM drops the bits (UNUSED_PAD)": 40,
-    "DS: gds/offset of ds_nop/permute, acc of ds_append/consume": 12,
+    "DS: acc of ds_append/consume": 2,
     "VOP3P modifiers of non-packed instructions": 12,
     "op_sel bit of an absent source (per-bit op_sel forms)": 12,
     "v_ldexp_f16 DPP integer-source neg/abs": 2,
