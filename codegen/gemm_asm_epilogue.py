@@ -111,8 +111,9 @@ class EpiloguePhase:
             else:
                 emit("v_max_f32", x, 0, x)
         elif p.activation == "gelu":
-            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3),
-            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e))
+            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3) (the tanh form of
+            # Hendrycks & Gimpel, "Gaussian Error Linear Units", arXiv:1606.08415, section 2),
+            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); codegen/llvm/ir_builder.py does the same, step for step
             emit("v_mul_f32", tmp, x, x)
             emit("v_fma_f32", tmp, tmp, consts["c3"], 1.0)
             emit("v_mul_f32", tmp, tmp, x)

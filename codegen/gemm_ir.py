@@ -318,8 +318,8 @@ class GemmProblem:
         if self.a_transposed:
             raise IRError(f"grouped: A is the groups' rows stacked row-major ([sum M, K], layout N); layout "
                           f"{self.layout} stores A transposed")
-        if self.bias == "m" or self.scaled or self.scale_mode != "none" or self.k_split != "none":
-            raise IRError("grouped: bias per column (n) or none, no scales, no split-K")
+        if self.scaled or self.scale_mode != "none" or self.k_split != "none":
+            raise IRError("grouped: no scales, no split-K")
 
     def _validate_partial(self) -> None:
         """A split-K partial kernel (codegen/gemm_split.py) writes raw sums: no epilogue of its own, and its z

@@ -34,7 +34,7 @@ from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
 from .dtypes import DType
-from .field_limits import buffer_offset_max
+from .field_limits import buffer_offset_limit
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .mfma_catalog import F8F6F4_FORMAT_CODES as F8F6F4_CODE
 from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, lane_registers, mfmas_for
@@ -72,7 +72,7 @@ class MxOperand:
     scale: str                 # "none" | "plain" | "shuffled"
     scale_mode: str            # "none" | "byte" (one byte per lane and MFMA) | "dword" (4 scales, op_sel)
     preshuffle: bool           # B in the 16x16 pre-shuffled weight layout
-    offset_max: int            # largest MUBUF instruction offset (field_limits.buffer_offset_max)
+    offset_max: int            # largest MUBUF instruction offset (field_limits.buffer_offset_limit)
 
     @property
     def groups(self) -> int:
@@ -180,7 +180,7 @@ def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma, spec: Spec
             step, loads = mfma.k, _loads(dt, mfma.k, WAVE64 // dim, preshuffle)
         out.append(MxOperand(name, dt, code, regs, dim, wave // dim, loads, dt.storage_bytes(step),
                              dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), preshuffle,
-                             buffer_offset_max(spec)))
+                             buffer_offset_limit(spec)))
     return out[0], out[1]
 
 

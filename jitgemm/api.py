@@ -205,8 +205,9 @@ def _scale_array(x, name: str) -> np.ndarray:
         raise MatmulError(f"{name}: expected a float32 numpy array or a number, got {type(x).__name__}")
     if x.dtype != np.float32:
         raise MatmulError(f"{name}: dtype {x.dtype}; the scales are fp32: pass {name}.astype(np.float32)")
-    if x.ndim > 2 or x.size == 0:
-        raise MatmulError(f"{name}: shape {x.shape}; accepted: {SCALE_MODE_SHAPES}")
+    if x.ndim > 3 or x.size == 0:
+        raise MatmulError(f"{name}: shape {x.shape}; accepted: {SCALE_MODE_SHAPES}, or any of them with a leading "
+                          f"batch dimension")
     return x
 
 
@@ -228,20 +229,33 @@ def infer_scale_mode(scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k
     return None
 
 
+def _scale_entry(x: np.ndarray, name: str, batch: int) -> np.ndarray:
+    """The scales of one batch entry: a 3-D array is [batch, ...] (one set per entry) or [1, ...] (shared)."""
+    if x.ndim != 3:
+        return x
+    if x.shape[0] not in (1, batch):
+        raise MatmulError(f"{name} has shape {x.shape}: a 3-D scale array holds one set of scales per batch entry "
+                          f"(leading dimension batch={batch}) or one shared set (leading dimension 1)")
+    return x[0]
+
+
 def _mode_scales(mode: str, scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k: int,
-                 orders: dict | None = None):
+                 orders: dict | None = None, batch: int = 1):
     """(problem fields, argument values, pointer alignments) of the fp32 scales of a scale mode, each array
     checked against the mode's shape. Block scales are passed as stored, row- or column-major (the strides say
     which: the problem's a_scale_order / b_scale_order; `orders` decides for an array of one row or column, which
     reads the same either way); per-row and per-column vectors are passed with their element stride (0 for one
-    value)."""
+    value). A 3-D array [batch, ...] gives each batch entry its own scales: the kernel moves its scale pointer
+    by z * stride_{a,b}_scale, as it moves A and B (codegen/gemm_asm.py `_batch_offsets`,
+    codegen/llvm/scale_builder.py); [1, ...] and 2-D arrays are shared (stride 0)."""
     kb, nb = -(-k // 128), -(-n // 128)
     fields: dict = {"scale_mode": mode}
     values: dict = {"stride_a_scale": 0, "stride_b_scale": 0}
     align: dict = {}
-    for op, x, want in (("a", scale_a, {"tensor": (1, 1), "rowcol": (m, 1), "block": (m, kb)}[mode]),
-                        ("b", scale_b, {"tensor": (1, 1), "rowcol": (1, n), "block": (nb, kb)}[mode])):
+    for op, whole, want in (("a", scale_a, {"tensor": (1, 1), "rowcol": (m, 1), "block": (m, kb)}[mode]),
+                            ("b", scale_b, {"tensor": (1, 1), "rowcol": (1, n), "block": (nb, kb)}[mode])):
         name = f"scale_{op}"
+        x = _scale_entry(whole, name, batch)
         if mode == "block":
             if x.shape != want:
                 raise MatmulError(f"{name} has shape {x.shape}; scale_mode='block' takes {name} {list(want)} "
@@ -260,6 +274,13 @@ def _mode_scales(mode: str, scale_a: np.ndarray, scale_b: np.ndarray, m: int, n:
                                   f"{list(want)}{' or one value' if mode == 'rowcol' else ''}")
             flat = np.ascontiguousarray(x.reshape(-1))
             ld = 0 if x.size == 1 else 1
+        if whole.ndim == 3 and whole.shape[0] > 1:        # one set per batch entry, each stored as entry 0 is
+            order = fields.get(f"{op}_scale_order", "row")
+            stack = whole if mode != "block" or order == "row" else whole.transpose(0, 2, 1)
+            flat = np.ascontiguousarray(stack).reshape(-1)
+            values[f"stride_{op}_scale"] = x.size
+            if mode == "block":
+                ld = x.shape[1] if order == "row" else x.shape[0]
         values[f"{op}_scale"], values[f"ld_{op}_scale"] = flat, ld
         align[f"{op}_scale"] = _alignment(flat)
     return fields, values, align
@@ -286,14 +307,14 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
         sa, sb = _scale_array(scales[0], "scale_a"), _scale_array(scales[1], "scale_b")
         mode = scales[2]
         if mode is None:
-            mode = infer_scale_mode(sa, sb, m, n, k)
+            mode = infer_scale_mode(_scale_entry(sa, "scale_a", batch), _scale_entry(sb, "scale_b", batch), m, n, k)
             if mode is None:
                 raise MatmulError(f"scale_a {sa.shape} and scale_b {sb.shape} fit no scale mode for M={m}, N={n}, "
                                   f"K={k}; accepted: {SCALE_MODE_SHAPES}")
         elif mode not in ("tensor", "rowcol", "block"):
             raise MatmulError(f"scale_mode={mode!r}; accepted: tensor, rowcol, block (or None: from the shapes)")
         scale_fields, scale_values, scale_align = _mode_scales(mode, sa, sb, m, n, k,
-                                                               scales[3] if len(scales) > 3 else None)
+                                                               scales[3] if len(scales) > 3 else None, batch)
     if 0 in (m, n, k, batch):
         raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
     da, db = ops.a, ops.b
@@ -488,16 +509,17 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
-    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+                 strict: bool = False, ws: np.ndarray | None = None, generator: str = "asm") -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the partial kernel of `generator` (asm: the
+    direct generator's, llvm: the LLVM generator's; grid z = split_k) into a poisoned workspace, then the
+    reduction kernel (epilogue once) into call.d."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import partial_kernel, partial_values, run_reduction, workspace
 
     p = call.problem
     try:
-        kernel = partial_kernel(p, arch, config)
+        kernel = partial_kernel(p, arch, config, generator)
         refusal = split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p)
     except IRError as exc:
@@ -558,7 +580,8 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
 
     `scale_mode` ("tensor", "rowcol", "block") overrides what the shapes say. out_dtype: fp32 (default), fp16 or
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
-    Scales are shared by every batch entry of a 3-D a or b."""
+    With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
+    ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)

@@ -262,7 +262,8 @@ class Contract:
         roles = [a["role"] for a in abi["args"]]
         leg = self.data.get("legality", {})
         lo, hi = leg.get("min", {}), leg.get("max", {})
-        for needed in ("a", "b", "d", "m", "n", "k"):
+        grouped = bool(self.data.get("operation", {}).get("grouped", False))
+        for needed in ("a", "b", "d", "n", "k") + (() if grouped else ("m",)):   # a grouped kernel's rows: offsets
             fixed = needed in lo and lo[needed] == hi.get(needed)   # a size the legality fixes needs no argument
             if needed not in roles and not fixed:
                 raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")

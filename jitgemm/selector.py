@@ -323,32 +323,13 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align) + split_k_clause(problem, arch)
 
 
-def _grouped_triton_peer(problem: GemmProblem, arch: str) -> str:
-    """The Triton peer of a grouped problem (jitgemm/triton_gemm.py grouped_gemm_kernel), compiled, or why not."""
-    import time
-
-    from .suppliers import TritonSupplier
-
-    if not TritonSupplier.available():
-        return "grouped Triton peer: Triton is not installed\n"
-    if problem.layout != "NN":
-        return f"grouped Triton peer: grouped_gemm_kernel takes layout NN (B [G, K, N]); problem is {problem.layout}\n"
-    start = time.perf_counter()
-    try:
-        blob, name, info = TritonSupplier().compile_grouped(problem, arch)
-    except Exception as exc:     # Triton's own errors: shown, not raised (explain explains)
-        return f"grouped Triton peer: refused: {str(exc).splitlines()[0][:160]}\n"
-    return (f"grouped Triton peer: {name} (triton_gemm.grouped_gemm_kernel, 32x64x32, {info['num_warps']} warps, "
-            f"{len(blob)} bytes, compiled in {(time.perf_counter() - start) * 1e3:.0f} ms)\n")
-
-
 def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
     """The split-K line of `explain`: the clause that keeps matmul's split_k="auto" from splitting, or the timing
     model's split count with the predicted times (jitgemm/split_k.py). Grouped problems: the group table."""
     if problem.grouped:
         return ("grouped: one launch, z = group (batch role = G groups), rows from group_offsets[g]..[g+1] "
-                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped)\n"
-                + _grouped_triton_peer(problem, arch))
+                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped); ranked above: "
+                "both generators' grouped kernels and Triton's grouped_gemm_kernel (jitgemm/triton_gemm.py)\n")
     if problem.k_split != "none":
         return ""
     if problem.batch != 1 or problem.scaled or problem.scale_mode != "none":

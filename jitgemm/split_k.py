@@ -38,12 +38,13 @@ class SplitChoice:
     reason: str
 
 
-def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None):
-    """The compiled partial-sum kernel (jitgemm.kernel.Kernel) of `problem`: the direct generator, its default
-    config for the partial class unless one is given."""
+def partial_kernel(problem: GemmProblem, arch: str, config: GemmConfig | None = None, generator: str = "asm"):
+    """The compiled partial-sum kernel (jitgemm.kernel.Kernel) of `problem`: the direct generator's (or the LLVM
+    generator's, `generator="llvm"`: the same ranges and workspace), its default config for the partial class
+    unless one is given."""
     from .kernel import compile as compile_config
 
-    return compile_config(partial_problem(problem), config, arch=arch, generator="asm")
+    return compile_config(partial_problem(problem), config, arch=arch, generator=generator)
 
 
 @functools.lru_cache(maxsize=64)

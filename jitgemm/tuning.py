@@ -30,14 +30,11 @@ def time_candidate(candidate: Candidate, problem: GemmProblem, iterations: int =
 
     from jitgemm.codegen import codeobj
 
-    from .api import prepare
     from .hip_runtime import run_hip
     from .packing import ordered_args
-    from .reference import operands
+    from .qualify import problem_call
 
-    a, b, c, bias = operands(problem, seed)
-    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                   activation=problem.activation)
+    call, _ = problem_call(problem, seed)      # operands and the scales of the problem's scale mode
     contract = candidate.contract
     ok, why = contract.admits(call.problem, call.align)
     if not ok:

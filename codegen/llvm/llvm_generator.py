@@ -147,12 +147,6 @@ class LlvmGenerator(Generator):
         if plan.mx is not None:
             accept_mx(plan)
             return
-        if plan.problem.grouped:
-            raise IRError("grouped: the LLVM generator has no grouped GEMM yet (the direct generator's, "
-                          "codegen/gemm_group.py); use generator='asm'")
-        if plan.problem.k_split != "none":
-            raise IRError("k_split=partial: the LLVM generator has no split-K partial kernel yet (the direct "
-                          "generator's, codegen/gemm_split.py); use generator='asm'")
         if plan.config.lds_buffers != 1:
             raise IRError(f"lds_buffers={plan.config.lds_buffers}: the LLVM generator stages through one LDS "
                           f"buffer (the double buffer is the direct generator's); use lds_buffers=1")
