@@ -13,6 +13,10 @@ from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_plan import log2_exact
 
 _STORE = {1: "buffer_store_byte", 2: "buffer_store_short", 4: "buffer_store_dword"}
+# atomic split-K (codegen/gemm_split.py): the no-return buffer atomics that add one dword into D. CDNA 3 ISA guide,
+# "MUBUF Instructions": BUFFER_ATOMIC_ADD_F32 (opcode 77, an IEEE fp32 add, rounding to nearest even) and
+# BUFFER_ATOMIC_ADD (32-bit integer add, wrapping); both are in the gfx942 and gfx950 MR-ISA specs.
+ATOMIC_ADD = {"fp32": "buffer_atomic_add_f32", "int32": "buffer_atomic_add"}
 
 
 def _f32_bits(x: float) -> int:
@@ -137,6 +141,9 @@ class EpiloguePhase:
         elif p.d.name == "fp16":
             emit("v_cvt_f16_f32", x, x)
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)
+        if p.k_split == "atomic":       # codegen/gemm_split.py: K ranges add into D (zeroed by the launcher)
+            emit(ATOMIC_ADD[p.d.name], x, off, self.rsrc["d"], 0, offen=True)
+            return
         emit(_STORE[p.d.bytes], x, off, self.rsrc["d"], 0, offen=True)
 
 

@@ -36,6 +36,7 @@ class LaunchRecord:
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
     scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+    split_k: int = 1        # K ranges the kernel was launched with (its grid's and split_k arguments' count)
 
     @property
     def spills(self) -> bool:
@@ -418,7 +419,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
-                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0), split_k)
     return call.d
 
 
@@ -481,7 +482,7 @@ def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.n
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto", split_k: int | str = "auto") -> np.ndarray:
+           backend: str = "auto", split_k: int | str = "auto", split_mode: str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
@@ -492,8 +493,12 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
     split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
-    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`), or a power of two
-    (1: never split; > 1: that many K ranges, a workspace and a reduction kernel)."""
+    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`, which also ranks
+    stream-K), or a count (1: never split; > 1: that many K ranges, or stream-K workgroups).
+    split_mode: "auto" (what the model picked; "partial" for a forced count), "partial" (K ranges into a
+    workspace + a deterministic reduction applying the epilogue), "atomic" (K ranges add into a zeroed fp32/int32
+    D with buffer atomics: no epilogue, fp32 sums in any order) or "streamk" (split_k workgroups, equal shares of
+    tiles x K steps, deterministic per-tile reduction) -- jitgemm/split_k.py."""
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -501,31 +506,46 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
-    ours = _our_split(call.problem, arch, contract, blob, split_k)
+    ours, mode = _our_split(call.problem, arch, contract, blob, split_k, split_mode)
     if ours > 1:
-        return split_launch(call, arch, ours, backend=where)
+        return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, arch, source))
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None, generator: str = "asm") -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the partial kernel of `generator` (asm: the
-    direct generator's, llvm: the LLVM generator's; grid z = split_k) into a poisoned workspace, then the
-    reduction kernel (epilogue once) into call.d."""
+                 strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
+                 generator: str = "asm") -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = split_k K ranges
+    into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic; `generator`
+    asm: the direct generator's partial kernel, llvm: the LLVM generator's), "atomic" (the ranges add into a zeroed
+    fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or "streamk" (split_k
+    workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the reduction as for
+    "partial"; jitgemm/split_k.py streamk_launch)."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
-    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+    from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
 
+    if mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
+    if mode == "streamk":
+        from .split_k import streamk_launch
+
+        return streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
-        kernel = partial_kernel(p, arch, config, generator)
-        refusal = split_refusal(p, kernel.config.depth_k, split_k)
-        q = partial_problem(p)
+        refusal = atomic_refusal(p) if mode == "atomic" else None
+        kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
+        refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
+        q = partial_problem(p, mode)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     if refusal:
         raise MatmulError(refusal)
+    if mode == "atomic":                      # the contract's zero_output: launch() zeroes D first
+        launch(GemmCall(q, call.values, call.d, call.align), kernel.code_object, kernel.name,
+               Contract.load(kernel.contract), backend=backend, strict=strict, split_k=split_k)
+        return call.d
     ws = workspace(p, split_k) if ws is None else ws
     partial = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
@@ -534,24 +554,38 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     return call.d
 
 
-def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:
-    """The split count of the direct generator's split-K pair for matmul (1: run the chosen kernel as it is)."""
+def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str,
+               split_mode: str = "auto") -> tuple[int, str]:
+    """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel)."""
+    from .split_k import SPLIT_MODES
+
+    if split_mode != "auto" and split_mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
         if problem.m > 64 or problem.k < 1024 or contract.split_k:
-            return 1
+            return 1, "partial"
         from .split_k import choose_split
 
-        return choose_split(problem, arch, chosen=(contract, blob)).split_k
+        c = choose_split(problem, arch, chosen=(contract, blob), streamk=split_mode in ("auto", "streamk"))
+        if split_mode not in ("auto", c.mode):
+            return 1, "partial"
+        return c.split_k, c.mode
     if not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1:
-        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1")
-    return split_k
+        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1 (stream-K: a workgroup "
+                          "count)")
+    return split_k, "partial" if split_mode == "auto" else split_mode
 
 
-def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
-    """The split-K count for the chosen kernel: the timing model's fastest (`jitgemm.timing.best_split`) when the
-    contract lets the kernel split K, else 1."""
+def _split_k(contract: Contract, blob: bytes, problem: GemmProblem, arch: str = "", source: str = "") -> int:
+    """The split-K count for the chosen kernel (`source` = "supplier:label" as the selector names it): the split
+    the deciding hardware-measured tuning row ran with, since that time is what made the kernel the winner
+    (aiter's tables record each winner's splitK); else the timing model's fastest (`jitgemm.timing.best_split`)
+    when the contract lets the kernel split K; else 1."""
     if not contract.split_k:
         return 1
+    tuned = tuned_split(contract, problem, arch, source)
+    if tuned is not None:
+        return tuned
     from jitgemm.timing import TimingError, best_split
     from jitgemm.timing.pipeline import PipelineModelError
 
@@ -561,6 +595,22 @@ def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
         return 1
 
 
+def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str) -> int | None:
+    """The split-K count of the measured tuning row that ranks this kernel for this problem on `arch` (the
+    selector's `deciding_row`), when the row records one the contract admits; None otherwise."""
+    supplier, sep, label = source.partition(":")
+    if not arch or not sep:
+        return None
+    from .selector import default_selector
+    from .suppliers import Candidate
+
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    row = default_selector(arch).tuning.deciding_row(arch, problem, key, contract.data)
+    if row is None or row.metric != "seconds" or row.split_k is None:
+        return None
+    return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
+
+
 def default_arch(problem: GemmProblem) -> str:
     """The target an 8-bit problem's dtypes name: OCP fp8 is gfx950's, FNUZ fp8 gfx942's; anything else gfx942."""
     return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
@@ -568,7 +618,8 @@ def default_arch(problem: GemmProblem) -> str:
 
 @accepts_dlpack("a", "b", "scale_a", "scale_b", "bias", error=MatmulError)
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
-                  backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
+                  backend: str = "auto", scale_mode: str | None = None, split_k: int | str = "auto",
+                  split_mode: str = "auto") -> np.ndarray:
     """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on
     both) with fp32 scales, as vLLM's / PyTorch's scaled_mm and aiter's a8w8 GEMMs take them:
 
@@ -581,10 +632,15 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     `scale_mode` ("tensor", "rowcol", "block") overrides what the shapes say. out_dtype: fp32 (default), fp16 or
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
     With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
-    ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own."""
+    ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own.
+    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the reduction,
+    block scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)
     blob, name, contract, source = _choose(call.problem, call.align, target)
+    ours, mode = _our_split(call.problem, target, contract, blob, split_k, split_mode)
+    if ours > 1:
+        return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, target, source))

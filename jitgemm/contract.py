@@ -223,6 +223,8 @@ class Contract:
             return f"launch.split_k.max: split_k={split_k} outside 1..{spec['max']}"
         if spec.get("power_of_two") and split_k & (split_k - 1):
             return f"launch.split_k.power_of_two: split_k={split_k} is not a power of two"
+        if "stream_k" in spec:        # any workgroup count: each takes an equal share of tiles x K steps
+            return None
         if "k_tail_step" in spec:     # ranges of whole steps, the last takes K's remainder; none may be empty
             step = spec["k_tail_step"]
             tiles = -(-k // step)
@@ -340,7 +342,8 @@ class Contract:
         clause("operation.grouped", bool(op.get("grouped", False)) == problem.grouped,
                f"kernel grouped={bool(op.get('grouped', False))}, problem grouped={problem.grouped}")
         clause("operation.k_split", op.get("k_split", "none") == problem.k_split,
-               f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial)")
+               f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial, "
+               "atomic, streamk)")
         if problem.scale_mode == "block":
             for key in ("a_scale_order", "b_scale_order"):
                 clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),

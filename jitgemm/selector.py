@@ -332,20 +332,25 @@ def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
                 "both generators' grouped kernels and Triton's grouped_gemm_kernel (jitgemm/triton_gemm.py)\n")
     if problem.k_split != "none":
         return ""
-    if problem.batch != 1 or problem.scaled or problem.scale_mode != "none":
-        return "split-K: no (split_k.partial_problem: batch 1, no scales)\n"
+    if problem.scaled:
+        return "split-K: no (split_k.partial_problem: fp32 tensor/rowcol/block scales split, MX does not)\n"
     if problem.m > 64 or problem.k < 1024:
         return (f"split-K: no (matmul split_k='auto' considers M <= 64 and K >= 1024; m={problem.m}, "
                 f"k={problem.k}; matmul(split_k=n) forces n)\n")
     from .kernel import compile as compile_config
-    from .split_k import choose_split
+    from .split_k import choose_split, streamk_choice
 
     config, gen = selected_config(problem, arch)
     c = choose_split(problem, arch, chosen=compile_config(problem, config, arch=arch, generator=gen))
+    if c.mode == "streamk":
+        return (f"split-K: yes, stream-K over {c.split_k} workgroups (launch.split_k.stream_k, per-tile slots in "
+                f"a workspace, reduction kernel applies the epilogue): {c.reason}\n")
+    sk = streamk_choice(problem, arch, None, c.us_plain, margin=float("inf")) if c.us_plain == c.us_plain else None
+    other = (f"; stream-K candidate {sk.us_split:.2f} us ({sk.split_k} workgroups)" if sk is not None else "")
     if c.split_k > 1:
         return (f"split-K: yes, split_k={c.split_k} (launch.split_k.partials, workspace {4 * c.split_k}*m*n bytes, "
-                f"reduction kernel applies the epilogue): {c.reason}\n")
-    return f"split-K: no ({c.reason})\n"
+                f"reduction kernel applies the epilogue): {c.reason}{other}\n")
+    return f"split-K: no ({c.reason}{other})\n"
 
 
 def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,

@@ -115,6 +115,20 @@ class SweepReport:
         return min(ok, key=lambda r: (r.scratch_bytes > 0, -r.predicted_tflops, *tie_key(r.contract), r.index)) \
             if ok else None
 
+    def split_choice(self):
+        """The split-K / stream-K decision against the best variant (`jitgemm.split_k.choose_split`: the timing
+        model's partial-kernel splits and stream-K grid, each with its reduction) for a problem matmul's
+        split_k="auto" considers (M <= 64, K >= 1024); None for other problems or without a verified best."""
+        best, p = self.best, self.problem
+        if best is None or p.m > 64 or p.k < 1024 or p.k_split != "none" or p.grouped:
+            return None
+        from .kernel import compile as jit_compile
+        from .split_k import choose_split
+
+        kernel = jit_compile(p, GemmConfig(**best.config), arch=self.target, generator=best.generator,
+                             use_disk_cache=False)
+        return choose_split(p, self.target, chosen=kernel)
+
     @property
     def variants_per_second(self) -> float:
         return len(self.results) / self.seconds if self.seconds else 0.0

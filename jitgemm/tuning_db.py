@@ -93,6 +93,16 @@ class Row:
     config: str
     contract: str
 
+    @property
+    def split_k(self) -> int | None:
+        """The split-K count the measurement ran with (`tools.split_k`, as aiter's tables record each winner's
+        splitK), None when the row does not say."""
+        try:
+            value = json.loads(self.tools or "{}").get("split_k")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
+
     @classmethod
     def coerced(cls, values: tuple) -> Row | None:
         """A row from the database's values as they are stored, whatever wrote them (SQLite keeps any type

@@ -163,14 +163,16 @@ def _scaled_operands(c: Contract, m: int, n: int, k: int, rng, split: int, step:
     return GemmCall(p, values, d, {}), ref, _partials(fa, fb, k, split, step)
 
 
-def run_case(kernel, m: int, n: int, k: int, split: int, seed: int, strict: bool | str = True) -> None:
-    """One strict emulation of the kernel against numpy; raises on a fault, a race or a mismatch."""
+def run_case(kernel, m: int, n: int, k: int, split: int, seed: int, strict: bool | str = True,
+             emu_options: dict | None = None) -> None:
+    """One strict emulation of the kernel against numpy; raises on a fault, a race or a mismatch. `emu_options`
+    go to the emulator (e.g. `schedule="random"`: waves interleaved at random, as hardware may run them)."""
     from ..api import launch
     from ..reference import check
 
     call, ref, parts = _operands(kernel.contract, m, n, k, seed, split)
     d = launch(call, kernel.code, kernel.name, kernel.contract, backend="emu", source=f"aiter:{kernel.label}",
-               strict=strict, split_k=split)
+               strict=strict, split_k=split, emu_options=emu_options)
     if split > 1 and call.problem.d.bits < 32:
         split_check(call.problem, d, ref, parts)
     else:

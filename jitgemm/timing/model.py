@@ -201,7 +201,7 @@ def _used(m: int, n: int, k: int, tile_m: int, tile_n: int, tiles_m: int, tiles_
     """The mean share of a full tile's rows of A, columns of B and K slice that workgroups really read: an edge
     tile's rows past M (columns past N) and the K past the end in the last split-K slice load nothing (a buffer load
     out of range returns 0 without a memory access), so they cost no L2 fill."""
-    return m / (tiles_m * tile_m), n / (tiles_n * tile_n), k / (split_k * k_slice)
+    return m / (tiles_m * tile_m), n / (tiles_n * tile_n), min(1.0, k / (split_k * k_slice))
 
 
 def _edge_share(prob: GemmProblem, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int) -> float:
@@ -239,12 +239,15 @@ def resolve_device(profile: TargetProfile, device: Any) -> Device:
 
 
 def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: int = 1,
-            measured: Any = None) -> Prediction:
+            measured: Any = None, streamk: int = 0) -> Prediction:
     """Predicted time of one launch of `kernel` (a compiled Kernel, a selector Candidate, an aiter inventory
     kernel, or (contract, code-object bytes)) on `problem` on `device` (a name, a CU count, a Device; None: the
     target's default device), the K dimension split in `split_k` slices (aiter's splitK: workgroups per output
     tile, each reducing ceil(K / split_k) of K). `measured` (`timing.emu_counters.emu_counters(kernel)`) replaces
-    the static trace's loop bytes with the transactions and LDS bank conflicts of the lanes' real addresses."""
+    the static trace's loop bytes with the transactions and LDS bank conflicts of the lanes' real addresses.
+    `streamk` > 0: a stream-K kernel (codegen/gemm_streamk.py) launched with that many workgroups, each running an
+    equal share of the tiles x K iterations, paying the prologue and epilogue once per segment (tile) it touches,
+    and writing one partial tile per segment (split_k is then 1)."""
     from jitgemm import isa
 
     facts = kernel_facts(kernel)
@@ -252,7 +255,7 @@ def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: i
     dev = resolve_device(profile, device)
     p = params(profile)
     tr = trace(facts.code, facts.target, {"vmem": p.vmem_latency_passes})
-    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)), measured)
+    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)), measured, int(streamk))
 
 
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
@@ -270,7 +273,7 @@ def best_split(kernel: Any, problem: GemmProblem, device: Any = None, splits: tu
 
 
 def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profile: TargetProfile, p: Params,
-          split_k: int, measured: Any = None) -> Prediction:
+          split_k: int, measured: Any = None, streamk: int = 0) -> Prediction:
     m, n, k, batch = prob.m, prob.n, prob.k, prob.batch
     clock = dev.clock_mhz * 1e6 * p.clock_efficiency
     cpp = tr.clocks_per_pass
@@ -282,6 +285,15 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     k_per_iter = max(1, round(loop.mfma_flops * f.waves / (2 * f.tile_m * f.tile_n))) if loop.mfma_flops else 32
     iters = max(1, -(-k_slice // k_per_iter))
     workgroups = tiles_m * tiles_n * split_k * batch
+    segments, partial_tiles = 1, 0
+    if streamk:      # equal shares of tiles x iterations; a segment per tile touched (prologue + epilogue each)
+        total_iters = tiles_m * tiles_n * batch * iters
+        share = -(-total_iters // streamk)
+        workgroups = min(streamk, total_iters)
+        segments = min(tiles_m * tiles_n * batch, -(-share // iters) + 1)
+        partial_tiles = workgroups * segments
+        k_slice = min(k, share * k_per_iter)
+        iters = share
     slots = dev.cu_num * o
     # -- per workgroup: one wave's regions, its SIMD shared by waves_per_simd waves, the CU's L2 and LDS ports
     w = occ["waves_per_simd"]
@@ -294,7 +306,7 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     iter_l2 = o * wg_l2_bytes / p.l2_bytes_per_clock_per_cu
     iter_lds = o * f.waves * loop.lds_bytes * lds_factor / p.lds_bytes_per_clock_per_cu
     iter_clk = max(iter_issue, iter_l2, iter_lds)
-    edge_clk = (tr.prologue.passes + tr.epilogue.passes) * cpp
+    edge_clk = segments * (tr.prologue.passes + tr.epilogue.passes) * cpp
     wg_clk = edge_clk + iters * iter_clk
     rounds_full, rest = divmod(workgroups, slots)
     rounds = rounds_full + (1 if rest else 0)
@@ -304,10 +316,13 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     rows_used, cols_used, k_used = _used(m, n, k, f.tile_m, f.tile_n, tiles_m, tiles_n, split_k, k_slice)
     a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice) * rows_used * k_used
     b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice) * cols_used * k_used
-    a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, split_k, slots, dev.xcds)
+    a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, max(split_k, workgroups // max(1, tiles_m * tiles_n)) if
+                                 streamk else split_k, slots, dev.xcds)
     l2_fill = (a_fetch * a_bytes_slice + b_fetch * b_bytes_slice) * batch
     d_bytes = m * n * batch * (prob.d.bits // 8 if prob.d.bits % 8 == 0 else 2)
     d_traffic = d_bytes * (2 * split_k if split_k > 1 else 1)
+    if streamk:      # one partial tile written per segment
+        d_traffic = partial_tiles * f.tile_m * f.tile_n * (prob.d.bits // 8 if prob.d.bits % 8 == 0 else 2)
     operands = (prob.a.storage_bytes(m * k) + prob.b.storage_bytes(n * k)) * batch
     hbm = (operands if operands <= dev.mall_bytes else l2_fill) + d_traffic
     hbm_s = hbm / (dev.hbm_gbs * 1e9 * p.hbm_efficiency)

@@ -240,3 +240,15 @@ def test_qualify_on_ray_matches_local(tmp_path, capsys):
     local = capsys.readouterr().out
     assert main(["qualify", str(tmp_path), "--cases", "2", "--ray", "local", "--workers", "2"]) == 0
     assert capsys.readouterr().out == local and local.count("ok ") == 2
+
+
+def test_sweep_weighs_split_k_against_its_best_variant(tmp_path, capsys):
+    """A decode shape (M <= 64, K >= 1024): the sweep's best verified variant is weighed against the split-K /
+    stream-K candidates by the timing model (jitgemm.split_k.choose_split); a square problem is not."""
+    db = str(tmp_path / "t.db")
+    assert main(["sweep", "--m", "8", "--n", "64", "--k", "1024", "--dtype", "bf16", "--limit", "1", "--db", db,
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "split-K against it: split_k=" in out and "reduction" in out
+    report = sweep(GemmProblem.make(64, 64, 64, "fp16"), limit=1, db=False)
+    assert report.best is not None and report.split_choice() is None
