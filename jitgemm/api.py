@@ -562,9 +562,10 @@ def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes,
     if split_mode != "auto" and split_mode not in SPLIT_MODES:
         raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
-        if problem.m > 64 or problem.k < 1024 or contract.split_k:
+        from .split_k import auto_split_applies, choose_split
+
+        if not auto_split_applies(problem, contract):
             return 1, "partial"
-        from .split_k import choose_split
 
         c = choose_split(problem, arch, chosen=(contract, blob), streamk=split_mode in ("auto", "streamk"))
         if split_mode not in ("auto", c.mode):
