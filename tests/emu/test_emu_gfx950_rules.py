@@ -142,43 +142,15 @@ declare i32 @llvm.amdgcn.prng.b32(i32)
 declare <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half>, float, i32, i1 immarg)
 declare i32 @llvm.amdgcn.cvt.sr.fp8.f32(float, i32, i32, i32 immarg)
 declare i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32, float, i32, float, i32 immarg)
-define amdgpu_kernel void @prng(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %r = call i32 @llvm.amdgcn.prng.b32(i32 %v)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @sr16(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half> zeroinitializer, float %f, i32 %v, i1 false)
-  %ri = bitcast <2 x half> %r to i32
-  store i32 %ri, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @sr8(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call i32 @llvm.amdgcn.cvt.sr.fp8.f32(float %f, i32 %v, i32 %v, i32 1)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @scaled_sr8(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32 %v, float %f, i32 %v, float %f, i32 2)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
 """
+_F = "%f = bitcast i32 %vx to float\n"
+REFUSED_IR += "".join(lane_kernel(name, [("x", "i32")], body, [("x", "i32", value)]) for name, body, value in (
+    ("prng", "%r = call i32 @llvm.amdgcn.prng.b32(i32 %vx)", "%r"),
+    ("sr16", _F + "%r = call <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half> zeroinitializer, float %f, i32 %vx, "
+     "i1 false)\n%ri = bitcast <2 x half> %r to i32", "%ri"),
+    ("sr8", _F + "%r = call i32 @llvm.amdgcn.cvt.sr.fp8.f32(float %f, i32 %vx, i32 %vx, i32 1)", "%r"),
+    ("scaled_sr8", _F + "%r = call i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32 %vx, float %f, i32 %vx, float %f, "
+     "i32 2)", "%r")))
 
 
 @pytest.mark.parametrize("kernel, mnemonic", [("prng", "v_prng_b32"), ("sr16", "v_cvt_sr_f16_f32"),
