@@ -151,17 +151,17 @@ def kernarg_layout(desc: KernelDescription) -> KernargLayout:
     return KernargLayout(tuple(maps), align_up(end, 4), align)
 
 
-def checkplain(value: Any, where: str) -> None:
+def check_plain(value: Any, where: str) -> None:
     """Only what msgpack and LLVM's metadata reader both round-trip: maps with string keys, lists, str,
     int, float, bool, None."""
     if isinstance(value, Mapping):
         for key, item in value.items():
             if not isinstance(key, str):
                 raise CodeObjectError(f"{where}: map key {key!r} is not a string")
-            checkplain(item, f"{where}.{key}")
+            check_plain(item, f"{where}.{key}")
     elif isinstance(value, list | tuple):
         for i, item in enumerate(value):
-            checkplain(item, f"{where}[{i}]")
+            check_plain(item, f"{where}[{i}]")
     elif isinstance(value, float):
         if not math.isfinite(value):
             raise CodeObjectError(f"{where}: {value!r} is not a finite number")
@@ -192,7 +192,7 @@ def kernel_metadata(desc: KernelDescription, layout: KernargLayout, vgprs: int, 
     if desc.uses_dynamic_stack:
         out[".uses_dynamic_stack"] = True
     for key, value in desc.extra_metadata.items():
-        checkplain(value, f"kernel {desc.name!r} metadata {key}")
+        check_plain(value, f"kernel {desc.name!r} metadata {key}")
         if key in out:
             raise CodeObjectError(f"kernel {desc.name!r}: extra_metadata key {key!r} is computed by the writer")
         out[key] = value
@@ -200,7 +200,7 @@ def kernel_metadata(desc: KernelDescription, layout: KernargLayout, vgprs: int, 
         if not isinstance(desc.contract, Mapping):
             raise CodeObjectError(f"kernel {desc.name!r}: contract must be a mapping, got "
                                   f"{type(desc.contract).__name__}")
-        checkplain(desc.contract, f"kernel {desc.name!r} contract")
+        check_plain(desc.contract, f"kernel {desc.name!r} contract")
         out[CONTRACT_KEY] = plain(desc.contract)
     return out
 
