@@ -521,7 +521,7 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     asm: the direct generator's partial kernel, llvm: the LLVM generator's), "atomic" (the ranges add into a zeroed
     fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or "streamk" (split_k
     workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the reduction as for
-    "partial"; jitgemm/split_k.py streamk_launch)."""
+    "partial"; `_streamk_launch`)."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
@@ -530,9 +530,7 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
     if mode == "streamk":
-        from .split_k import streamk_launch
-
-        return streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
+        return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
         kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
@@ -551,6 +549,36 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
            split_k=split_k)
     run_reduction(call, ws, split_k, arch, backend, strict)
+    return call.d
+
+
+def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str = "emu",
+                    config: GemmConfig | None = None, strict: bool = False,
+                    ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
+    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
+    applies the epilogue (deterministic)."""
+    from jitgemm.codegen.gemm_split import partial_problem
+    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
+        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
+                          "compute units of the device, or a multiple)")
+    try:
+        kernel = partial_kernel(p, arch, config, mode="streamk")
+        q = partial_problem(p, "streamk")
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    c = kernel.config
+    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
+    ws = workspace(p, sk["slots"]) if ws is None else ws
+    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=workgroups)
+    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
     return call.d
 
 

@@ -141,35 +141,6 @@ def run_reduction(call, ws: np.ndarray, split_k: int, arch: str, backend: str = 
         emulate(blob, name, grid=grid, block=(REDUCE_THREADS, 1, 1), args=args, lds_bytes=0, strict=strict)
 
 
-def streamk_launch(call, arch: str, workgroups: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                   strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
-    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
-    applies the epilogue (deterministic)."""
-    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
-
-    from .api import GemmCall, MatmulError, launch
-    from .contract import Contract
-
-    p = call.problem
-    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
-        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
-                          "compute units of the device, or a multiple)")
-    try:
-        kernel = partial_kernel(p, arch, config, mode="streamk")
-        q = partial_problem(p, "streamk")
-    except IRError as exc:
-        raise MatmulError(str(exc)) from None
-    c = kernel.config
-    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
-    ws = workspace(p, sk["slots"]) if ws is None else ws
-    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
-    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
-           split_k=workgroups)
-    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
-    return call.d
-
-
 def partial_values(call, ws: np.ndarray) -> dict:
     """The partial kernel's argument values: the call's operands, D = the workspace, no epilogue."""
     p = call.problem
