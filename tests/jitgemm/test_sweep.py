@@ -251,6 +251,20 @@ def test_tune_times_the_split_k_launches_the_split_decision_weighs(monkeypatch, 
     assert sorted((r.split_k, r.origin) for r in rows) == sorted((n, f"jitgemm tune split-K {m} x{n}")
                                                                   for m, n in wanted)
     assert not tune(sel, GemmProblem.make(128, 64, 1024, "fp16", layout="NT"), top=1, iterations=1)[1:]
+    # what matmul(split_k="auto") runs then: the measured rows, not the model -- the chosen kernel while it was the
+    # fastest, then (chosen kernel slower, stream-K kernel faster) the fastest stream-K grid
+    from jitgemm import selector as selector_module
+    from jitgemm.split_k import measured_split, partial_kernel
+
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    chosen = timings[0].candidate
+    source = f"{chosen.supplier}:{chosen.label}"
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (1, "partial")
+    speeds.update({chosen.load()[1]: 2.0, partial_kernel(problem, "gfx942", mode="streamk").name: 0.5})
+    tune(sel, problem, top=1, iterations=2)
+    first_streamk = next(n for m, n in wanted if m == "streamk")
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (first_streamk, "streamk")
 
 
 def test_qualify_on_ray_matches_local(tmp_path, capsys):
