@@ -492,9 +492,10 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
-    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
-    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`, which also ranks
-    stream-K), or a count (1: never split; > 1: that many K ranges, or stream-K workgroups).
+    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when `jitgemm tune`
+    measured it faster than the chosen kernel, else when the timing model predicts it at least 10% faster,
+    `jitgemm.split_k.choose_split`, which also ranks stream-K), or a count (1: never split; > 1: that many K
+    ranges, or stream-K workgroups).
     split_mode: "auto" (what the model picked; "partial" for a forced count), "partial" (K ranges into a
     workspace + a deterministic reduction applying the epilogue), "atomic" (K ranges add into a zeroed fp32/int32
     D with buffer atomics: no epilogue, fp32 sums in any order) or "streamk" (split_k workgroups, equal shares of
