@@ -236,6 +236,8 @@ def _rounds_clk(workgroups: int, slots: int, wg_clk: float, iter_clk: float, til
     left = [min(k_slice, max(0, k - s * k_slice)) for s in range(split_k)]
     if split_k == 1 or all(x == k_slice for x in left):
         return rounds * wg_clk
+    import numpy as np  # only for split-K grids with a short last slice (the cold path's estimate has none)
+
     short = np.array([wg_clk - (iters - -(-x // k_per_iter)) * iter_clk for x in left])
     ids = np.arange(workgroups, dtype=np.int64)
     clk = short[(ids // tiles) % split_k]
