@@ -45,8 +45,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from jitgemm.isa.spec.mfma import WAVE64
-
 from .dtypes import MX_ELEMENTS, DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -89,6 +87,9 @@ class IRError(ValueError):
 
 @dataclass(frozen=True)
 class GemmProblem:
+    """What to compute (the module docstring says how each field reads); `make` builds and checks one. (A docstring
+    of its own also spares every process dataclasses' signature-built one: `inspect.signature` of ~40 fields.)"""
+
     m: int
     n: int
     k: int
@@ -395,4 +396,6 @@ class GemmConfig:
 
     @property
     def workgroup_size(self) -> int:
+        from jitgemm.isa.spec.mfma import WAVE64  # here, not above: the IR's import stays free of the ISA's
+
         return self.waves_m * self.waves_n * WAVE64

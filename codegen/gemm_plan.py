@@ -370,11 +370,6 @@ def make_plan(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targ
                       "TN/TT); accepted: b_preshuffle=none")
     res = _check(problem, config, spec, target)
     a, b, buffer = plan_staging(problem, config, res.mfma)
-    limit = ds_offset_limit(spec)
-    for st in (a, b):
-        if st.max_write_offset > limit:
-            raise IRError(f"the LDS tile of {st.name.upper()} spans {st.max_write_offset} bytes past a work-item's "
-                          f"write base; DS instruction offsets reach {limit}: use a smaller tile, depth_k or lds_pad")
     bm, bn, groups = fragment_plan(config, res.mfma)
     return GemmPlan(problem.kernel_class(), config, res.mfma, a, b, buffer, res.lds_bytes, res.vgprs, res.agprs,
                     res.workgroup_size, bm, bn, tuple(groups), grid_formula(config), arch_vgprs=target.arch_vgprs)

@@ -90,11 +90,16 @@ def contract_fields(p: GemmProblem, config: GemmConfig, contract: dict) -> dict:
     for arg in contract["abi"]["args"]:
         if arg["name"] == "batch":
             arg["name"] = arg["role"] = "split_k"
-    contract["launch"]["grid"][2] = "batch*split_k"
+    # the direct generator's z = entry x split_k + range; the LLVM generator's partial kernel takes one GEMM
+    from .generator import by_name
+
+    gen = by_name(contract["identity"]["generator"])
+    batched = gen is None or gen.split_batches
+    contract["launch"]["grid"][2] = "batch*split_k" if batched else "split_k"
     contract["launch"]["split_k"] = {"max": MAX_SPLIT, "power_of_two": True, "partials": True,
                                      "k_tail_step": config.depth_k,
-                                     "workspace_bytes": f"{p.d.bytes}*m*n*batch*split_k"}
-    contract["legality"]["batch"] = True
+                                     "workspace_bytes": f"{p.d.bytes}*m*n*{'batch*' if batched else ''}split_k"}
+    contract["legality"]["batch"] = batched
     contract["legality"]["split_k"] = True
     contract["operation"]["k_split"] = "partial"
     contract["workspace"] = {"type": "split_k", "bytes_per_c_element": p.acc.bytes * MAX_SPLIT}

@@ -3,6 +3,7 @@ later calls reuse the kernel. Which kernel ran where is kept for `jitgemm.last_l
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -54,10 +55,19 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded; a repeated
+    choice (in this process or an earlier one) comes from jitgemm/warm.py while nothing it depends on changed."""
+    from . import warm
+
+    found = warm.choice(problem, align, arch)
+    if found is not None:
+        return found
     from .selector import default_selector
 
-    return default_selector(arch).choose(problem, align)
+    state = warm.before()
+    chosen, kernel_key = default_selector(arch).choose_with_key(problem, align)
+    warm.remember_choice(problem, align, arch, chosen, kernel_key, state)
+    return chosen
 
 
 def last_launch() -> LaunchRecord | None:
@@ -294,9 +304,9 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
     operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout).
     `scales` = (scale_a, scale_b, scale_mode or None[, {"a": order, "b": order}]) makes a scaled 8-bit problem
     (`scaled_matmul`); the orders ("row"/"col") are taken for block-scale arrays of one row or column."""
-    from .mx import MXTensor
-
-    if isinstance(a, MXTensor) or isinstance(b, MXTensor):
+    # an MXTensor exists only once jitgemm.mx is loaded: plain arrays do not import it (and ml_dtypes' ~0.5 s)
+    mx = sys.modules.get("jitgemm.mx")
+    if mx is not None and (isinstance(a, mx.MXTensor) or isinstance(b, mx.MXTensor)):
         if scales is not None:
             raise MatmulError("scale_a/scale_b: MXTensor operands carry their own block scales")
         ops = _mx_operands(a, b)
@@ -517,13 +527,14 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
                  strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
                  generator: str = "asm") -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = split_k K ranges
-    into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic; `generator`
-    asm: the direct generator's partial kernel, llvm: the LLVM generator's), "atomic" (the ranges add into a zeroed
-    fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or "streamk" (split_k
-    workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the reduction as for
-    "partial"; `_streamk_launch`)."""
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = batch x split_k K
+    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic;
+    `generator` asm: the direct generator's partial kernel, llvm: the LLVM generator's, one GEMM), "atomic" (the
+    ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
+    "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
+    reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
+    from jitgemm.codegen.generator import generator as generator_named
 
     from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
 
@@ -534,6 +545,7 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
         return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
         refusal = atomic_refusal(p) if mode == "atomic" else None
+        refusal = refusal or generator_named(generator).split_refusal(p, mode)
         kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
         refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
         q = partial_problem(p, mode)
@@ -666,8 +678,8 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
     With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
     ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own.
-    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the reduction,
-    block scales per K range (jitgemm/split_k.py)."""
+    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the
+    reduction, block and MX scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)

@@ -182,6 +182,17 @@ class Contract:
         contract._check_consistent()
         return contract
 
+    @staticmethod
+    def planned(obj: Mapping[str, Any], source: str = "<contract>") -> Contract:
+        """A contract this project's own code built (a generator's planned contract, `gemm_contract`): checked for
+        consistency but not against the schema -- importing jsonschema and walking the schema cost a cold
+        compile ~0.2 s (issue 31), and tests/jitgemm/test_planned_contracts.py validates what the generators plan
+        against the schema. Every contract from outside (a file, a sidecar, a tuning row, a GFA or aiter
+        record, Triton's description) goes through `load`."""
+        contract = Contract(_without_retired_scale(obj, source), source)
+        contract._check_consistent()
+        return contract
+
     # accessors
     @property
     def kernel(self) -> str:

@@ -1,10 +1,14 @@
 """Split-K GEMMs: a partial-sum kernel over K ranges, then a deterministic reduction that applies the epilogue
 (codegen/gemm_split.py says why and how). Decode shapes (small M) leave most compute units idle with one
 workgroup per output tile; split_k ranges multiply the workgroups by split_k at the price of a workspace of
-4 * split_k * M * N bytes written once and read once.
+4 * split_k * M * N bytes written once and read once. Two other modes (SPLIT_MODES): stream-K
+(codegen/gemm_streamk.py: a persistent grid, equal shares of tiles x K steps, a slot workspace and a per-tile
+reduction) and atomic split-K (the ranges add into a zeroed fp32/int32 D; no workspace, no epilogue, fp32 order
+not fixed). Scales: tensor/rowcol once in the reduction, block and MX per K range inside the kernel.
 
-`jitgemm.api.split_launch(call, arch, split_k)` runs a prepared call that way with these kernels; `choose_split(problem,
-arch)` asks the timing model (jitgemm.timing.predict with split_k) whether splitting wins and by how much.
+`jitgemm.api.split_launch(call, arch, split_k, mode=...)` runs a prepared call that way with these kernels;
+`choose_split(problem, arch)` asks the timing model (jitgemm.timing.predict with split_k, or streamk=g) whether
+splitting or stream-K wins and by how much.
 """
 
 from __future__ import annotations

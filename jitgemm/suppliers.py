@@ -122,7 +122,7 @@ class GeneratorSupplier(Supplier):
         key = (self.option, problem.kernel_class(), config, target, isa.load_spec(target).sha256, label)
         hit = GeneratorSupplier._contracts.get(key)
         if hit is None:
-            hit = Contract.load(self.planned_contract(problem, config, target), f"{self.name}:{label}")
+            hit = Contract.planned(self.planned_contract(problem, config, target), f"{self.name}:{label}")
             if len(GeneratorSupplier._contracts) > 4096:
                 GeneratorSupplier._contracts.clear()
             GeneratorSupplier._contracts[key] = hit

@@ -72,6 +72,12 @@ def use_spec_file(target: str, path: str | os.PathLike) -> SpecLocation:
     return SpecLocation(loc.path, "--spec", base_target(target))
 
 
+def chosen_specs() -> dict[str, Path]:
+    """The spec files `use_spec_file` chose in this process, by target (jitgemm/warm.py takes its slow path
+    while there are any)."""
+    return dict(_chosen)
+
+
 def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
     """Find the spec file for a target id or a path, without parsing it."""
     text = os.fspath(arch_or_path)

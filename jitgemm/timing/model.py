@@ -6,12 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.isa.spec.targets import Device, TargetProfile
 
-from .trace import WAVE, KernelTrace, trace
+from .trace import WAVE, KernelTrace, Region, trace
 
 
 class TimingError(ValueError):
@@ -179,12 +177,24 @@ def occupancy(facts: KernelFacts, profile: TargetProfile, p: Params) -> dict[str
             "limited_by": min(limits, key=lambda x: limits[x])}
 
 
+_SMALL_GRID = 1 << 15    # workgroups: above it numpy (importing it costs a cold compile more than this loop)
+
+
 def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tuple[int, int, int]:
     """Distinct (A tile, K slice) and (B tile, K slice) pairs each XCD's L2 fetches, summed over dispatch rounds:
     workgroups are dispatched in id order (x over N tiles fastest, then M tiles, then split-K slices and batch),
     round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds)."""
     total = tiles_m * tiles_n * slices
     rounds = -(-total // slots)
+    if total <= _SMALL_GRID:     # the same sets without numpy: a cold compile need not import it (issue 31)
+        a_set, b_set = set(), set()
+        for i in range(total):
+            group = ((i // slots) * xcds + i % xcds) * slices + i // (tiles_n * tiles_m)
+            a_set.add(group * tiles_m + (i // tiles_n) % tiles_m)
+            b_set.add(group * tiles_n + i % tiles_n)
+        return len(a_set), len(b_set), rounds
+    import numpy as np
+
     ids = np.arange(total, dtype=np.int64)
     n_idx = ids % tiles_n
     m_idx = (ids // tiles_n) % tiles_m
@@ -387,3 +397,73 @@ def _rate_key(problem: GemmProblem, rates: dict) -> str:
     if kind.name in rates:
         return kind.name
     return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+
+
+# --- the pre-rank: the same launch model on a trace estimated from the plan, before any instruction exists ------
+# Instruction counts of one main-loop iteration and of the prologue/epilogue that the plan cannot give exactly,
+# read off the direct generator's traces (bf16/fp8 on gfx942/gfx950, tiles 32x32..256x256, vec 1..16): a scalar
+# and wait overhead per iteration, and epilogue passes per accumulator element of a lane (convert, pack, store).
+LOOP_OVERHEAD = 9
+EPILOGUE_PASSES_PER_ACC = 16
+
+
+def plan_trace(plan: Any, problem: GemmProblem, target: str) -> KernelTrace:
+    """An estimated trace of a kernel following `plan` (codegen.gemm_plan.GemmPlan), made without lowering: one
+    main-loop iteration of depth_k has the plan's MFMAs (blocks_m x blocks_n per wave, depth_k / MFMA K each), the
+    wave's share of the A and B tile loads (vec elements a lane) and LDS writes, a fragment read per block and
+    K group, `LOOP_OVERHEAD` scalar/wait slots; it takes the longer of its MFMA passes and one vector-memory
+    latency plus its issue slots (the loads of the next tile overlap the MFMAs). Prologue and epilogue: a memory
+    latency each, and `EPILOGUE_PASSES_PER_ACC` passes per accumulator element of a lane. The selector's pre-rank
+    (`jitgemm.selector`) compares candidates on `_time` of this trace and lowers only the contenders."""
+    from jitgemm import isa
+
+    from .pipeline import mfma_passes, rates, spec_instruction
+
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    r = rates(spec, profile)
+    info = spec_instruction(plan.mfma.name, spec)
+    passes = mfma_passes(info.name if info is not None else plan.mfma.name.upper(), r.mfma_passes)
+    if not passes:
+        raise TimingError(f"{plan.mfma.name}: no entry in the profile's mfma.passes")
+    config = plan.config
+    waves = max(1, plan.workgroup_size // WAVE)
+    depth = config.depth_k
+    mfmas = plan.blocks_m * plan.blocks_n * max(1, depth // plan.mfma.k)
+    span = 256                                      # elements: storage bytes of sub-byte types without rounding
+    a_bytes = problem.a.storage_bytes(config.tile_m * span) / span * depth / waves
+    b_bytes = problem.b.storage_bytes(config.tile_n * span) / span * depth / waves
+    if plan.a is not None and plan.b is not None:   # staged through LDS: loaded, written, read per block
+        loads = -(-config.tile_m * depth // (WAVE * waves * max(1, config.vec_a))) \
+            + -(-config.tile_n * depth // (WAVE * waves * max(1, config.vec_b)))
+        lds_ops = loads + (plan.blocks_m + plan.blocks_n) * len(plan.groups)
+        lds = 2 * (a_bytes + b_bytes)
+    else:                                           # fragments straight to registers (the MX plan)
+        loads, lds_ops, lds = plan.blocks_m + plan.blocks_n, 0, 0.0
+    latency = int(params(profile).vmem_latency_passes)
+    issue = mfmas + loads + lds_ops + LOOP_OVERHEAD
+    mfma_busy = mfmas * passes
+    loop = Region({"mfma": mfmas, "vmem": loads, "lds": lds_ops, "salu": LOOP_OVERHEAD}, mfma_busy,
+                  mfmas * plan.mfma.flops, int(a_bytes + b_bytes), 0, int(lds),
+                  float(max(mfma_busy, latency + issue)))
+    acc = config.wave_tile[0] * config.wave_tile[1] // WAVE
+    edge = Region({}, 0, 0, 0, 0, 0, float(latency + EPILOGUE_PASSES_PER_ACC * acc))
+    head = Region({}, 0, 0, 0, 0, 0, float(latency))
+    return KernelTrace("plan", head, loop, edge, r.clocks_per_pass, "mfma")
+
+
+def plan_estimate(plan: Any, problem: GemmProblem, target: str, resources: dict, device: Any = None,
+                  splits: tuple[int, ...] = (1,)) -> float:
+    """Microseconds `_time` gives a kernel following `plan` on `problem` from `plan_trace` (the best of `splits`):
+    what a candidate would take, estimated from its config alone. `resources`: its planned vgprs, agprs and LDS
+    bytes (the contract's `tile`), which set the occupancy."""
+    from jitgemm import isa
+
+    profile = isa.target_profile(target)
+    dev = resolve_device(profile, device)
+    p = params(profile)
+    tr = plan_trace(plan, problem, target)
+    facts = KernelFacts("plan", target, b"", plan.config.tile_m, plan.config.tile_n,
+                        max(1, plan.workgroup_size // WAVE),
+                        int(resources.get("vgprs", 0) or 0) + int(resources.get("agprs", 0) or 0),
+                        int(resources.get("sgprs", 0) or 0), int(resources.get("lds", 0) or 0))
+    return min(_time(facts, tr, problem, dev, profile, p, s).us for s in splits)

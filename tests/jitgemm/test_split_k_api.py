@@ -119,3 +119,19 @@ def test_scaled_matmul_split_k():
     d = jitgemm.scaled_matmul(a, b, sa, sb, out_dtype="bf16", backend="emu", split_k=2)
     assert jitgemm.last_launch().grid[2] == 2
     check(p, d, reference(p, a, b, None, None, sa, sb))
+
+
+def test_cli_run_split_options(capsys):
+    """jitgemm run --split-k N --split-mode M: the split kernels run (grid says so) and = numpy (exit 0); a bad
+    count or an atomic run with a bf16 output is a one-line error, exit 2."""
+    from jitgemm.cli import main
+
+    assert main(["run", "--m", "5", "--n", "40", "--k", "300", "--dtype", "fp16", "--backend", "emu",
+                 "--split-k", "3", "--split-mode", "streamk"]) == 0
+    assert "grid (3, 1, 1)" in capsys.readouterr().out
+    with pytest.raises(SystemExit) as exc:
+        main(["run", "--m", "5", "--n", "40", "--k", "300", "--split-k", "0"])
+    assert exc.value.code == 2
+    assert main(["run", "--m", "5", "--n", "40", "--k", "300", "--dtype", "bf16", "--backend", "emu",
+                 "--split-k", "2", "--split-mode", "atomic"]) == 2
+    assert "split_mode='atomic' adds raw fp32 sums" in capsys.readouterr().err
