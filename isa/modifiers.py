@@ -419,8 +419,10 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         if form.ds_two:
             kinds["offset0"] = "int"
             kinds["offset1"] = "int"
-        else:
+        elif form.slots:   # an LDS instruction without operands (ds_nop) has no offset in LLVM (DS_0A_Pseudo)
             kinds["offset"] = "ds_offset"
+        if form.name in syn.LLVM_NO_GDS:
+            kinds.pop("gds", None)
     sub_word = form.vop3p and _packs_sub_word_integers(form, spec)
     if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL and not sub_word:
         kinds["op_sel"] = "list"

@@ -847,3 +847,8 @@ LLVM_NO_SOURCE_MODS = frozenset({
 # VOPC_Class_Profile: Src1Mod absent): NEG/ABS of that source must be zero, unlike v_ldexp_f32's integer source.
 LLVM_SRC0_MODS_ONLY = frozenset({"v_cmp_class_f16", "v_cmp_class_f32", "v_cmp_class_f64", "v_cmpx_class_f16",
                                  "v_cmpx_class_f32", "v_cmpx_class_f64"})
+
+# LDS instructions without LLVM's gds operand (DSInstructions.td: has_gds = 0 for ds_nop, DS_1A1D_PERMUTE): GDS must be
+# zero there (llvm-objdump-22 prints `ds_permute_b32 ...` with GDS set as .long), where other DS instructions decode it
+# unprinted (the target's unprinted_modifiers).
+LLVM_NO_GDS = frozenset({"ds_nop", "ds_permute_b32", "ds_bpermute_b32"})
