@@ -598,13 +598,13 @@ def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str 
 def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str,
                split_mode: str = "auto", source: str = "") -> tuple[int, str]:
     """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel);
-    measured rows (`jitgemm tune`, `split_k.measured_split`) outrank the model's `choose_split`."""
+    measured rows (`jitgemm tune`, `measured_split`) outrank the model's `choose_split`."""
     from .split_k import SPLIT_MODES
 
     if split_mode != "auto" and split_mode not in SPLIT_MODES:
         raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
-        from .split_k import auto_split_applies, choose_split, measured_split
+        from .split_k import auto_split_applies, choose_split
 
         if not auto_split_applies(problem, contract):
             return 1, "partial"
@@ -654,6 +654,39 @@ def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str
     if row is None or row.metric != "seconds" or row.split_k is None:
         return None
     return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
+
+
+def measured_split(problem: GemmProblem, arch: str, contract, source: str) -> tuple[int, str] | None:
+    """(count, mode) by hardware measurements: the fastest split-K launch `jitgemm tune` recorded for `problem` on
+    `arch` (`tuning.tune_splits` rows) when it beat the chosen kernel's own measured time, (1, "partial") when
+    the chosen kernel was faster; None unless both were measured (then the model decides). `source`: the chosen
+    candidate as the selector names it ("supplier:label")."""
+    import json
+
+    supplier, sep, label = source.partition(":")
+    if not sep:
+        return None
+    from .selector import default_selector
+    from .split_k import SPLIT_MODES
+    from .suppliers import Candidate
+
+    db = default_selector(arch).tuning
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    plain = db.deciding_row(arch, problem, key, contract.data)
+    if plain is None or plain.metric != "seconds" or plain.source != "hardware":
+        return None
+    best: tuple[float, int, str] | None = None
+    for r in db.rows(arch, problem, metric="seconds", source="hardware"):
+        try:
+            mode = json.loads(r.tools or "{}").get("split_mode")
+        except ValueError:
+            continue
+        if mode in SPLIT_MODES and r.split_k is not None and r.contract_key.startswith(f"{mode}-split:") and \
+                (best is None or r.value < best[0]):
+            best = (r.value, r.split_k, mode)
+    if best is None:
+        return None
+    return (best[1], best[2]) if best[0] < plain.value else (1, "partial")
 
 
 def default_arch(problem: GemmProblem) -> str:

@@ -277,38 +277,6 @@ def split_candidates(problem: GemmProblem, arch: str, device=None, max_split: in
     return out
 
 
-def measured_split(problem: GemmProblem, arch: str, contract, source: str) -> tuple[int, str] | None:
-    """(count, mode) by hardware measurements: the fastest split-K launch `jitgemm tune` recorded for `problem` on
-    `arch` (`tuning.tune_splits` rows) when it beat the chosen kernel's own measured time, (1, "partial") when
-    the chosen kernel was faster; None unless both were measured (then the model decides). `source`: the chosen
-    candidate as the selector names it ("supplier:label")."""
-    import json
-
-    supplier, sep, label = source.partition(":")
-    if not sep:
-        return None
-    from .selector import default_selector
-    from .suppliers import Candidate
-
-    db = default_selector(arch).tuning
-    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
-    plain = db.deciding_row(arch, problem, key, contract.data)
-    if plain is None or plain.metric != "seconds" or plain.source != "hardware":
-        return None
-    best: tuple[float, int, str] | None = None
-    for r in db.rows(arch, problem, metric="seconds", source="hardware"):
-        try:
-            mode = json.loads(r.tools or "{}").get("split_mode")
-        except ValueError:
-            continue
-        if mode in SPLIT_MODES and r.split_k is not None and r.contract_key.startswith(f"{mode}-split:") and \
-                (best is None or r.value < best[0]):
-            best = (r.value, r.split_k, mode)
-    if best is None:
-        return None
-    return (best[1], best[2]) if best[0] < plain.value else (1, "partial")
-
-
 def auto_split_applies(problem: GemmProblem, contract) -> bool:
     """Whether `matmul(split_k="auto")` weighs the split-K pair against the chosen kernel (`contract`): decode shapes
     (M <= 64, K >= 1024) whose chosen kernel does not split K itself."""

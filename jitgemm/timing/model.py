@@ -236,12 +236,12 @@ def _rounds_clk(workgroups: int, slots: int, wg_clk: float, iter_clk: float, til
     left = [min(k_slice, max(0, k - s * k_slice)) for s in range(split_k)]
     if split_k == 1 or all(x == k_slice for x in left):
         return rounds * wg_clk
-    import numpy as np  # only for split-K grids with a short last slice (the cold path's estimate has none)
-
-    short = np.array([wg_clk - (iters - -(-x // k_per_iter)) * iter_clk for x in left])
-    ids = np.arange(workgroups, dtype=np.int64)
-    clk = short[(ids // tiles) % split_k]
-    return float(np.maximum.reduceat(clk, np.arange(0, workgroups, slots)).sum())
+    clk = [wg_clk - (iters - -(-x // k_per_iter)) * iter_clk for x in left]       # per slice
+    total = 0.0
+    for lo in range(0, workgroups, slots):        # the slices a round's workgroups belong to: ids // tiles, mod split_k
+        first, last = lo // tiles, (min(lo + slots, workgroups) - 1) // tiles
+        total += wg_clk if last - first + 1 >= split_k else max(clk[g % split_k] for g in range(first, last + 1))
+    return total
 
 
 def resolve_device(profile: TargetProfile, device: Any) -> Device:

@@ -254,7 +254,8 @@ def test_tune_times_the_split_k_launches_the_split_decision_weighs(monkeypatch, 
     # what matmul(split_k="auto") runs then: the measured rows, not the model -- the chosen kernel while it was the
     # fastest, then (chosen kernel slower, stream-K kernel faster) the fastest stream-K grid
     from jitgemm import selector as selector_module
-    from jitgemm.split_k import measured_split, partial_kernel
+    from jitgemm.api import measured_split
+    from jitgemm.split_k import partial_kernel
 
     monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
     monkeypatch.setattr(selector_module, "_selectors", {})
