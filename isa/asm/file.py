@@ -507,7 +507,7 @@ class FileAssembler:
             text = text[:m.start(2)] + m.group(2)[:-4] + text[m.end(2):]
         if _ODD_SPELLING.search(text) is None:   # the common line: none of the spellings below
             return text
-        text = _HEX_FLOAT.sub(lambda m: repr(float.fromhex(m.group(1))), text)
+        text = _HEX_FLOAT.sub(_hex_float, text)
         text = _REG_INDEX.sub(self._register_index, text)
         text = _MOD_LIST.sub(self._list_items, text)
         return _COUNTER_EXPR.sub(self._counter_value, text)
@@ -890,6 +890,15 @@ class FileAssembler:
 
 
 _walk = X.walk  # iterative: expression trees may be deeper than Python's recursion limit
+
+
+def _hex_float(m: re.Match) -> str:
+    """A hex float's value (`0x1p3` is 8.0) — but not inside a modifier's list (`quad_perm:[3,0x1.8p1,1,0]`), where
+    llvm-mc wants integers ("expected a 2-bit value"): left as written there, for the parser to refuse."""
+    before = m.string[:m.start()]
+    if before.rfind(":[") > before.rfind("]"):
+        return m.group(1)
+    return repr(float.fromhex(m.group(1)))
 
 
 def _with_commas(text: str, start: int) -> str:
