@@ -137,6 +137,9 @@ def _m_dpp(form: Form, name: str, value, fields: dict) -> None:
         raise Mismatch(f"{name}:{value} is not a valid DPP control")
     if "DPP_CTRL" in fields and fields["DPP_CTRL"] != v:
         raise Mismatch("only one DPP control (quad_perm, row_shl, ...) per instruction")
+    if v not in syn.DPALU_DPP_CTRL and any(s.size == 64 and s.table is not None and ("v", 0) in s.table.by_key
+                                           for s in form.slots):
+        raise Mismatch("DP ALU dpp only supports row_newbcast (a 64-bit VGPR operand)")
     fields["DPP_CTRL"] = v
 
 
