@@ -9,8 +9,9 @@ jitgemm's selector picks
     for jitgemm.timing.predict on the row's device (each kernel at its best allowed split-K), with the mean
     |log2(predicted / measured)| of the winner's time.
 
-The competitor is aiter's own tuner (its tables are hardware timings on MI308X / MI300X / MI355X); a shape timed
-on two devices of one target counts once, with the faster row as its winner. Candidates are the wheel's admitted
+The competitor is aiter's own tuner (its tables are hardware timings on MI308X / MI300X / MI355X, and
+asm_a8w8_gemm.csv's on a gfx942 GPU it does not name; its copied times are left out); a shape timed on two devices
+of one target counts once, with the faster row as its winner. Candidates are the wheel's admitted
 aiter kernels of the target (the supplier `jitgemm.use_aiter()` registers), so the two selectors choose among the
 same kernels. Nothing is timed here: the numbers are agreement counts.
 
@@ -73,8 +74,8 @@ def main(argv: list[str]) -> int:
     admitted = {k.label for k in inv.admitted()}
     winners: dict[tuple, object] = {}
     for r in inv.tuned_rows:
-        if not r.asm or r.problem is None or r.kernel_label not in admitted:
-            continue
+        if not r.asm or r.problem is None or r.kernel_label not in admitted or not r.measured:
+            continue        # (not measured: a time the release description marks as copied from another row)
         key = (r.arch, r.problem_text)
         if key not in winners or r.us < winners[key].us:
             winners[key] = r

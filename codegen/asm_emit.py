@@ -168,6 +168,7 @@ class Emitter:
         self._forward: dict[str, list[tuple[list, dict]]] = {}   # label -> (hazard history, queues) per branch
         self._dead = False                                        # after an unconditional branch
         self._memo: dict[tuple, tuple] = {}                       # emit's arguments -> `_plan`
+        self._recording: list[tuple] | None = None                # `record`: the plans emitted meanwhile
 
     def _rules_of(self, cls: frozenset[str]) -> tuple:
         hit = self._rules_for.get(cls)
@@ -321,7 +322,19 @@ class Emitter:
         scalar = facts.scalar_memory(name) if counters else False
         return inst, read, written, read | written if written else read, cls, counters, scalar
 
+    def record(self, plans: list[tuple] | None) -> None:
+        """Start (a list) or stop (None) collecting the plan of every instruction `emit` appends, for `replay`."""
+        self._recording = plans
+
+    def replay(self, plans: list[tuple]) -> None:
+        """Append recorded instructions again, in order, as `emit` would (waits and hazard nops worked out against
+        the code as it is now): a sequence the epilogue repeats for every accumulator is planned once."""
+        for plan in plans:
+            self._append(*plan)
+
     def _append(self, inst: AsmInstruction, read, written, both, cls, counters, scalar) -> AsmInstruction:
+        if self._recording is not None:
+            self._recording.append((inst, read, written, both, cls, counters, scalar))
         if both:
             self._wait_for(both)
         need = self._needed(cls, read, written)

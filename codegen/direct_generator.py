@@ -10,8 +10,8 @@ from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
 from .gemm_contract import gemm_contract
-from .gemm_ir import GemmConfig, GemmProblem
-from .gemm_plan import GemmPlan
+from .gemm_ir import GemmConfig, GemmProblem, IRError
+from .gemm_plan import GemmPlan, ds_offset_limit
 from .gemm_text import format_ir
 from .generator import Build, CompiledKernel, Generator, Stage
 from .kernel_abi import kernargs
@@ -90,6 +90,19 @@ class DirectGenerator(Generator):
 
     def stages(self) -> tuple[Stage, ...]:
         return (Stage("ir", _ir), Stage("asm", _asm), Stage("co", _co))
+
+    def plan(self, problem: GemmProblem, config: GemmConfig, spec: Spec, profile: TargetProfile) -> GemmPlan:
+        """The shared plan, and the limit of this lowering's LDS writes: each write's place in the tile rides in
+        the DS instruction's offset field (the second buffer gets a base register of its own when it must), so
+        one buffer's writes must fit the field (LLVM's lowering adds base registers itself)."""
+        plan = super().plan(problem, config, spec, profile)
+        limit = ds_offset_limit(spec)
+        for st in (plan.a, plan.b):
+            if st is not None and st.max_write_offset > limit:
+                raise IRError(f"the LDS tile of {st.name.upper()} spans {st.max_write_offset} bytes past a "
+                              f"work-item's write base; DS instruction offsets reach {limit}: use a smaller tile, "
+                              "depth_k or lds_pad")
+        return plan
 
     def planned_resources(self, plan: GemmPlan, profile: TargetProfile) -> dict[str, int]:
         """The plan's resource model is this lowering's upper bound (tests/codegen/test_gemm_config.py)."""

@@ -5,12 +5,17 @@ MFMA instruction for a dtype comes from the spec."""
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from jitgemm.isa.spec.model import DataFormat
+if TYPE_CHECKING:   # only named in annotations: the IR's dtypes load without the spec model
+    from jitgemm.isa.spec.model import DataFormat
 
 
 @dataclass(frozen=True)
 class DType:
+    """An element type: its IR name, width and kind, the float's field widths, and its numpy counterpart. (A
+    docstring of its own also spares every process dataclasses' signature-built one.)"""
+
     name: str                 # the IR's spelling
     bits: int
     kind: str                 # "float" or "int"
@@ -93,7 +98,10 @@ def of_numpy(np_dtype) -> DType:
     import numpy as np
 
     np_dtype = np.dtype(np_dtype)
-    for d in DTYPES.values():
+    named = [d for d in DTYPES.values() if d.numpy_name == np_dtype.name]
+    # by name first: `d.numpy` of a bf16/fp8 type imports ml_dtypes (~0.5 s of CPU), which an fp16 or fp32
+    # array never needs; the equality check keeps a byte-swapped array refused as before
+    for d in named + [d for d in DTYPES.values() if d not in named]:
         if np.dtype(d.numpy) == np_dtype:
             return d
     raise ValueError(f"numpy dtype {np_dtype} is not supported; accepted: "

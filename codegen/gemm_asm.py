@@ -52,7 +52,7 @@ from .gemm_asm_staging import StagingPhase
 from .gemm_group import GROUP_DONE, emit_group_rows
 from .gemm_ir import GemmConfig, GemmProblem
 from .gemm_plan import SETUP_TEMPS, GemmPlan, log2_exact, validate_config
-from .gemm_split import emit_k_range
+from .gemm_split import emit_k_range, emit_split_z
 from .kernel_abi import OOB, RSRC_WORD3, LoweredKernel, kernarg_size, kernargs, matrix_extent
 
 
@@ -116,9 +116,11 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         wg_x, wg_y, wg_z = ra.at("s", 2), ra.at("s", 3), ra.at("s", 4)
         tid = ra.at("v", 0)
         args = {}
+        self.arg_loads = []
         for base in range(0, kernarg_size(self.p), 32):
             dst = ra.take("s", 8, align=4)
             emit("s_load_dwordx8", dst, self.kernarg, base)
+            self.arg_loads.append((dst, base))
             for name, off, size, _ in kernargs(self.p):
                 if base <= off < base + 32:
                     args[name] = Reg("s", dst.index + (off - base) // 4, size // 4)
@@ -137,12 +139,25 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         emit("s_and_b32", wcol, wave, self.c.waves_n - 1)
         emit("s_mul_i32", wcol, wcol, wave_n)
         row0, col0 = ra.take("s"), ra.take("s")
+        streamk = None
+        if self.p.k_split == "streamk":           # a loop over this workgroup's segments (codegen/gemm_streamk.py)
+            from .gemm_streamk import StreamKLoop
+
+            streamk = StreamKLoop(self, wg_x)
+            wg_y, wg_x, wg_z = streamk.ty, streamk.tx, streamk.slot
         emit("s_lshl_b32", row0, wg_y, log2_exact(self.c.tile_m, "tile_m"))
         emit("s_lshl_b32", col0, wg_x, log2_exact(self.c.tile_n, "tile_n"))
         self.row0, self.col0, self.wrow, self.wcol, self.lane, self.tid = row0, col0, wrow, wcol, lane, tid
-        self._batch_offsets(wg_z)
-        if self.p.k_split == "partial":           # z is a K range, not a batch entry (codegen/gemm_split.py)
-            emit_k_range(self, wg_z)
+        if self.p.k_split in ("partial", "atomic"):   # z = batch entry x split_k + K range (codegen/gemm_split.py)
+            zb, zr = emit_split_z(self, wg_z)
+            self._batch_offsets(zb)
+            if self.p.k_split == "partial":           # the workspace slice: z itself
+                self._batch_offsets(wg_z, {"d": self.p.d.bytes})
+            emit_k_range(self, zr)
+        else:
+            self._batch_offsets(wg_z)
+        if streamk:
+            streamk.k_range()
         if self.p.grouped:                        # this group's rows of A, C and D; idle workgroups leave
             emit_group_rows(self, wg_z)
         self.rsrc = self._resources()
@@ -156,22 +171,27 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
         self._epilogue()
         if self.p.grouped:
             self.e.label(GROUP_DONE)
+        if streamk:
+            streamk.close(lambda: [emit("s_load_dwordx8", dst, self.kernarg, base) for dst, base in self.arg_loads])
         emit("s_endpgm")
         return LoweredKernel(self.name, tuple(self.e.code), self.lds_bytes, ra.high["v"], ra.high["s"],
                              ra.high["a"], self.threads, self.plan.grid)
 
-    def _batch_offsets(self, wg_z: Reg) -> None:
-        """ptr_X += wg_z * stride_X * bytes (64-bit), for every matrix."""
+    def _batch_offsets(self, wg_z: Reg, sizes: dict | None = None) -> None:
+        """ptr_X += wg_z * stride_X * bytes (64-bit), for every matrix (or those of `sizes`)."""
         emit, a = self.emit, self.args
         prod = self.ra.take("s", 2)
         lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
-        sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes}
-        if self.p.c is not None:
+        given = sizes is not None
+        sizes = {"a": self.p.a.bytes, "b": self.p.b.bytes, "d": self.p.d.bytes} if sizes is None else sizes
+        if self.p.c is not None and not given:
             sizes["c"] = self.p.c.bytes
-        if self.p.scale_mode != "none":
+        if self.p.scale_mode != "none" and not given:
             sizes.update({"a_scale": 4, "b_scale": 4})     # fp32 scales
-        if self.p.k_split == "partial":                   # only D (the workspace slice) moves with z
+        if self.p.k_split == "streamk":                   # only D (the workspace slice) moves with z (the slot)
             sizes = {"d": self.p.d.bytes}
+        if self.p.k_split == "partial" and not given:     # the batch entry moves A, B (scales); D: its z slice
+            sizes.pop("d")
         if self.p.grouped:                                # only B is per group; rows: codegen/gemm_group.py
             sizes = {"b": self.p.b.bytes}
         for x, eb in sizes.items():
@@ -183,6 +203,13 @@ class GemmLowering(StagingPhase, FragmentPhase, EpiloguePhase, ScalePhase):
                 emit("s_lshl_b64", prod, prod, log2_exact(eb, "element size"))
             emit("s_add_u32", plo, plo, lo)
             emit("s_addc_u32", phi, phi, hi)
+
+    def _advance_k(self, k0: Reg, prod: Reg) -> None:
+        """Split-K / stream-K: A, B (and block scales) start at K element `k0` (codegen/gemm_split.py)."""
+        from .gemm_split import advance_ab, advance_scales
+
+        advance_ab(self, k0, prod)
+        advance_scales(self, k0, prod)
 
     def _resources(self) -> dict[str, Reg]:
         """Buffer descriptors of the matrices the kernel reads or writes (and of its fp32 scales)."""

@@ -13,6 +13,11 @@ from .gemm_asm_staging import BUFFER_LOAD
 from .gemm_plan import log2_exact
 
 _STORE = {1: "buffer_store_byte", 2: "buffer_store_short", 4: "buffer_store_dword"}
+# atomic split-K (codegen/gemm_split.py): the no-return buffer atomics that add one dword into D. CDNA 3 ISA guide,
+# "MUBUF Instructions": BUFFER_ATOMIC_ADD_F32 (opcode 77, an IEEE fp32 add, rounding to nearest even) and
+# BUFFER_ATOMIC_ADD (32-bit integer add, wrapping); both are in the gfx942 and gfx950 MR-ISA specs.
+ATOMIC_ADD = {"fp32": "buffer_atomic_add_f32", "int32": "buffer_atomic_add"}
+REPLAY_STORES = True     # tests/codegen/test_epilogue_replay.py turns it off: every store emitted afresh, same code
 
 
 def _f32_bits(x: float) -> int:
@@ -41,19 +46,31 @@ class EpiloguePhase:
         self.round_reg = consts.get("round")
         self.nan_mask = ra.take("s", 2)
         self._scale_epilogue_setup(rbase, cbase, off)    # codegen/gemm_asm_scale.py
-        for i in range(self.blocks_m):
-            for j in range(self.blocks_n):
+        # One loop over the table of stores: each accumulator's block (i, j), register r and row offset from the
+        # wave's first row; a new block column starts a new column mask. What follows the value (convert, the
+        # row*ld+col offset masked by VCC, the store) is the same instructions on the same registers every time:
+        # recorded once it is settled (its second time: the first may make a constant) and replayed.
+        table = [(i, j, r, i * m.m + (r // 4) * 4 * groups + r % 4)
+                 for i in range(self.blocks_m) for j in range(self.blocks_n) for r in range(m.acc_regs)]
+        stores: list | None = None
+        for n, (i, j, r, drow) in enumerate(table):
+            if r == 0:
                 emit("v_add_u32", col, j * m.n, cbase)
                 emit("v_cmp_gt_u32_e64", cmask, self.args["n"], col)
-                for r in range(m.acc_regs):
-                    drow = i * m.m + (r // 4) * 4 * groups + r % 4
-                    emit("v_add_u32", row, drow, rbase)
-                    emit("v_cmp_gt_u32", VCC, self.args["m"], row)
-                    emit("s_and_b64", VCC, VCC, cmask)
-                    self._accumulator_value(x, i, j, r)      # codegen/gemm_asm_scale.py: sums, scales
-                    self._scale_value(x, i, j, r)
-                    self._epilogue_value(x, row, col, off, tmp, tmp2, consts)
-                    self._store(x, row, col, off, tmp)
+            emit("v_add_u32", row, drow, rbase)
+            emit("v_cmp_gt_u32", VCC, self.args["m"], row)
+            emit("s_and_b64", VCC, VCC, cmask)
+            self._accumulator_value(x, i, j, r)      # codegen/gemm_asm_scale.py: sums, scales
+            self._scale_value(x, i, j, r)
+            self._epilogue_value(x, row, col, off, tmp, tmp2, consts)
+            if stores is not None:
+                self.e.replay(stores)
+                continue
+            recorded: list | None = [] if n == 1 and REPLAY_STORES else None
+            self.e.record(recorded)
+            self._store(x, row, col, off, tmp)
+            self.e.record(None)
+            stores = recorded
 
     def _epilogue_constants(self) -> dict:
         p = self.p
@@ -111,8 +128,9 @@ class EpiloguePhase:
             else:
                 emit("v_max_f32", x, 0, x)
         elif p.activation == "gelu":
-            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3),
-            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e))
+            # gelu(x) ~= x * (0.5 + 0.5 * tanh(y)), y = sqrt(2/pi) * (x + 0.044715 x^3) (the tanh form of
+            # Hendrycks & Gimpel, "Gaussian Error Linear Units", arXiv:1606.08415, section 2),
+            # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); codegen/llvm/ir_builder.py does the same, step for step
             emit("v_mul_f32", tmp, x, x)
             emit("v_fma_f32", tmp, tmp, consts["c3"], 1.0)
             emit("v_mul_f32", tmp, tmp, x)
@@ -136,6 +154,9 @@ class EpiloguePhase:
         elif p.d.name == "fp16":
             emit("v_cvt_f16_f32", x, x)
         self._masked_offset(off, row, col, self.args["ldd"], p.d.bytes)
+        if p.k_split == "atomic":       # codegen/gemm_split.py: K ranges add into D (zeroed by the launcher)
+            emit(ATOMIC_ADD[p.d.name], x, off, self.rsrc["d"], 0, offen=True)
+            return
         emit(_STORE[p.d.bytes], x, off, self.rsrc["d"], 0, offen=True)
 
 

@@ -68,8 +68,9 @@ class MxGemmLowering(GemmLowering):
         else:
             raise AssertionError(f"{bits}-bit elements")
 
-    def _batch_offsets(self, wg_z: Reg) -> None:
-        """ptr_X += wg_z * stride_X * bits / 8 for every matrix and scale array (64-bit)."""
+    def _batch_offsets(self, wg_z: Reg, sizes: dict | None = None) -> None:
+        """ptr_X += wg_z * stride_X * bits / 8 for every matrix and scale array (64-bit); split-K (`sizes`
+        given, codegen/gemm_split.py): only those matrices, and D not with the batch entry."""
         emit, a, p = self.emit, self.args, self.p
         mark = self.ra.next["s"]
         prod = self.ra.take("s", 2, align=2)
@@ -78,6 +79,12 @@ class MxGemmLowering(GemmLowering):
         if p.c is not None:
             items.append(("c", p.c.bits, "stride_c"))
         items += [(f"{op.name}_scale", 8, f"stride_{op.name}_scale") for op in self.ops if op.scale != "none"]
+        if sizes is not None:
+            items = [(x, 8 * eb, f"stride_{x}") for x, eb in sizes.items()]
+        elif p.k_split == "partial":
+            items = [item for item in items if item[0] != "d"]
+        elif p.k_split == "streamk":                  # z is the segment's workspace slot: only D moves
+            items = [item for item in items if item[0] == "d"]
         for x, bits, stride in items:
             ptr = a[x]
             emit("s_mul_i32", lo, wg_z, a[stride])
@@ -86,6 +93,23 @@ class MxGemmLowering(GemmLowering):
             emit("s_add_u32", Reg("s", ptr.index), Reg("s", ptr.index), lo)
             emit("s_addc_u32", Reg("s", ptr.index + 1), Reg("s", ptr.index + 1), hi)
         self.ra.release("s", mark)                 # the products are dead: the descriptors reuse them
+
+    def _advance_k(self, k0: Reg, prod: Reg) -> None:
+        """Split-K (codegen/gemm_split.py): each operand and scale array starts at K tile k0 / depth_k, the byte
+        offset `_tile_offsets` gives that tile (op.k_step per tile; scales depth_k / 32 bytes, or depth_k in the
+        shuffled layout's 256-byte chunks); the kernel then runs its range as a K of the range's length."""
+        emit, a, c = self.emit, self.args, self.c
+        lo, hi = Reg("s", prod.index), Reg("s", prod.index + 1)
+        arrays = [(op.name, op.k_step) for op in self.ops]
+        arrays += [(f"{op.name}_scale", c.depth_k if op.scale == "shuffled" else c.depth_k // self.p.scale_block)
+                   for op in self.ops if op.scale != "none"]
+        for x, per_tile in arrays:
+            emit("s_lshr_b32", lo, k0, log2_exact(c.depth_k, "depth_k"))
+            emit("s_mul_hi_u32", hi, lo, per_tile)
+            emit("s_mul_i32", lo, lo, per_tile)
+            ptr = a[x]
+            emit("s_add_u32", Reg("s", ptr.index), Reg("s", ptr.index), lo)
+            emit("s_addc_u32", Reg("s", ptr.index + 1), Reg("s", ptr.index + 1), hi)
 
     def _descriptor(self, ptr: Reg) -> tuple[Reg, Reg]:
         """A raw buffer descriptor of `ptr`; (descriptor, its num_records word for the caller to fill)."""

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 from jitgemm.isa.instruction import VCC, Reg
 
+from .field_limits import buffer_offset_limit, ds_offset_limit
 from .gemm_plan import Staging, log2_exact
-
-MAX_BUFFER_OFFSET = 4095  # MUBUF instruction offset: 12 bits
 
 BUFFER_LOAD = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword", 8: "buffer_load_dwordx2",
          16: "buffer_load_dwordx4"}
@@ -53,6 +52,8 @@ class _Stage:
     step: int | Reg
     out: list[Reg]                            # packed words per M/N column (transposed operands)
     temps: list[Reg]                          # 4x4 byte transposes / shifted elements
+    high_base: Reg | None = None              # write base of the second LDS buffer, when its offsets would pass
+                                              # the DS offset field (Staging.needs_high_base)
 
 
 Thunk = Callable[[], None]
@@ -84,7 +85,7 @@ class StagingPhase:
                 packs.append((group, dcol * st.lds_row + prow * st.pack * st.eb))
         voffs: dict[tuple[int, int], Reg] = {}
         for s in slots:
-            if st.k_is_col and s.dcol * st.eb <= MAX_BUFFER_OFFSET:
+            if st.k_is_col and s.dcol * st.eb <= buffer_offset_limit(self.spec):
                 key, s.imm = (s.drow, 0), s.dcol * st.eb      # the K delta rides in the instruction offset
             else:
                 key = (s.drow, s.dcol)
@@ -101,7 +102,10 @@ class StagingPhase:
                     temps = [self.vtmp() for _ in range(4)]
             elif st.eb < 4:
                 temps = [self.vtmp()]
-        return _Stage(st, slots, packs, self.vtmp(), self.vtmp(), self.ra.take("s"), 0, out, temps)
+        stage = _Stage(st, slots, packs, self.vtmp(), self.vtmp(), self.ra.take("s"), 0, out, temps)
+        if st.needs_high_base(self.buffer_bytes, max(1, self.c.lds_buffers), ds_offset_limit(self.spec)):
+            stage.high_base = self.vtmp()
+        return stage
 
     # --- staging: setup before the loop ---------------------------------------------------------------------
     def _setup_stage(self, stage: _Stage, temps: list[Reg]) -> None:
@@ -137,6 +141,8 @@ class StagingPhase:
         if eb_log:
             emit("v_lshlrev_b32", t, eb_log, k_local)
         emit("v_add3_u32", wb, wb, t if eb_log else k_local, self.k(st.lds_base))
+        if stage.high_base is not None:
+            emit("v_add_u32", stage.high_base, self.buffer_bytes, wb)
         sdelta, sbound = self.stmp, self.stmp2
         if not st.k_is_col:
             emit("s_sub_i32", self.rem_fix, bound, origin)
@@ -145,7 +151,7 @@ class StagingPhase:
             if s.voff.index in done:
                 continue
             done.add(s.voff.index)
-            in_imm = st.k_is_col and s.dcol * st.eb <= MAX_BUFFER_OFFSET      # the K delta is s.imm
+            in_imm = st.k_is_col and s.dcol * st.eb <= buffer_offset_limit(self.spec)      # the K delta is s.imm
             delta_cols = 0 if in_imm else s.dcol * st.eb
             if s.drow:
                 emit("s_mul_i32", sdelta, ld, s.drow * st.eb)
@@ -215,31 +221,37 @@ class StagingPhase:
                 out += [lambda stage=stage, s=s: self._write_elements(stage, s, parity) for s in stage.slots]
         return out
 
+    def _lds_place(self, stage: _Stage, offset: int, parity: int) -> tuple[Reg, int | None]:
+        """(base register, instruction offset) of an LDS write `offset` bytes into buffer `parity` of the stage."""
+        if parity and stage.high_base is not None:
+            return stage.high_base, offset or None
+        return stage.write_base, (offset + parity * self.buffer_bytes) or None
+
     def _write_vector(self, stage: _Stage, s: _Slot, parity: int) -> None:
         st = stage.st
         for part in range(0, st.load_bytes, st.chunk):
             data = Reg("v", s.data.index + part // 4, max(1, st.chunk // 4))
-            self.emit(_DS_WRITE[st.chunk], stage.write_base, data,
-                      offset=(s.lds + part + parity * self.buffer_bytes) or None)
+            base, offset = self._lds_place(stage, s.lds + part, parity)
+            self.emit(_DS_WRITE[st.chunk], base, data, offset=offset)
 
     def _write_elements(self, stage: _Stage, s: _Slot, parity: int) -> None:
         """A transposed vector one element per LDS row (32-bit elements, or no second K row to pack with):
         16-bit halves and bytes 0/2 straight from the register (d16_hi writes take the high half)."""
         emit, st = self.emit, stage.st
-        base = s.dcol * st.lds_row + s.drow * st.eb + parity * self.buffer_bytes
+        first = s.dcol * st.lds_row + s.drow * st.eb
         for e in range(st.vec):
             word = Reg("v", s.data.index + e * st.eb // 4)
             byte = e * st.eb % 4
-            offset = (base + e * st.lds_row) or None
+            base, offset = self._lds_place(stage, first + e * st.lds_row, parity)
             if st.eb == 4 or byte == 0:
-                emit(_DS_WRITE[st.eb], stage.write_base, word, offset=offset)
+                emit(_DS_WRITE[st.eb], base, word, offset=offset)
             elif byte == 2:
-                emit(_DS_WRITE_HI[st.eb], stage.write_base, word, offset=offset)
+                emit(_DS_WRITE_HI[st.eb], base, word, offset=offset)
             else:                             # bytes 1 and 3: shifted down by 8 to bytes 0 and 2
                 shifted = stage.temps[0]
                 if byte == 1:
                     emit("v_lshrrev_b32", shifted, 8, word)
-                emit(_DS_WRITE[1] if byte == 1 else _DS_WRITE_HI[1], stage.write_base, shifted, offset=offset)
+                emit(_DS_WRITE[1] if byte == 1 else _DS_WRITE_HI[1], base, shifted, offset=offset)
 
     def _write_packed(self, stage: _Stage, group: list[_Slot], lds: int, e: int, parity: int) -> None:
         """Columns e (16-bit: one column; bytes: e..e+3, or one for 2-row packs) of a K-row pack gathered with
@@ -276,8 +288,8 @@ class StagingPhase:
         size = R * st.eb
         for col in cols:
             data = Reg("v", stage.out[col].index, max(1, size // 4))
-            self.emit(_DS_WRITE[size], stage.write_base, data,
-                      offset=(lds + col * st.lds_row + parity * self.buffer_bytes) or None)
+            base, offset = self._lds_place(stage, lds + col * st.lds_row, parity)
+            self.emit(_DS_WRITE[size], base, data, offset=offset)
 
     def _perm_selectors(self) -> None:
         """The v_perm_b32 selectors the packed writes use, made once before any branch."""

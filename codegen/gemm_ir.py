@@ -45,8 +45,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from jitgemm.isa.spec.mfma import WAVE64
-
 from .dtypes import MX_ELEMENTS, DType, dtype
 
 LAYOUTS = ("NN", "NT", "TN", "TT")
@@ -76,7 +74,9 @@ PRESHUFFLES = ("none", "16x16", "32x16")
 SCALE_BLOCK = 32        # OCP MX v1.0: one E8M0 scale per 32 elements; gfx950's scaled MFMAs fix the same block
 SCALE_MODES = ("none", "tensor", "rowcol", "block")
 SCALE_ORDERS = ("row", "col")
-K_SPLITS = ("none", "partial")   # split-K partial-sum kernels (codegen/gemm_split.py)
+# split-K kernel classes (codegen/gemm_split.py): "partial" writes each K range's raw sums to its workspace slice,
+# "atomic" adds them into D with fp32/int32 buffer atomics, "streamk" splits the (tile, K step) space evenly
+K_SPLITS = ("none", "partial", "atomic", "streamk")
 BLOCK_SCALE_K = 128     # scale_mode="block": A scales cover 1x128 (M x K), B scales 128x128 (K x N), DeepSeek-V3's
 BLOCK_SCALE_N = 128     # fp8 recipe (arXiv 2412.19437, "Fine-Grained Quantization")
 
@@ -87,6 +87,9 @@ class IRError(ValueError):
 
 @dataclass(frozen=True)
 class GemmProblem:
+    """What to compute (the module docstring says how each field reads); `make` builds and checks one. (A docstring
+    of its own also spares every process dataclasses' signature-built one: `inspect.signature` of ~40 fields.)"""
+
     m: int
     n: int
     k: int
@@ -112,7 +115,7 @@ class GemmProblem:
     scale_mode: str = "none"     # "none" | "tensor" | "rowcol" | "block": fp32 scales of an 8-bit product
     a_scale_order: str = "row"   # block mode: A's [M, KB] scales row-major ("row") or column-major ("col")
     b_scale_order: str = "row"   # block mode: B's [NB, KB] scales row-major ("row") or column-major ("col")
-    k_split: str = "none"        # "none" | "partial": one K range per workgroup z, raw partials (codegen/gemm_split.py)
+    k_split: str = "none"        # "none" | "partial" | "atomic" | "streamk": split-K classes (codegen/gemm_split.py)
     grouped: bool = False        # MoE grouped GEMM: z = group, rows from a group-offsets array (codegen/gemm_group.py)
 
     @staticmethod
@@ -318,23 +321,26 @@ class GemmProblem:
         if self.a_transposed:
             raise IRError(f"grouped: A is the groups' rows stacked row-major ([sum M, K], layout N); layout "
                           f"{self.layout} stores A transposed")
-        if self.bias == "m" or self.scaled or self.scale_mode != "none" or self.k_split != "none":
-            raise IRError("grouped: bias per column (n) or none, no scales, no split-K")
+        if self.scaled or self.scale_mode != "none" or self.k_split != "none":
+            raise IRError("grouped: no scales, no split-K")
 
     def _validate_partial(self) -> None:
         """A split-K partial kernel (codegen/gemm_split.py) writes raw sums: no epilogue of its own, and its z
         dimension holds the K ranges (one GEMM)."""
         if self.k_split not in K_SPLITS:
             raise IRError(f"k_split {self.k_split!r} is not one of {', '.join(K_SPLITS)}")
-        if self.scaled or self.scale_mode != "none":
-            raise IRError("k_split=partial: block-scaled and scale-mode problems do not split K (their scales are "
-                          "applied per K block); give scale_mode=none and no MX scales")
-        if self.d != self.acc or self.alpha != 1.0 or self.beta != 0.0 or self.c is not None \
+        if self.scale_mode in ("tensor", "rowcol"):
+            raise IRError(f"k_split={self.k_split}: tensor/rowcol scales are applied once by the reduction (the "
+                          "partial kernel has scale_mode=none)")
+        out = "fp32" if self.scale_mode == "block" else self.acc.name      # block: scaled fp32 running sums
+        if self.d.name != out or self.alpha != 1.0 or self.beta != 0.0 or self.c is not None \
                 or self.bias != "none" or self.activation != "none":
-            raise IRError(f"k_split=partial writes raw partial sums: d must be the accumulator ({self.acc.name}), "
-                          f"alpha 1, beta 0, no C, bias or activation (the reduction kernel applies the epilogue)")
-        if self.batch != 1:
-            raise IRError(f"k_split=partial: batch={self.batch}; the z dimension holds the K ranges (batch 1 only)")
+            raise IRError(f"k_split={self.k_split} writes raw partial sums: d must be the accumulator "
+                          f"({out}), alpha 1, beta 0, no C, bias or activation (the reduction kernel applies "
+                          "the epilogue)")
+        if self.batch != 1 and self.k_split == "streamk":
+            raise IRError(f"k_split=streamk: batch={self.batch}; stream-K shares one GEMM's tiles (batch 1 only; "
+                          "split-K partial and atomic take batches)")
 
     def _validate_scale_mode(self) -> None:
         if self.scale_mode not in SCALE_MODES:
@@ -390,4 +396,6 @@ class GemmConfig:
 
     @property
     def workgroup_size(self) -> int:
+        from jitgemm.isa.spec.mfma import WAVE64  # here, not above: the IR's import stays free of the ISA's
+
         return self.waves_m * self.waves_n * WAVE64

@@ -20,6 +20,7 @@ from jitgemm.isa.spec.mfma import WAVE64
 from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
+from .field_limits import ds_offset_limit
 from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan_mx import MxPlan, check_mx, mx_vgprs
 from .kernel_abi import grid_formula
@@ -79,6 +80,29 @@ class Staging:
     @property
     def write_bytes(self) -> int:
         return self.chunk if self.k_is_col else self.pack * self.eb
+
+    @property
+    def max_write_offset(self) -> int:
+        """The largest offset (bytes, from the work-item's LDS write base) of this operand's LDS writes in one
+        buffer: the lowering puts each write's place in the tile into the DS instruction's offset field
+        (codegen/gemm_asm_staging.py, `_alloc_stage`: the same slot walk)."""
+        vpr, most = self.vectors_per_row, 0
+        if self.k_is_col:
+            for i in range(self.slots):
+                lin = i * self.threads
+                most = max(most, (lin // vpr) * self.lds_row + (lin % vpr) * self.vec * self.eb
+                           + self.load_bytes - self.chunk)
+            return most
+        for j in range(self.slots // self.pack):
+            lin = j * self.threads
+            most = max(most, (lin % vpr) * self.vec * self.lds_row + (lin // vpr) * self.pack * self.eb
+                       + (self.vec - 1) * self.lds_row)
+        return most
+
+    def needs_high_base(self, buffer_bytes: int, buffers: int, limit: int) -> bool:
+        """Whether the second LDS buffer's writes need a base register of their own: their offsets (one buffer
+        further) pass the DS offset field (gfx950's 160 KiB of LDS lets a double-buffered tile pass 64 KiB)."""
+        return self.max_write_offset + (buffers - 1) * buffer_bytes > limit
 
     @property
     def lds_writes(self) -> int:
@@ -178,8 +202,9 @@ def fragment_plan(config: GemmConfig, mfma: Mfma) -> tuple[int, int, list[tuple[
     return wave_m // mfma.m, wave_n // mfma.n, groups
 
 
-def _stage_vgprs(st: Staging) -> int:
+def _stage_vgprs(st: Staging, high_base: bool = False) -> int:
     regs = st.slots * st.data_regs + st.slots + 2          # data, per-slot offsets, k index, LDS write base
+    regs += high_base                                      # the second buffer's write base
     if not st.k_is_col:
         if st.pack > 1:
             regs += st.vec * max(1, st.pack * st.eb // 4) + (4 if st.eb == 1 and st.pack >= 4 else 0)
@@ -209,11 +234,13 @@ def resources(problem: GemmProblem, config: GemmConfig, spec: Spec) -> Resources
     threads = config.workgroup_size
     vgprs = FIXED_VGPRS + EPILOGUE_VGPRS + SETUP_TEMPS
     try:
-        a, b, _ = plan_staging(problem, config, mfma)
+        a, b, staged = plan_staging(problem, config, mfma)
         bm, bn, groups = fragment_plan(config, mfma)
         per_group = max(len(g) for g in groups) if groups else 1
         sets = 2 if len(groups) > 1 else 1
-        loop = (_stage_vgprs(a) + _stage_vgprs(b) + 1                        # + guarded-load address
+        limit, buffers = ds_offset_limit(spec), max(1, config.lds_buffers)
+        loop = (_stage_vgprs(a, a.needs_high_base(staged, buffers, limit))
+                + _stage_vgprs(b, b.needs_high_base(staged, buffers, limit)) + 1   # + guarded-load address
                 + sets * per_group * (bm * mfma.a_regs + bn * mfma.b_regs)     # fragments
                 + max(1, config.lds_buffers) * (bm + bn) + 2)                  # read bases, lane bases
         vgprs = FIXED_VGPRS + max(loop + SETUP_TEMPS, EPILOGUE_VGPRS) + scale_vgprs(problem, mfma, bm, bn)

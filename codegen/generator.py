@@ -124,6 +124,12 @@ class Generator:
     name = ""                     # what its contracts carry as identity.generator
     suffix = ""                   # appended to the shared kernel name
     title = ""                    # for messages: "the direct generator"
+    # The selector's pre-rank (jitgemm.selector `Selector._prerank`): how far below the plan's estimate
+    # (jitgemm.timing.model.plan_estimate) this generator's kernel may still come out when timed, and up to how
+    # many main-loop iterations (K / depth_k) it is worth lowering at all once another kernel has been timed
+    # (None: any). A kernel outside that reach is not lowered for the ranking.
+    prerank_margin = 0.05
+    prerank_iterations: int | None = None
 
     def version(self) -> str:
         raise NotImplementedError
@@ -134,6 +140,13 @@ class Generator:
 
     def accept(self, plan: GemmPlan) -> None:
         """IRError for a plan this generator cannot lower (beyond the shared checks of validate_config)."""
+
+    split_batches = True    # a split-K partial kernel runs batch entries too (z = entry x split_k + range)
+
+    def split_refusal(self, problem: GemmProblem, mode: str) -> str | None:
+        """Why this generator has no split-K kernel of `mode` ("partial", "atomic", "streamk") for `problem`
+        (None: it has one; jitgemm.api.split_launch asks before compiling)."""
+        return None
 
     def stages(self) -> tuple[Stage, ...]:
         raise NotImplementedError

@@ -49,9 +49,11 @@ RSRC_WORD3 = 0x00020000   # raw buffer, DATA_FORMAT 32 (the value LLVM and Trito
 
 
 # A grouped GEMM (GemmProblem.grouped, codegen/gemm_group.py) appends the pointer to its int32 group offsets [G + 1]
-# (group g's rows of A and D are offsets[g] .. offsets[g+1]); the segment is padded to 128 bytes (the kernel
-# loads its arguments 32 bytes at a time).
-GROUP_KERNARGS: tuple[tuple[str, int, int, str], ...] = (("group_offsets", 96, 8, "ptr"),)
+# (group g's rows of A and D are offsets[g] .. offsets[g+1]) and the per-group stride of a column bias (elements:
+# 0 = one [N] bias for every group, N = a bias per group [G, N], as MoE experts with biases have); the segment is
+# padded to 128 bytes (the kernel loads its arguments 32 bytes at a time).
+GROUP_KERNARGS: tuple[tuple[str, int, int, str], ...] = (("group_offsets", 96, 8, "ptr"),
+                                                         ("stride_bias", 104, 4, "i32"))
 
 
 def kernargs(problem: GemmProblem) -> tuple[tuple[str, int, int, str], ...]:

@@ -9,10 +9,7 @@ emitter and strict emulation share)."""
 
 from __future__ import annotations
 
-from .errors import IsaError, SpecError
-from .spec.model import Encoding, Instruction, OperandType, Spec, SpecLookupError
-from .spec.sources import SpecLocation, load_spec, locate_spec
-from .spec.targets import TargetProfile, target_profile
+import sys
 
 __all__ = [
     "Encoding",
@@ -29,23 +26,47 @@ __all__ = [
     "target_profile",
 ]
 
-# Assembler and disassembler, loaded on first use so that `from jitgemm import isa` stays light for code
-# that only reads specs. `isa.Instruction` above is the spec's instruction; the assembly-level instruction
-# object is `isa.AsmInstruction`.
-_ASM_EXPORTS = {
+# Every name loads on first use (PEP 562), the spec model too: a process that only finds its kernel in the disk
+# cache imports `jitgemm.isa.spec.mfma` or `jitgemm.isa.spec.cache` (the package runs this file) and must not pay
+# for the spec model, the target profiles or the assembler. `isa.Instruction` is the spec's instruction; the
+# assembly-level instruction object is `isa.AsmInstruction`.
+_EXPORTS = {
+    "IsaError": "errors", "SpecError": "errors", "Encoding": "spec.model", "Instruction": "spec.model",
+    "OperandType": "spec.model", "Spec": "spec.model", "SpecLookupError": "spec.model",
+    "SpecLocation": "spec.sources", "load_spec": "spec.sources", "locate_spec": "spec.sources",
+    "TargetProfile": "spec.targets", "target_profile": "spec.targets",
     "assemble": "asm.assembler", "encode": "asm.encoder", "decode": "disasm.decoder", "disassemble": "disasm.printer",
     "format_instruction": "disasm.printer", "AsmError": "asm_errors", "EncodeError": "asm_errors",
     "AsmInstruction": "instruction", "Reg": "instruction", "Imm": "instruction", "Label": "instruction",
     "LabelDef": "instruction", "Off": "instruction", "OFF": "instruction", "SrcMods": "instruction",
     "Counters": "instruction", "Data": "instruction", "Align": "instruction",
 }
-__all__ += sorted(_ASM_EXPORTS)
+__all__ += sorted(set(_EXPORTS) - set(__all__))
 
 
 def __getattr__(name: str):
+    module = _EXPORTS.get(name)
+    if module is None:
+        return submodule(__name__, name)
+    # looked up on every access, not kept in this namespace (a test that patches `isa.spec.targets.target_profile`
+    # must not leave its stand-in behind here); sys.modules first: import_module costs ~10 us a call
+    loaded = sys.modules.get(f"{__name__}.{module}")
+    if loaded is None:
+        import importlib
+
+        loaded = importlib.import_module(f".{module}", __name__)
+    return getattr(loaded, name)
+
+
+def submodule(package: str, name: str):
+    """`package.name` imported on first attribute access (`isa.spec.targets` without an import statement), or
+    the AttributeError an absent attribute gives."""
     import importlib
 
-    module = _ASM_EXPORTS.get(name)
-    if module is None:
-        raise AttributeError(f"module 'jitgemm.isa' has no attribute {name!r}")
-    return getattr(importlib.import_module(f".{module}", __name__), name)
+    if not name.startswith("_"):
+        try:
+            return importlib.import_module(f"{package}.{name}")
+        except ModuleNotFoundError as exc:
+            if exc.name != f"{package}.{name}":
+                raise
+    raise AttributeError(f"module {package!r} has no attribute {name!r}")

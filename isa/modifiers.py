@@ -207,9 +207,6 @@ MODIFIER_ENCODERS: dict[str, Callable] = {
 }
 
 
-_INTEGER_SRCMODS = frozenset({"SRC0_NEG", "SRC0_ABS", "SRC1_NEG", "SRC1_ABS"})
-
-
 def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
     out = []
     codecs = form.codecs
@@ -229,12 +226,6 @@ def decode_modifiers(form: Form, fv: dict, word: int) -> tuple:
             kept = tuple((f, fv[f] & bits) for f, bits in form.hidden
                          if fv.get(f, 0) & bits != defaults.get(f, 0) & bits
                          and not (f == "OFFSET" and form.smem and fv.get("IMM")))
-            if ("DPP_CTRL" in codecs or "SRC0_SEL" in codecs) and not form.name.startswith("v_dot") \
-                    and any(f in _INTEGER_SRCMODS for f, _ in kept):
-                # (the dot products' DPP forms, on packed integers, LLVM decodes with the bits unprinted)
-                # llvm-objdump-22 prints such a DPP/SDWA word as .long: no listing shows an unprinted neg/abs
-                bad = next(f for f, _ in kept if f in _INTEGER_SRCMODS)
-                raise Mismatch(f"{bad} is set on an integer source, which has no neg/abs (LLVM decodes no such word)")
             if kept:
                 out.append((name, kept))
         elif kind == "bitop3":
@@ -380,6 +371,36 @@ def _moves_data(form: Form) -> bool:
     return "SDATA" in names and "SBASE" in names
 
 
+def _float_operand(spec, operand) -> bool:
+    """The operand holds floats of 16 bits or more (the f16/f32/f64 values LLVM's VOP profiles give modifiers;
+    fp8/bf8 and smaller travel as 32-bit integers there)."""
+    df = spec.data_formats.get(operand.data_format) if operand.data_format else None
+    return df is not None and df.data_type == "float" and df.bit_count // max(1, df.component_count) >= 16
+
+
+def _vop3_output_modifiers(form: Form, spec, kinds: dict[str, str]) -> None:
+    """clamp and mul/div of a VOP3 instruction, from the spec's data formats as LLVM's VOPProfile derives them
+    (llvm/lib/Target/AMDGPU/SIInstrInfo.td class VOPProfile: HasClamp from a float source, HasOMod from a float
+    destination), with the profiles that override them named in syn.LLVM_INTEGER_CLAMP, syn.LLVM_NO_CLAMP and
+    syn.LLVM_INTEGER_OMOD, syn.LLVM_NO_OMOD. Where the instruction has no such modifier its field must be zero
+    (forms._required_zero): llvm-objdump-22 prints `v_max3_i32 ... clamp` or `v_cmp_eq_f32_e64 ... mul:2` as
+    .long (measured on every gfx942 and gfx950 VOP3 form, tests/isa/test_disasm_zero_fields.py)."""
+    ops = sorted(form.ie.operands, key=lambda o: o.order)
+    sources = [o for o in ops if o.input and not o.implicit and (o.field_name or "").startswith("SRC")]
+    dst = [o for o in ops if o.output and o.field_name == "VDST"]
+    float_src = bool(sources) and _float_operand(spec, sources[0])
+    float_dst = bool(dst) and _float_operand(spec, dst[0])
+    if form.family == "sdwa":   # SDWA: omod with a float destination (VOPProfile HasSDWAOMod); clamp always
+        float_src = True
+    if "clamp" in kinds and (not (float_src or float_dst or form.name in syn.LLVM_INTEGER_CLAMP)
+                             or form.name in syn.LLVM_NO_CLAMP):
+        del kinds["clamp"]
+    special = form.name in syn.LLVM_INTEGER_OMOD and form.family == "e64"   # VOP3 only (HasOMod, not HasSDWAOMod)
+    if not (float_dst or special) or form.name in syn.LLVM_NO_OMOD:
+        kinds.pop("mul", None)
+        kinds.pop("div", None)
+
+
 def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
     kinds: dict[str, str] = {}
     for name, fname in syn.FLAG_FIELDS.items():
@@ -389,15 +410,22 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         if fname in fields and not form.fixed_by_identifier(fname):
             kinds[name] = "int"
     if form.smem:
-        kinds["offset"] = "smem_offset"
+        if any(s.fname == "SBASE" for s in form.slots):
+            kinds["offset"] = "smem_offset"
+        else:   # s_dcache_*, s_memtime: no offset in LLVM (SMEM_Pseudo without offset operands)
+            kinds.pop("offset", None)
+    if form.mubuf and "lds" in kinds and form.name not in syn.llvm_lds_loads(spec):
+        del kinds["lds"]
     if "OFFSET0" in fields and "OFFSET1" in fields and "OFFSET" not in fields:
         kinds.pop("offset0", None)
         kinds.pop("offset1", None)
         if form.ds_two:
             kinds["offset0"] = "int"
             kinds["offset1"] = "int"
-        else:
+        elif form.slots:   # an LDS instruction without operands (ds_nop) has no offset in LLVM (DS_0A_Pseudo)
             kinds["offset"] = "ds_offset"
+        if form.name in syn.LLVM_NO_GDS:
+            kinds.pop("gds", None)
     sub_word = form.vop3p and _packs_sub_word_integers(form, spec)
     if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL and not sub_word:
         kinds["op_sel"] = "list"
@@ -434,6 +462,9 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         kinds["dst_unused"] = "unused"
     if "DFMT" in fields and "NFMT" in fields:
         kinds["format"] = "format"
+    if form.family in ("e64", "sdwa") and not form.vop3p and spec is not None \
+            and form.name not in syn.BITOP3_MNEMONICS:
+        _vop3_output_modifiers(form, spec, kinds)
     if form.name in syn.NO_CLAMP_OMOD:
         sdwa = "SDWA" in form.enc.name.upper()   # v_prng_b32_sdwa keeps clamp (llvm-mc-22 takes it)
         for name in ("mul", "div") if sdwa else ("clamp", "mul", "div"):

@@ -766,3 +766,118 @@ def bitop3_value(fields: dict[str, int]) -> int:
 UNPRINTED_MODIFIERS = frozenset({"keep_bits"})
 # (field, bits of its value LLVM's syntax does not reach) of the scaled MFMA (ENC_VOP3PX2)
 SCALE_MFMA_HIDDEN = (("OP_SEL", 0b100), ("OP_SEL_HI", 0b100), ("NEG", 0b111), ("NEG_HI", 0b111))
+
+
+# Fields LLVM's decoder does not check when the instruction does not use them (its encoding classes leave the bits
+# `?` or decode them into no operand), per encoding of the spec; every other field a form does not use must be zero
+# for llvm-objdump-22 to decode the word (forms._required_zero). Measured bit by bit on every gfx942 form with
+# llvm-objdump-22 (tests/isa/test_disasm_zero_fields.py) and read in LLVM's classes: VOP3 source fields of absent
+# sources and OP_SEL outside the op_sel profiles (VOPInstructions.td VOP3a_vi / VOP3e_vi set no Inst{14-11});
+# VOP3P OP_SEL_HI (VOP3Pe: `!if(P.IsDOT, 1, ?)`); FLAT data/vdst of loads/stores; the address, data and offset
+# fields of buffer cache controls (BUFInstructions.td MUBUF_Invalidate) and of SMEM cache controls and timers;
+# the unused SDST/SSRC0 of SOP1/SOP2/SOPK instructions with fewer operands.
+LLVM_IGNORED_FIELDS = {
+    "ENC_VOP3": frozenset({"SRC0", "SRC1", "SRC2", "OP_SEL"}),
+    "VOP3_SDST_ENC": frozenset({"SRC0", "SRC1", "SRC2"}),
+    "ENC_VOP3P": frozenset({"SRC1", "SRC2", "OP_SEL_HI"}),
+    "ENC_VOP1": frozenset({"SRC0"}),
+    "VOP1_VOP_DPP": frozenset({"VSRC0"}),
+    "VOP1_VOP_SDWA": frozenset({"VSRC0"}),
+    "ENC_FLAT": frozenset({"DATA", "VDST"}),
+    "ENC_FLAT_GLBL": frozenset({"DATA", "VDST"}),
+    "ENC_FLAT_SCRATCH": frozenset({"DATA", "VDST"}),
+    "ENC_MUBUF": frozenset({"OFFSET", "SOFFSET", "SRSRC", "VADDR", "VDATA", "NT"}),
+    "ENC_SMEM": frozenset({"GLC", "SBASE", "SDATA", "OFFSET", "SOFFSET", "SOFFSET_EN"}),
+    "ENC_SOP1": frozenset({"SDST", "SSRC0"}),
+    "ENC_SOP2": frozenset({"SDST"}),
+    "SOPK_INST_LITERAL": frozenset({"SDST"}),
+    "ENC_SOPK": frozenset({"SDST"}),
+}
+
+# Single 32-bit registers with no 64-bit form in LLVM's decoder (AMDGPUDisassembler::decodeSpecialReg64 has no case
+# for them): a 64-bit or wider operand naming one is no instruction to llvm-objdump-22.
+NO_WIDE_NAMES = frozenset({"m0"})
+
+# VOP3 clamp and omod where LLVM's VOP profile overrides what the data formats say (modifiers._vop3_output_modifiers;
+# each list measured with llvm-objdump-22 on every gfx942 VOP3 form, tests/isa/test_disasm_zero_fields.py):
+# integer instructions whose profile enables clamp (SIInstrInfo.td VOP_I32_I32_I32_ARITH / VOP_I16_I16_I16_ARITH
+# `EnableClamp = 1`, VOP3 integer mad/sad/med3/min3/max3 on 16 bits, VOP3b carry ops, the dot*c accumulators);
+# float instructions without clamp (VOPC class compares, VOPC_Class_Profile; the fp8/bf8 packing conversions,
+# VOP3_CVT_PK_F8_F32_Profile / VOP3_CVT_SR_F8_F32_Profile); float-to-integer conversions with omod
+# (VOP_I32_F32_SPECIAL_OMOD and its f16/f64 kin); and v_pack_b32_f16 without omod (VOP3_Profile with OpSel only).
+LLVM_INTEGER_CLAMP = frozenset({
+    "v_add_co_u32", "v_add_i16", "v_add_i32", "v_add_u16", "v_add_u32", "v_addc_co_u32", "v_alignbit_b32",
+    "v_alignbyte_b32", "v_dot2c_i32_i16", "v_dot4c_i32_i8", "v_dot8c_i32_i4", "v_mad_i16", "v_mad_i32_i16",
+    "v_mad_i32_i24", "v_mad_i64_i32", "v_mad_legacy_i16", "v_mad_legacy_u16", "v_mad_u16", "v_mad_u32_u16",
+    "v_mad_u32_u24", "v_mad_u64_u32", "v_max3_i16", "v_max3_u16", "v_med3_i16", "v_med3_u16", "v_min3_i16",
+    "v_min3_u16", "v_mqsad_pk_u16_u8", "v_mqsad_u32_u8", "v_msad_u8", "v_mul_i32_i24", "v_mul_u32_u24",
+    "v_qsad_pk_u16_u8", "v_sad_hi_u8", "v_sad_u16", "v_sad_u32", "v_sad_u8", "v_sub_co_u32", "v_sub_i16",
+    "v_sub_i32", "v_sub_u16", "v_sub_u32", "v_subb_co_u32", "v_subbrev_co_u32", "v_subrev_co_u32", "v_subrev_u16",
+    "v_subrev_u32",
+})
+LLVM_NO_CLAMP = frozenset({
+    "v_cmp_class_f16", "v_cmp_class_f32", "v_cmp_class_f64", "v_cmpx_class_f16", "v_cmpx_class_f32",
+    "v_cmpx_class_f64", "v_cvt_pk_bf8_f32", "v_cvt_pk_fp8_f32", "v_cvt_sr_bf8_f32", "v_cvt_sr_fp8_f32",
+})
+LLVM_INTEGER_OMOD = frozenset({
+    "v_cvt_i16_f16", "v_cvt_i32_f32", "v_cvt_i32_f64", "v_cvt_norm_i16_f16", "v_cvt_norm_u16_f16", "v_cvt_u16_f16",
+    "v_cvt_u32_f32", "v_cvt_u32_f64", "v_frexp_exp_i16_f16", "v_frexp_exp_i32_f64",
+})
+LLVM_NO_OMOD = frozenset({"v_pack_b32_f16"})
+
+# Buffer loads that have LLVM's `lds` variant (BUFInstructions.td: MUBUF_Pseudo_Loads_Lds for ubyte, sbyte, ushort,
+# sshort and dword, MUBUF_Pseudo_Loads_LDSOpc for format_x; dwordx3/dwordx4 with HasGFX950Insts): the spec's LDS bit on
+# any other MUBUF instruction is a word llvm-objdump-22 prints as .long (measured on every gfx942/gfx950 MUBUF form).
+_LDS_LOADS = frozenset({"buffer_load_ubyte", "buffer_load_sbyte", "buffer_load_ushort", "buffer_load_sshort",
+                        "buffer_load_dword", "buffer_load_format_x"})
+_LDS_LOADS_CDNA4 = _LDS_LOADS | {"buffer_load_dwordx3", "buffer_load_dwordx4"}
+
+
+def llvm_lds_loads(spec) -> frozenset:
+    """The MUBUF loads with an lds variant on the spec's architecture (all of them when the spec is unknown)."""
+    if spec is None:
+        return _LDS_LOADS_CDNA4
+    return _LDS_LOADS_CDNA4 if "CDNA 4" in spec.architecture.name else _LDS_LOADS
+
+# Instructions whose untyped (B32) sources take float modifiers in LLVM (VOP2Instructions.td: v_cndmask_b32's
+# VOP2e_I32_I32_I32_I1 profile is built with EnableF32SrcMods; llvm-mc-22 takes
+# `v_cndmask_b32_e64 v0, -v1, |v2|, s[0:1]`).
+LLVM_FLOAT_MODS = frozenset({"v_cndmask_b32"})
+
+# Instructions whose integer sources LLVM gives modifier operands it never prints: llvm-objdump-22 decodes NEG/ABS
+# (and DPP SRCn_NEG/ABS) there without a trace, so their bits are kept unprinted; name -> the sources (bit mask) this
+# holds for: the accumulating dot products (VOP2 v_dot*c, VOP_DOT_ACC profile) and gfx950's v_ashr_pk_*_i32.
+# Measured on every gfx942 and gfx950 form (tests/isa/test_disasm_zero_fields.py).
+LLVM_HIDDEN_INT_MODS = {
+    "v_dot2c_i32_i16": 0b11, "v_dot4c_i32_i8": 0b11, "v_dot8c_i32_i4": 0b11,
+    "v_ashr_pk_i8_i32": 0b111, "v_ashr_pk_u8_i32": 0b111,
+}
+
+# gfx950's scaled conversions from fp8/bf8/fp4: the first source is packed 8/4-bit data (an integer to LLVM) yet the
+# profile has modifiers (VOP3_CVT_SCALE_* with HasModifiers), so the f32 scale prints `-x`/`|x|` and the first
+# source's NEG/ABS bits are decoded unprinted (llvm-objdump-22 --mcpu=gfx950).
+LLVM_FORCED_MODS = frozenset({
+    "v_cvt_scalef32_f16_bf8", "v_cvt_scalef32_f16_fp8", "v_cvt_scalef32_f32_bf8", "v_cvt_scalef32_f32_fp8",
+    "v_cvt_scalef32_pk_bf16_bf8", "v_cvt_scalef32_pk_bf16_fp4", "v_cvt_scalef32_pk_bf16_fp8",
+    "v_cvt_scalef32_pk_f16_bf8", "v_cvt_scalef32_pk_f16_fp4", "v_cvt_scalef32_pk_f16_fp8",
+    "v_cvt_scalef32_pk_f32_bf8", "v_cvt_scalef32_pk_f32_fp4", "v_cvt_scalef32_pk_f32_fp8",
+})
+
+# gfx950 scaled conversions to fp6/bf6 whose float sources have no modifiers in LLVM's profile (llvm-objdump-22
+# --mcpu=gfx950 prints a word with NEG or ABS set as .long): their NEG/ABS must be zero.
+LLVM_NO_SOURCE_MODS = frozenset({
+    "v_cvt_scalef32_2xpk16_bf6_f32", "v_cvt_scalef32_2xpk16_fp6_f32", "v_cvt_scalef32_pk32_bf6_bf16",
+    "v_cvt_scalef32_pk32_bf6_f16", "v_cvt_scalef32_pk32_fp6_bf16", "v_cvt_scalef32_pk32_fp6_f16",
+    "v_cvt_scalef32_sr_pk32_bf6_bf16", "v_cvt_scalef32_sr_pk32_bf6_f16", "v_cvt_scalef32_sr_pk32_bf6_f32",
+    "v_cvt_scalef32_sr_pk32_fp6_bf16", "v_cvt_scalef32_sr_pk32_fp6_f16", "v_cvt_scalef32_sr_pk32_fp6_f32",
+})
+
+# Float compares whose second source is an integer class mask with no modifiers at all (VOPCInstructions.td
+# VOPC_Class_Profile: Src1Mod absent): NEG/ABS of that source must be zero, unlike v_ldexp_f32's integer source.
+LLVM_SRC0_MODS_ONLY = frozenset({"v_cmp_class_f16", "v_cmp_class_f32", "v_cmp_class_f64", "v_cmpx_class_f16",
+                                 "v_cmpx_class_f32", "v_cmpx_class_f64"})
+
+# LDS instructions without LLVM's gds operand (DSInstructions.td: has_gds = 0 for ds_nop, DS_1A1D_PERMUTE): GDS must be
+# zero there (llvm-objdump-22 prints `ds_permute_b32 ...` with GDS set as .long), where other DS instructions decode it
+# unprinted (the target's unprinted_modifiers).
+LLVM_NO_GDS = frozenset({"ds_nop", "ds_permute_b32", "ds_bpermute_b32"})

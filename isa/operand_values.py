@@ -140,6 +140,8 @@ class TypeTable:
         k = key[0]
         if k in ("s", "v", "a", "ttmp"):
             index = key[1]
+            if k == "ttmp" and ("ttmp", (index & ~(1 if nregs == 2 else 3)) + nregs - 1) not in self.by_key:
+                return None   # a trap-temporary tuple past the last ttmp (ttmp[4:19]): no such register tuple
             if nregs > 1 and k in ("s", "ttmp"):
                 # A scalar tuple starts at a multiple of 2 (64-bit) or 4 (wider); the hardware ignores the low
                 # bits of the field, and LLVM prints the aligned tuple (AMDGPUDisassembler::createSRegOperand
@@ -160,6 +162,12 @@ class TypeTable:
             return None  # wider than LLVM decodes it (m0 as a 128-bit resource is `.long` to llvm-objdump)
         if nregs == 2 and name.endswith("_lo") and name[:-3] in syn.PAIR_NAMES:
             return Reg(name[:-3], 0, 2)
+        if nregs > 2 or nregs > 1 and (name.endswith("_hi") or name in syn.NO_WIDE_NAMES):
+            # the high half of a pair (or M0) does not start a 64-bit register, and no named register is wider
+            # than 64 bits: LLVM's decoder has no such operand (AMDGPUDisassembler::decodeSpecialReg64 lists
+            # flat_scratch, xnack_mask, vcc, tba, tma, exec and the 64-bit sources; llvm-objdump-22 prints
+            # `s_xor_b64 flat_scratch_hi, ...` as .long)
+            return None
         return Reg(name, 0, 1)
 
 # --- constants ----------------------------------------------------------------------------------------

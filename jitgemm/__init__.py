@@ -14,8 +14,8 @@ def _source_checkout_layout() -> None:
     *this* checkout, so that a second work tree, or a tree that is not installed, never mixes its jitgemm/
     with another tree's isa/. Only those four names are mapped (a finder ahead of the others), not the whole
     checkout: `help(jitgemm)` and `pkgutil` never see the checkout's tests/, setup.py or bench/ as parts of
-    the package. An installed wheel has no pyproject.toml beside the package and is untouched."""
-    import importlib.abc
+    the package. An installed wheel has no pyproject.toml beside the package and is untouched. (A plain class
+    with `find_spec` is a meta path finder; importlib.abc is not imported for it: every `import jitgemm` runs this.)"""
     import importlib.util
     import sys
     from pathlib import Path
@@ -24,7 +24,7 @@ def _source_checkout_layout() -> None:
     if not ((root / "pyproject.toml").is_file() and (root / "isa" / "asm" / "grammar.lark").is_file()):
         return
 
-    class CheckoutFolders(importlib.abc.MetaPathFinder):
+    class CheckoutFolders:
         def find_spec(self, fullname, path=None, target=None):
             head, _, name = fullname.partition(".")
             if head != "jitgemm" or name not in _CHECKOUT_FOLDERS:
@@ -50,9 +50,14 @@ _LAZY = {"GemmConfig": "codegen.gemm_ir", "GemmProblem": "codegen.gemm_ir", "Ker
 def __getattr__(name: str):
     """Load public names on first use (see `_LAZY`)."""
     if name in _LAZY:
-        import importlib
+        import sys
 
-        return getattr(importlib.import_module(f"jitgemm.{_LAZY[name]}"), name)
+        module = sys.modules.get(f"jitgemm.{_LAZY[name]}")    # import_module costs ~10 us a call
+        if module is None:
+            import importlib
+
+            module = importlib.import_module(f"jitgemm.{_LAZY[name]}")
+        return getattr(module, name)
     raise AttributeError(f"module 'jitgemm' has no attribute {name!r}")
 
 

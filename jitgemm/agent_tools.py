@@ -365,6 +365,18 @@ def _case(case: Mapping[str, Any] | None):
         return None, _error(f"case: {exc}")
 
 
+def _case_and_blob(case, source: str | None, code_object_base64: str | None, arch: str | None):
+    """(case, code object, None) or (None, None, error dict): the one way run, qualify and profile read their
+    case and kernel, so the three tools refuse the same bad input with the same message."""
+    parsed, bad = _case(case)
+    if bad:
+        return None, None, bad
+    blob, bad = _load(source, code_object_base64, parsed, arch)
+    if bad:
+        return None, None, bad
+    return parsed, blob, None
+
+
 def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: str | None = None,
         kernel: str | None = None, arch: str | None = None, strict: bool = True, schedule: str = "lockstep",
         seed: int = 0, input_seed: int = 1) -> dict[str, Any]:
@@ -373,10 +385,7 @@ def run(case: Mapping[str, Any], source: str | None = None, code_object_base64: 
     numpy reference: max error, findings (violations with PCs)."""
     from jitgemm.battery import CaseError, constant_inputs, make_inputs, run_case
 
-    parsed, bad = _case(case)
-    if bad:
-        return bad
-    blob, bad = _load(source, code_object_base64, parsed, arch)
+    parsed, blob, bad = _case_and_blob(case, source, code_object_base64, arch)
     if bad:
         return bad
     try:
@@ -412,10 +421,7 @@ def qualify(case: Mapping[str, Any] | None = None, source: str | None = None, co
         findings = gemm_battery(loaded[1], loaded[0])
         return {"ok": not findings, "findings": [f.to_json() for f in findings]}
 
-    parsed, bad = _case(case)
-    if bad:
-        return bad
-    blob, bad = _load(source, code_object_base64, parsed, arch)
+    parsed, blob, bad = _case_and_blob(case, source, code_object_base64, arch)
     if bad:
         return bad
     try:
@@ -435,10 +441,7 @@ def profile(case: Mapping[str, Any] | None = None, source: str | None = None, co
         return _profile_gemm(contract, problem, source, code_object_base64, arch, device)
     from jitgemm.battery import CaseError, run_case
 
-    parsed, bad = _case(case)
-    if bad:
-        return bad
-    blob, bad = _load(source, code_object_base64, parsed, arch)
+    parsed, blob, bad = _case_and_blob(case, source, code_object_base64, arch)
     if bad:
         return bad
     try:

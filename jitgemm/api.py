@@ -3,6 +3,7 @@ later calls reuse the kernel. Which kernel ran where is kept for `jitgemm.last_l
 
 from __future__ import annotations
 
+import sys
 import threading
 import time
 from dataclasses import dataclass
@@ -36,6 +37,7 @@ class LaunchRecord:
     seconds: float
     kernel_source: str     # supplier:candidate that the selector chose
     scratch_bytes: int = 0  # > 0: the kernel spills registers to scratch memory (its contract's tile.scratch)
+    split_k: int = 1        # K ranges the kernel was launched with (its grid's and split_k arguments' count)
 
     @property
     def spills(self) -> bool:
@@ -53,10 +55,19 @@ def _alignment(x: np.ndarray | None) -> int:
 
 
 def _choose(problem: GemmProblem, align: dict[str, int], arch: str) -> tuple[bytes, str, Contract, str]:
-    """The target's selector's winner for this exact problem and alignment (memoized there), loaded."""
+    """The target's selector's winner for this exact problem and alignment (memoized there), loaded; a repeated
+    choice (in this process or an earlier one) comes from jitgemm/warm.py while nothing it depends on changed."""
+    from . import warm
+
+    found = warm.choice(problem, align, arch)
+    if found is not None:
+        return found
     from .selector import default_selector
 
-    return default_selector(arch).choose(problem, align)
+    state = warm.before()
+    chosen, kernel_key = default_selector(arch).choose_with_key(problem, align)
+    warm.remember_choice(problem, align, arch, chosen, kernel_key, state)
+    return chosen
 
 
 def last_launch() -> LaunchRecord | None:
@@ -205,8 +216,9 @@ def _scale_array(x, name: str) -> np.ndarray:
         raise MatmulError(f"{name}: expected a float32 numpy array or a number, got {type(x).__name__}")
     if x.dtype != np.float32:
         raise MatmulError(f"{name}: dtype {x.dtype}; the scales are fp32: pass {name}.astype(np.float32)")
-    if x.ndim > 2 or x.size == 0:
-        raise MatmulError(f"{name}: shape {x.shape}; accepted: {SCALE_MODE_SHAPES}")
+    if x.ndim > 3 or x.size == 0:
+        raise MatmulError(f"{name}: shape {x.shape}; accepted: {SCALE_MODE_SHAPES}, or any of them with a leading "
+                          f"batch dimension")
     return x
 
 
@@ -228,20 +240,33 @@ def infer_scale_mode(scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k
     return None
 
 
+def _scale_entry(x: np.ndarray, name: str, batch: int) -> np.ndarray:
+    """The scales of one batch entry: a 3-D array is [batch, ...] (one set per entry) or [1, ...] (shared)."""
+    if x.ndim != 3:
+        return x
+    if x.shape[0] not in (1, batch):
+        raise MatmulError(f"{name} has shape {x.shape}: a 3-D scale array holds one set of scales per batch entry "
+                          f"(leading dimension batch={batch}) or one shared set (leading dimension 1)")
+    return x[0]
+
+
 def _mode_scales(mode: str, scale_a: np.ndarray, scale_b: np.ndarray, m: int, n: int, k: int,
-                 orders: dict | None = None):
+                 orders: dict | None = None, batch: int = 1):
     """(problem fields, argument values, pointer alignments) of the fp32 scales of a scale mode, each array
     checked against the mode's shape. Block scales are passed as stored, row- or column-major (the strides say
     which: the problem's a_scale_order / b_scale_order; `orders` decides for an array of one row or column, which
     reads the same either way); per-row and per-column vectors are passed with their element stride (0 for one
-    value)."""
+    value). A 3-D array [batch, ...] gives each batch entry its own scales: the kernel moves its scale pointer
+    by z * stride_{a,b}_scale, as it moves A and B (codegen/gemm_asm.py `_batch_offsets`,
+    codegen/llvm/scale_builder.py); [1, ...] and 2-D arrays are shared (stride 0)."""
     kb, nb = -(-k // 128), -(-n // 128)
     fields: dict = {"scale_mode": mode}
     values: dict = {"stride_a_scale": 0, "stride_b_scale": 0}
     align: dict = {}
-    for op, x, want in (("a", scale_a, {"tensor": (1, 1), "rowcol": (m, 1), "block": (m, kb)}[mode]),
-                        ("b", scale_b, {"tensor": (1, 1), "rowcol": (1, n), "block": (nb, kb)}[mode])):
+    for op, whole, want in (("a", scale_a, {"tensor": (1, 1), "rowcol": (m, 1), "block": (m, kb)}[mode]),
+                            ("b", scale_b, {"tensor": (1, 1), "rowcol": (1, n), "block": (nb, kb)}[mode])):
         name = f"scale_{op}"
+        x = _scale_entry(whole, name, batch)
         if mode == "block":
             if x.shape != want:
                 raise MatmulError(f"{name} has shape {x.shape}; scale_mode='block' takes {name} {list(want)} "
@@ -260,6 +285,13 @@ def _mode_scales(mode: str, scale_a: np.ndarray, scale_b: np.ndarray, m: int, n:
                                   f"{list(want)}{' or one value' if mode == 'rowcol' else ''}")
             flat = np.ascontiguousarray(x.reshape(-1))
             ld = 0 if x.size == 1 else 1
+        if whole.ndim == 3 and whole.shape[0] > 1:        # one set per batch entry, each stored as entry 0 is
+            order = fields.get(f"{op}_scale_order", "row")
+            stack = whole if mode != "block" or order == "row" else whole.transpose(0, 2, 1)
+            flat = np.ascontiguousarray(stack).reshape(-1)
+            values[f"stride_{op}_scale"] = x.size
+            if mode == "block":
+                ld = x.shape[1] if order == "row" else x.shape[0]
         values[f"{op}_scale"], values[f"ld_{op}_scale"] = flat, ld
         align[f"{op}_scale"] = _alignment(flat)
     return fields, values, align
@@ -272,9 +304,9 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
     operand may be a `jitgemm.mx.MXTensor` (a block-scaled problem; see jitgemm/mx_operands.py for the layout).
     `scales` = (scale_a, scale_b, scale_mode or None[, {"a": order, "b": order}]) makes a scaled 8-bit problem
     (`scaled_matmul`); the orders ("row"/"col") are taken for block-scale arrays of one row or column."""
-    from .mx import MXTensor
-
-    if isinstance(a, MXTensor) or isinstance(b, MXTensor):
+    # an MXTensor exists only once jitgemm.mx is loaded: plain arrays do not import it (and ml_dtypes' ~0.5 s)
+    mx = sys.modules.get("jitgemm.mx")
+    if mx is not None and (isinstance(a, mx.MXTensor) or isinstance(b, mx.MXTensor)):
         if scales is not None:
             raise MatmulError("scale_a/scale_b: MXTensor operands carry their own block scales")
         ops = _mx_operands(a, b)
@@ -286,14 +318,14 @@ def prepare(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: floa
         sa, sb = _scale_array(scales[0], "scale_a"), _scale_array(scales[1], "scale_b")
         mode = scales[2]
         if mode is None:
-            mode = infer_scale_mode(sa, sb, m, n, k)
+            mode = infer_scale_mode(_scale_entry(sa, "scale_a", batch), _scale_entry(sb, "scale_b", batch), m, n, k)
             if mode is None:
                 raise MatmulError(f"scale_a {sa.shape} and scale_b {sb.shape} fit no scale mode for M={m}, N={n}, "
                                   f"K={k}; accepted: {SCALE_MODE_SHAPES}")
         elif mode not in ("tensor", "rowcol", "block"):
             raise MatmulError(f"scale_mode={mode!r}; accepted: tensor, rowcol, block (or None: from the shapes)")
         scale_fields, scale_values, scale_align = _mode_scales(mode, sa, sb, m, n, k,
-                                                               scales[3] if len(scales) > 3 else None)
+                                                               scales[3] if len(scales) > 3 else None, batch)
     if 0 in (m, n, k, batch):
         raise MatmulError(f"empty problem: m={m}, n={n}, k={k}, batch={batch}")
     da, db = ops.a, ops.b
@@ -397,7 +429,7 @@ def launch(call: GemmCall, blob: bytes, name: str, contract: Contract, *, backen
     _last.record = LaunchRecord(name, contract.generator, backend, grid, block,
                                 f"m={p.m} n={p.n} k={p.k} batch={p.batch} {p.a.name}x{p.b.name}->"
                                 f"{p.d.name} {p.layout}", time.perf_counter() - start, source,
-                                int(contract.data.get("tile", {}).get("scratch", 0) or 0))
+                                int(contract.data.get("tile", {}).get("scratch", 0) or 0), split_k)
     return call.d
 
 
@@ -460,7 +492,7 @@ def _empty_product(a, b, c, *, alpha, beta, out_dtype, bias, activation) -> np.n
 @accepts_dlpack("a", "b", "c", "bias", error=MatmulError)
 def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float = 0.0,
            out_dtype=None, bias: np.ndarray | None = None, activation: str = "none", arch: str = "gfx942",
-           backend: str = "auto", split_k: int | str = "auto") -> np.ndarray:
+           backend: str = "auto", split_k: int | str = "auto", split_mode: str = "auto") -> np.ndarray:
     """D = activation(alpha * a @ b + beta * c + bias) on an AMD GPU, or in the emulator.
 
     a: (M, K) or (batch, M, K); b: (K, N) or (batch, K, N); row-major or transposed views; bf16 and fp8 via
@@ -470,9 +502,14 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
-    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
-    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`), or a power of two
-    (1: never split; > 1: that many K ranges, a workspace and a reduction kernel)."""
+    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when `jitgemm tune`
+    measured it faster than the chosen kernel, else when the timing model predicts it at least 10% faster,
+    `jitgemm.split_k.choose_split`, which also ranks stream-K), or a count (1: never split; > 1: that many K
+    ranges, or stream-K workgroups).
+    split_mode: "auto" (what the model picked; "partial" for a forced count), "partial" (K ranges into a
+    workspace + a deterministic reduction applying the epilogue), "atomic" (K ranges add into a zeroed fp32/int32
+    D with buffer atomics: no epilogue, fp32 sums in any order) or "streamk" (split_k workgroups, equal shares of
+    tiles x K steps, deterministic per-tile reduction) -- jitgemm/split_k.py."""
     where = _backend(backend)
     empty = _empty_product(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     if empty is not None:
@@ -480,30 +517,46 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
-    ours = _our_split(call.problem, arch, contract, blob, split_k)
+    ours, mode = _our_split(call.problem, arch, contract, blob, split_k, split_mode, source)
     if ours > 1:
-        return split_launch(call, arch, ours, backend=where)
+        return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, arch, source))
 
 
 def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu", config: GemmConfig | None = None,
-                 strict: bool = False, ws: np.ndarray | None = None) -> np.ndarray:
-    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py): the direct generator's partial kernel (grid z
-    = split_k) into a poisoned workspace, then the reduction kernel (epilogue once) into call.d."""
+                 strict: bool = False, ws: np.ndarray | None = None, mode: str = "partial",
+                 generator: str = "asm") -> np.ndarray:
+    """Run a prepared call as a split-K GEMM (jitgemm/split_k.py). `mode`: "partial" (grid z = batch x split_k K
+    ranges into a poisoned workspace, then the reduction kernel applies the epilogue once; deterministic;
+    `generator` asm: the direct generator's partial kernel, llvm: the LLVM generator's, one GEMM), "atomic" (the
+    ranges add into a zeroed fp32/int32 D with buffer atomics, one launch, no epilogue; fp32 sums in any order) or
+    "streamk" (split_k workgroups take equal shares of the tiles x K steps, partial sums per tile slot, the
+    reduction as for "partial"; `_streamk_launch`). atomic and streamk: the direct generator."""
     from jitgemm.codegen.gemm_split import partial_problem, split_refusal
+    from jitgemm.codegen.generator import generator as generator_named
 
-    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+    from .split_k import SPLIT_MODES, atomic_refusal, partial_kernel, partial_values, run_reduction, workspace
 
+    if mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={mode!r}; accepted: {', '.join(SPLIT_MODES)}")
     p = call.problem
+    if mode == "streamk":
+        return _streamk_launch(call, arch, split_k, backend=backend, config=config, strict=strict, ws=ws)
     try:
-        kernel = partial_kernel(p, arch, config)
-        refusal = split_refusal(p, kernel.config.depth_k, split_k)
-        q = partial_problem(p)
+        refusal = atomic_refusal(p) if mode == "atomic" else None
+        refusal = refusal or generator_named(generator).split_refusal(p, mode)
+        kernel = partial_kernel(p, arch, config, mode=mode, generator=generator)
+        refusal = refusal or split_refusal(p, kernel.config.depth_k, split_k)
+        q = partial_problem(p, mode)
     except IRError as exc:
         raise MatmulError(str(exc)) from None
     if refusal:
         raise MatmulError(refusal)
+    if mode == "atomic":                      # the contract's zero_output: launch() zeroes D first
+        launch(GemmCall(q, call.values, call.d, call.align), kernel.code_object, kernel.name,
+               Contract.load(kernel.contract), backend=backend, strict=strict, split_k=split_k)
+        return call.d
     ws = workspace(p, split_k) if ws is None else ws
     partial = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
     launch(partial, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
@@ -512,24 +565,72 @@ def split_launch(call: GemmCall, arch: str, split_k: int, *, backend: str = "emu
     return call.d
 
 
-def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str) -> int:
-    """The split count of the direct generator's split-K pair for matmul (1: run the chosen kernel as it is)."""
+def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str = "emu",
+                    config: GemmConfig | None = None, strict: bool = False,
+                    ws: np.ndarray | None = None) -> np.ndarray:
+    """Run a prepared call as a stream-K GEMM (codegen/gemm_streamk.py): `workgroups` workgroups take equal shares
+    of the tiles x K steps into a poisoned slot workspace, then the reduction sums each tile's slots in order and
+    applies the epilogue (deterministic)."""
+    from jitgemm.codegen.gemm_split import partial_problem
+    from jitgemm.codegen.gemm_streamk import MAX_WORKGROUPS, plan
+
+    from .split_k import partial_kernel, partial_values, run_reduction, workspace
+
+    p = call.problem
+    if not isinstance(workgroups, int) or isinstance(workgroups, bool) or not 1 <= workgroups <= MAX_WORKGROUPS:
+        raise MatmulError(f"stream-K workgroups={workgroups!r}; accepted: an integer in 1..{MAX_WORKGROUPS} (the "
+                          "compute units of the device, or a multiple)")
+    try:
+        kernel = partial_kernel(p, arch, config, mode="streamk")
+        q = partial_problem(p, "streamk")
+    except IRError as exc:
+        raise MatmulError(str(exc)) from None
+    c = kernel.config
+    sk = {**plan(p.m, p.n, p.k, c.tile_m, c.tile_n, c.depth_k, workgroups), "tile_m": c.tile_m, "tile_n": c.tile_n}
+    ws = workspace(p, sk["slots"]) if ws is None else ws
+    part = GemmCall(q, partial_values(call, ws), ws, {**call.align, "d": 256})
+    launch(part, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend=backend, strict=strict,
+           split_k=workgroups)
+    run_reduction(call, ws, sk["slots"], arch, backend, strict, sk)
+    return call.d
+
+
+def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str,
+               split_mode: str = "auto", source: str = "") -> tuple[int, str]:
+    """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel);
+    measured rows (`jitgemm tune`, `split_k.measured_split`) outrank the model's `choose_split`."""
+    from .split_k import SPLIT_MODES
+
+    if split_mode != "auto" and split_mode not in SPLIT_MODES:
+        raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
-        if problem.m > 64 or problem.k < 1024 or contract.split_k:
-            return 1
-        from .split_k import choose_split
+        from .split_k import auto_split_applies, choose_split, measured_split
 
-        return choose_split(problem, arch, chosen=(contract, blob)).split_k
+        if not auto_split_applies(problem, contract):
+            return 1, "partial"
+        measured = measured_split(problem, arch, contract, source)
+        if measured is not None and split_mode in ("auto", measured[1]):
+            return measured
+        c = choose_split(problem, arch, chosen=(contract, blob), streamk=split_mode in ("auto", "streamk"))
+        if split_mode not in ("auto", c.mode):
+            return 1, "partial"
+        return c.split_k, c.mode
     if not isinstance(split_k, int) or isinstance(split_k, bool) or split_k < 1:
-        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1")
-    return split_k
+        raise MatmulError(f"split_k={split_k!r}; accepted: 'auto' or a power of two >= 1 (stream-K: a workgroup "
+                          "count)")
+    return split_k, "partial" if split_mode == "auto" else split_mode
 
 
-def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
-    """The split-K count for the chosen kernel: the timing model's fastest (`jitgemm.timing.best_split`) when the
-    contract lets the kernel split K, else 1."""
+def _split_k(contract: Contract, blob: bytes, problem: GemmProblem, arch: str = "", source: str = "") -> int:
+    """The split-K count for the chosen kernel (`source` = "supplier:label" as the selector names it): the split
+    the deciding hardware-measured tuning row ran with, since that time is what made the kernel the winner
+    (aiter's tables record each winner's splitK); else the timing model's fastest (`jitgemm.timing.best_split`)
+    when the contract lets the kernel split K; else 1."""
     if not contract.split_k:
         return 1
+    tuned = tuned_split(contract, problem, arch, source)
+    if tuned is not None:
+        return tuned
     from jitgemm.timing import TimingError, best_split
     from jitgemm.timing.pipeline import PipelineModelError
 
@@ -539,6 +640,22 @@ def _split_k(contract: Contract, blob: bytes, problem: GemmProblem) -> int:
         return 1
 
 
+def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str) -> int | None:
+    """The split-K count of the measured tuning row that ranks this kernel for this problem on `arch` (the
+    selector's `deciding_row`), when the row records one the contract admits; None otherwise."""
+    supplier, sep, label = source.partition(":")
+    if not arch or not sep:
+        return None
+    from .selector import default_selector
+    from .suppliers import Candidate
+
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    row = default_selector(arch).tuning.deciding_row(arch, problem, key, contract.data)
+    if row is None or row.metric != "seconds" or row.split_k is None:
+        return None
+    return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
+
+
 def default_arch(problem: GemmProblem) -> str:
     """The target an 8-bit problem's dtypes name: OCP fp8 is gfx950's, FNUZ fp8 gfx942's; anything else gfx942."""
     return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
@@ -546,7 +663,8 @@ def default_arch(problem: GemmProblem) -> str:
 
 @accepts_dlpack("a", "b", "scale_a", "scale_b", "bias", error=MatmulError)
 def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | None = None, arch: str | None = None,
-                  backend: str = "auto", scale_mode: str | None = None) -> np.ndarray:
+                  backend: str = "auto", scale_mode: str | None = None, split_k: int | str = "auto",
+                  split_mode: str = "auto") -> np.ndarray:
     """D = scaled(a @ b) + bias for 8-bit a and b (fp8/bf8 FNUZ on gfx942, OCP fp8_e4m3/e5m2 on gfx950, int8 on
     both) with fp32 scales, as vLLM's / PyTorch's scaled_mm and aiter's a8w8 GEMMs take them:
 
@@ -558,10 +676,16 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
 
     `scale_mode` ("tensor", "rowcol", "block") overrides what the shapes say. out_dtype: fp32 (default), fp16 or
     bf16; bias: float32, length M or N. `arch` defaults to the target the fp8 flavour names (gfx942 for int8).
-    Scales are shared by every batch entry of a 3-D a or b."""
+    With a 3-D a or b (batch entries), a 2-D scale array is shared by every entry and a 3-D one [batch, ...]
+    ([batch, M, 1], [batch, 1, N], [batch, M, ceil(K/128)], [batch, 1, 1], ...) gives each entry its own.
+    `split_k` / `split_mode` as in `matmul`: split-K and stream-K apply tensor/rowcol scales once in the
+    reduction, block and MX scales per K range (jitgemm/split_k.py)."""
     where = _backend(backend)
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)
     blob, name, contract, source = _choose(call.problem, call.align, target)
+    ours, mode = _our_split(call.problem, target, contract, blob, split_k, split_mode, source)
+    if ours > 1:
+        return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
-                  split_k=_split_k(contract, blob, call.problem))
+                  split_k=_split_k(contract, blob, call.problem, target, source))

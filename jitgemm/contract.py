@@ -182,6 +182,17 @@ class Contract:
         contract._check_consistent()
         return contract
 
+    @staticmethod
+    def planned(obj: Mapping[str, Any], source: str = "<contract>") -> Contract:
+        """A contract this project's own code built (a generator's planned contract, `gemm_contract`): checked for
+        consistency but not against the schema -- importing jsonschema and walking the schema cost a cold
+        compile ~0.2 s (issue 31), and tests/jitgemm/test_planned_contracts.py validates what the generators plan
+        against the schema. Every contract from outside (a file, a sidecar, a tuning row, a GFA or aiter
+        record, Triton's description) goes through `load`."""
+        contract = Contract(_without_retired_scale(obj, source), source)
+        contract._check_consistent()
+        return contract
+
     # accessors
     @property
     def kernel(self) -> str:
@@ -223,6 +234,8 @@ class Contract:
             return f"launch.split_k.max: split_k={split_k} outside 1..{spec['max']}"
         if spec.get("power_of_two") and split_k & (split_k - 1):
             return f"launch.split_k.power_of_two: split_k={split_k} is not a power of two"
+        if "stream_k" in spec:        # any workgroup count: each takes an equal share of tiles x K steps
+            return None
         if "k_tail_step" in spec:     # ranges of whole steps, the last takes K's remainder; none may be empty
             step = spec["k_tail_step"]
             tiles = -(-k // step)
@@ -262,7 +275,8 @@ class Contract:
         roles = [a["role"] for a in abi["args"]]
         leg = self.data.get("legality", {})
         lo, hi = leg.get("min", {}), leg.get("max", {})
-        for needed in ("a", "b", "d", "m", "n", "k"):
+        grouped = bool(self.data.get("operation", {}).get("grouped", False))
+        for needed in ("a", "b", "d", "n", "k") + (() if grouped else ("m",)):   # a grouped kernel's rows: offsets
             fixed = needed in lo and lo[needed] == hi.get(needed)   # a size the legality fixes needs no argument
             if needed not in roles and not fixed:
                 raise ContractError(f"{self.source}: abi.args has no argument with role {needed!r}")
@@ -339,7 +353,8 @@ class Contract:
         clause("operation.grouped", bool(op.get("grouped", False)) == problem.grouped,
                f"kernel grouped={bool(op.get('grouped', False))}, problem grouped={problem.grouped}")
         clause("operation.k_split", op.get("k_split", "none") == problem.k_split,
-               f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial)")
+               f"kernel k_split {op.get('k_split', 'none')}, problem {problem.k_split} (accepted: none, partial, "
+               "atomic, streamk)")
         if problem.scale_mode == "block":
             for key in ("a_scale_order", "b_scale_order"):
                 clause(f"operation.{key}", op.get(key, "row") == getattr(problem, key),

@@ -5,14 +5,18 @@ from __future__ import annotations
 import threading
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from typing import TYPE_CHECKING
 
-from jitgemm import isa
+from jitgemm import isa  # its names load on first use
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from jitgemm.codegen.gemm_text import format_ir, parse
-from jitgemm.codegen.generator import Generator, by_name, generator
-from jitgemm.contract import Contract
 
 from . import kernel_cache
+
+if TYPE_CHECKING:
+    from jitgemm.codegen.generator import Generator
+
+# The generators, the IR's text form and the contract load inside the functions that use them: a kernel found in
+# the disk cache is a `Kernel` made from the cached record (jitgemm/warm.py), without them.
 
 
 @dataclass(frozen=True)
@@ -30,11 +34,14 @@ class Kernel:
     _asm: list = field(default_factory=list, compare=False, repr=False)
     _stages: dict = field(default_factory=dict, compare=False, repr=False)   # stage texts known at compile time
     made_for: GemmProblem | None = field(default=None, compare=False, repr=False)   # the problem compiled for
+    cache_key: str = field(default="", compare=False, repr=False)   # its kernel-cache entry (jitgemm/warm.py)
 
     @property
     def ir(self) -> str:
         """The IR of the problem the kernel was asked for, with a first line saying that the kernel is
         size-generic (the kernel class, `problem`, is what shaped the binary: `stages["ir"]`)."""
+        from jitgemm.codegen.gemm_text import format_ir
+
         if self.made_for is None:
             return format_ir(self.problem, self.config)
         return ("# size-generic kernel: m, n, k, batch, leading dimensions, alpha and beta are runtime "
@@ -59,6 +66,9 @@ class Kernel:
         """The inspectable stages of the generator's stage table (`co` is `code_object`), each text as the
         compile made it or, for a kernel from the disk cache, made again on first access; every kernel also
         has "asm" (for the direct generator its own listing, else the annotated instructions)."""
+        from jitgemm.codegen.gemm_text import format_ir
+        from jitgemm.codegen.generator import by_name
+
         gen = by_name(self.generator)
         producers: dict[str, Callable[[], str]] = {}
         if gen is not None:
@@ -74,6 +84,8 @@ class Kernel:
         return _Stages(producers, self._stages)
 
     def grid(self, m: int, n: int, batch: int = 1) -> tuple[int, int, int]:
+        from jitgemm.contract import Contract
+
         return Contract(self.contract).grid(m, n, 1, batch)
 
     @property
@@ -103,6 +115,16 @@ class _Stages(Mapping):
 
 
 _memory: dict[tuple, Kernel] = {}        # by kernel class (+ the facts the default config depends on)
+# machine code -> (instruction items, byte offset of each) of the kernels this process lowered itself: the timing
+# model traces them from the generator's own instruction objects instead of decoding the bytes (issue 31)
+_lowered: dict[bytes, tuple[tuple, tuple[int, ...]]] = {}
+_LOWERED_LIMIT = 64
+
+
+def lowered_items(code: bytes) -> tuple[tuple, tuple[int, ...]] | None:
+    """The instruction items and their byte offsets that encoded to `code` (a kernel's machine code), when this
+    process lowered that kernel (the direct generator); None otherwise (LLVM's, a disk-cache hit, a file)."""
+    return _lowered.get(code)
 _by_problem: dict[tuple, Kernel] = {}    # by the exact problem: the hot path of repeated calls
 _lock = threading.Lock()
 
@@ -115,6 +137,8 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
     (`Generator.choose_config`). `generator`: a registered generator ("asm": the direct generator; "llvm": LLVM
     IR through llvmlite and LLVM's AMDGPU backend); its stage table runs and every stage's text is kept in
     `Kernel.stages`."""
+    from jitgemm.codegen.gemm_text import format_ir, parse
+
     gen = _generator(generator)
     if isinstance(problem, str):
         problem, parsed_config = parse(problem)
@@ -142,12 +166,17 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
         if entry is not None:
             blob, record = entry
             kernel = Kernel(record["name"], blob, record["contract"], config, problem.kernel_class(), arch,
-                            generator=gen.name, from_cache="disk")
+                            generator=gen.name, from_cache="disk", cache_key=disk_key)
     if kernel is None:
         c = gen.compile(problem, config, spec=spec, target=arch)
+        if c.lowered.instructions and c.offsets:
+            with _lock:
+                if len(_lowered) >= _LOWERED_LIMIT:
+                    _lowered.clear()
+                _lowered[c.code] = (tuple(c.lowered.instructions), tuple(c.offsets))
         texts = {k: v for k, v in c.stages.items() if isinstance(v, str)}
         kernel = Kernel(c.name, c.code_object, c.contract, c.config, c.problem, arch, generator=gen.name,
-                        _stages=texts)
+                        _stages=texts, cache_key=disk_key)
         if use_disk_cache:
             kernel_cache.store(disk_key, kernel.code_object, {"name": kernel.name, "contract": kernel.contract,
                                                                "ir": ir_text, "target": arch,
@@ -162,6 +191,8 @@ def compile(problem: GemmProblem | str, config: GemmConfig | None = None, *, arc
 
 
 def _generator(option: str) -> Generator:
+    from jitgemm.codegen.generator import generator
+
     gen = generator(option)
     ok, why = gen.available()
     if not ok:
@@ -181,3 +212,4 @@ def clear_memory_cache() -> None:
     with _lock:
         _memory.clear()
         _by_problem.clear()
+        _lowered.clear()

@@ -11,12 +11,11 @@ corrupt cache costs a recompile, never a wrong kernel or a KeyError.
 from __future__ import annotations
 
 import functools
-import hashlib
 import json
 from pathlib import Path
 
 from jitgemm.isa.spec.cache import cache_root
-from jitgemm.util.files import MAX_CACHE_BYTES, atomic_write, read_bounded, read_sealed, write_sealed
+from jitgemm.util.files import MAX_CACHE_BYTES, atomic_write, read_bounded, read_sealed, sha256_hex, write_sealed
 
 FORMAT = 2   # 2: records sealed with their own sha256
 
@@ -29,7 +28,10 @@ def kernel_dir() -> Path:
 def generator_fingerprint() -> str:
     """sha256 of the source of everything that turns IR into bytes (the generators, the encoder, the
     code-object writer): a changed generator never meets a kernel cached by an older one."""
+    import hashlib
+
     from jitgemm import codegen, isa
+
     digest = hashlib.sha256()
     for package in (codegen, isa):
         root = Path(package.__file__).parent
@@ -42,7 +44,7 @@ def generator_fingerprint() -> str:
 def cache_key(ir_text: str, spec_sha256: str, target: str, generator: str, version: str) -> str:
     text = "\n".join((f"format={FORMAT}", ir_text, spec_sha256, target, generator, version,
                       generator_fingerprint()))
-    return hashlib.sha256(text.encode()).hexdigest()
+    return sha256_hex(text.encode())
 
 
 def _valid_record(record: object, key: str) -> bool:
@@ -66,7 +68,7 @@ def load(key: str) -> tuple[bytes, dict] | None:
         return None
     if not _valid_record(record, key):
         return None
-    if record.get("sha256") != hashlib.sha256(blob).hexdigest():
+    if record.get("sha256") != sha256_hex(blob):
         return None
     return blob, record
 
@@ -76,10 +78,10 @@ def store(key: str, blob: bytes, record: dict) -> None:
     folder = kernel_dir()
     try:
         atomic_write(folder / f"{key}.co", blob)
-        full = {**record, "format": FORMAT, "key": key, "sha256": hashlib.sha256(blob).hexdigest()}
+        full = {**record, "format": FORMAT, "key": key, "sha256": sha256_hex(blob)}
         write_sealed(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
     except OSError as exc:
-        from .cache_notice import notice
+        from jitgemm.util.cache_notice import notice
 
         notice(f"kernel cache {folder}: cannot write ({exc.strerror or exc}); running without it (kernels are "
                f"compiled again in every process)")

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from jitgemm import isa
-from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem
+from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.spec.cache import cache_root
 from jitgemm.util.files import read_sealed, write_sealed
@@ -84,14 +84,45 @@ def predicted(candidate: Candidate, problem: GemmProblem, target: str):
         return f"model: {exc}"
 
 
+# The scalar-load fallback's estimate counts too few issue slots and waits (it was timed 1.08-2.4x its estimate
+# on the sample of tests/jitgemm/test_prerank.py's notes): it is timed only when its estimate beats the best time
+# by this much (a negative margin).
+FALLBACK_MARGIN = -0.05
+
+
+def estimated(candidate: Candidate, problem: GemmProblem, target: str) -> tuple[float, float, int | None, int] | None:
+    """The pre-rank's view of a candidate one of this project's generators compiles from its config: (the plan
+    estimate in us, `jitgemm.timing.model.plan_estimate`, at the best split the contract allows; its generator's
+    `prerank_margin`; its `prerank_iterations`; the main loop's iterations for this K). None: no plan to estimate
+    from (a prebuilt, Triton or aiter kernel) or the estimate failed -- such a candidate is timed."""
+    from jitgemm.codegen.generator import by_name
+    from jitgemm.timing import TimingError
+    from jitgemm.timing.model import SPLITS, plan_estimate
+    from jitgemm.timing.pipeline import PipelineModelError
+
+    if candidate.config is None or candidate.contract is None:
+        return None
+    gen = by_name(str(candidate.contract.data.get("identity", {}).get("generator", "")))
+    if gen is None:
+        return None
+    try:
+        plan = gen.plan(problem.kernel_class(), candidate.config, isa.load_spec(target), isa.target_profile(target))
+        refusal = candidate.contract.split_refusal
+        splits = tuple(s for s in SPLITS if s == 1 or refusal(problem.k, s) is None)
+        us = plan_estimate(plan, problem, target, candidate.contract.data.get("tile", {}), splits=splits)
+    except (TimingError, PipelineModelError, isa.IsaError, IRError, KeyError, ValueError):
+        return None
+    return us, gen.prerank_margin, gen.prerank_iterations, -(-problem.k // max(1, candidate.config.depth_k))
+
+
 def spills(candidate: Candidate) -> bool:
     """The candidate's contract says it keeps registers in scratch memory (tile.scratch > 0)."""
     return int(candidate.contract.data.get("tile", {}).get("scratch", 0) or 0) > 0
 
 
 # where a legal candidate's score came from, best evidence first: a measured row of the tuning database, a
-# sweep's modelled row, the built-in cost model
-_BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2}
+# sweep's modelled row, the built-in cost model, the pre-rank's plan estimate (a kernel the model did not time)
+_BASIS_ORDER = {"tuning": 0, "sweep": 1, "model": 2, "estimate": 3}
 
 
 def rank_key(verdict: Verdict) -> tuple:
@@ -132,7 +163,7 @@ class Selector:
         self.suppliers: list[Supplier] = list(suppliers) if suppliers is not None else [DirectAsmSupplier()]
         self.tuning = tuning or TuningDB()
         self.quarantine = quarantine or Quarantine()
-        self._chosen: dict[tuple, tuple[bytes, str, Contract, str]] = {}
+        self._chosen: dict[tuple, tuple[tuple[bytes, str, Contract, str], str | None]] = {}
         self._lock = threading.Lock()
 
     def register(self, supplier: Supplier) -> None:
@@ -147,23 +178,41 @@ class Selector:
     def choose(self, problem: GemmProblem, align: dict[str, int] | None = None) -> tuple[bytes, str, Contract, str]:
         """The winner for this exact problem and alignment, loaded: (code object, kernel name, contract,
         "supplier:label"). Memoized per selector (and per supplier list, should it change)."""
+        return self.choose_with_key(problem, align)[0]
+
+    def choose_with_key(self, problem: GemmProblem, align: dict[str, int] | None = None
+                        ) -> tuple[tuple[bytes, str, Contract, str], str | None]:
+        """`choose`, and the kernel-cache key of the winner when a generator of this project compiled it (None
+        for a prebuilt, Triton or aiter kernel): what jitgemm/warm.py remembers for `matmul`."""
         key = (problem, tuple(sorted((align or {}).items())), tuple(id(s) for s in self.suppliers))
         hit = self._chosen.get(key)
-        if hit is None:
-            hit = self._choose_cached(problem, align)
+        if hit is not None:
+            return hit
+        hit = self._choose_cached(problem, align)
         if hit is None:
             cand = self.select(problem, align)
             blob, name = cand.load()
-            hit = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
-            self._remember(problem, align, cand, hit[3])
-            with self._lock:
-                if len(self._chosen) > 4096:
-                    self._chosen.clear()
-                self._chosen[key] = hit
+            made = (blob, name, cand.contract, f"{cand.supplier}:{cand.label}")
+            hit = (made, self._kernel_key(problem, cand))
+            self._remember(problem, align, cand, made[3])
+        with self._lock:      # a choice from the disk cache too: the next call neither ranks nor re-keys
+            if len(self._chosen) > 4096:
+                self._chosen.clear()
+            self._chosen[key] = hit
         return hit
 
+    def _kernel_key(self, problem: GemmProblem, cand: Candidate) -> str | None:
+        """The kernel-cache key of a candidate a generator of this project compiles (its `load` compiled it through
+        the kernel cache: this is that compile's in-memory hit); None otherwise."""
+        option = _generator_option(cand)
+        if option is None:
+            return None
+        from jitgemm.kernel import compile as jit_compile
+
+        return jit_compile(problem, cand.config, arch=self.target, generator=option).cache_key or None
+
     def _choose_cached(self, problem: GemmProblem, align: dict[str, int] | None
-                       ) -> tuple[bytes, str, Contract, str] | None:
+                       ) -> tuple[tuple[bytes, str, Contract, str], str | None] | None:
         """The winner from the on-disk choice cache (`jitgemm.choice_cache`: keyed by everything the ranking
         reads), compiled through the kernel cache as the candidate's own `load` would; None on a miss."""
         from . import choice_cache
@@ -176,7 +225,7 @@ class Selector:
 
         kernel = jit_compile(problem, config, arch=self.target, generator=entry["generator"])
         contract = Contract(entry["contract"], str(entry.get("contract_source", "")))
-        return kernel.code_object, kernel.name, contract, entry["source"]
+        return (kernel.code_object, kernel.name, contract, entry["source"]), kernel.cache_key or None
 
     def _remember(self, problem: GemmProblem, align: dict[str, int] | None, cand: Candidate, source: str) -> None:
         """Store a winner the choice cache can give back: one a generator of this project compiles from its
@@ -191,9 +240,13 @@ class Selector:
                             "contract": cand.contract.data, "source": source,
                             "contract_source": cand.contract.source})
 
-    def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None) -> list[Verdict]:
-        """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest."""
+    def evaluate(self, problem: GemmProblem, align: dict[str, int] | None = None,
+                 prerank: bool = False) -> list[Verdict]:
+        """Every candidate of every supplier with its verdict: legal ones ranked best first, then the rest.
+        `prerank`: time with the model only the candidates the plan estimate makes contenders (`_prerank`), as
+        `select`, `selected_config` and `explain` do; the others are kept, ranked after the timed ones."""
         verdicts = []
+        modelled: list[Candidate] = []
         base = isa.spec.targets.base_target(self.target)
         for supplier in self.suppliers:
             try:
@@ -219,27 +272,77 @@ class Selector:
                 if not ok:
                     verdicts.append(Verdict(cand, False, why))
                     continue
-                verdicts.append(self._ranked(cand, problem))
+                verdict = self._measured(cand, problem)
+                if verdict is None:
+                    modelled.append(cand)
+                else:
+                    verdicts.append(verdict)
+        if prerank:
+            verdicts += self._prerank(modelled, problem)
+        else:
+            verdicts += [self._modelled(cand, problem) for cand in modelled]
         legal = sorted((v for v in verdicts if v.legal), key=rank_key)
         return legal + [v for v in verdicts if not v.legal]
 
-    def _ranked(self, cand: Candidate, problem: GemmProblem) -> Verdict:
-        """Ranking hook: the tuning database's deciding row when it has one for this kernel and problem
-        (`TuningDB.deciding_row`), else the built-in cost model."""
+    def _measured(self, cand: Candidate, problem: GemmProblem) -> Verdict | None:
+        """The verdict from the tuning database's deciding row for this kernel and problem
+        (`TuningDB.deciding_row`), or None: the timing model ranks it."""
         row = self.tuning.deciding_row(self.target, problem, cand.key, cand.contract.data)
         if row is not None and row.metric == "seconds":
             flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
             return Verdict(cand, True, "", flops / row.value / 1e12, "tuning", row)
         if row is not None:
             return Verdict(cand, True, "", row.value, "sweep", row)
+        return None
+
+    def _ranked(self, cand: Candidate, problem: GemmProblem) -> Verdict:
+        """Ranking hook: the tuning database's deciding row when it has one, else the built-in cost model."""
+        return self._measured(cand, problem) or self._modelled(cand, problem)
+
+    def _modelled(self, cand: Candidate, problem: GemmProblem) -> Verdict:
         pred = predicted(cand, problem, self.target)
         if isinstance(pred, str):
             return Verdict(cand, True, pred, 0.0, "model")
         return Verdict(cand, True, f"split_k={pred.split_k}" if pred.split_k > 1 else "", pred.tflops, "model",
                        predicted_us=pred.us)
 
+    def _prerank(self, cands: list[Candidate], problem: GemmProblem) -> list[Verdict]:
+        """Time only the contenders (issue 31: the model lowers and traces each kernel it times). Every candidate
+        one of this project's generators plans gets `estimated` (the plan's estimate, no lowering); they are timed
+        best estimate first, and one is timed only while its estimate, less its generator's `prerank_margin`, is
+        within the best time so far (and its loop within the generator's `prerank_iterations`); kernels that
+        spill only while no kernel that does not has been timed. Kernels without a plan (prebuilt, Triton,
+        aiter) are always timed. The rest are kept with basis "estimate", ranked after every timed kernel."""
+        out: list[Verdict] = []
+        planned = []
+        for cand in cands:
+            est = estimated(cand, problem, self.target)
+            if est is None:
+                out.append(self._modelled(cand, problem))
+            else:
+                if cand.fallback:     # scalar loads: more issue and waits than the estimate counts
+                    est = (est[0], FALLBACK_MARGIN, *est[2:])
+                planned.append((spills(cand), est[0], cand, est))
+        best = min((v.predicted_us for v in out if v.predicted_us and not spills(v.candidate)), default=None)
+        # kernels that do not spill, then those within their generator's reach, best estimate first
+        planned.sort(key=lambda x: (x[0], x[3][2] is not None and x[3][3] > x[3][2], x[1],
+                                    *tie_key(x[2].contract.data), x[2].label))
+        for spill, us, cand, (_, margin, reach, iterations) in planned:
+            flops = 2.0 * problem.m * problem.n * problem.k * problem.batch
+            if best is not None and (spill or us * (1 - margin) > best or (reach is not None and iterations > reach)):
+                why = (f"pre-rank: plan estimate {us:.1f} us, best timed {best:.1f} us"
+                       + (f", {iterations} loop iterations > {reach}" if reach is not None and iterations > reach
+                          else "") + "; not lowered")
+                out.append(Verdict(cand, True, why, flops / us / 1e6, "estimate", predicted_us=us))
+                continue
+            verdict = self._modelled(cand, problem)
+            out.append(verdict)
+            if verdict.predicted_us and not spill:
+                best = verdict.predicted_us if best is None else min(best, verdict.predicted_us)
+        return out
+
     def select(self, problem: GemmProblem, align: dict[str, int] | None = None) -> Candidate:
-        verdicts = self.evaluate(problem, align)
+        verdicts = self.evaluate(problem, align, prerank=True)
         if verdicts and verdicts[0].legal:
             return verdicts[0].candidate
         lines = "; ".join(f"{v.candidate.supplier}:{v.candidate.label}: {v.reason}" for v in verdicts)
@@ -247,7 +350,7 @@ class Selector:
                              f"{lines or 'no candidates'}")
 
     def explain(self, problem: GemmProblem, align: dict[str, int] | None = None) -> str:
-        verdicts = self.evaluate(problem, align)
+        verdicts = self.evaluate(problem, align, prerank=True)
         rows = [("#", "supplier", "kernel", "verdict", "score", "why")]
         rank = 0
         for v in verdicts:
@@ -269,6 +372,8 @@ class Selector:
 _suppliers: list[Supplier] | None = None
 _selectors: dict[str, Selector] = {}
 _registry_lock = threading.Lock()
+_built: tuple[list[Supplier], tuple[int, ...]] | None = None   # the list default_suppliers made, and its members
+_widened = False     # use_triton() widened the default Triton supplier
 
 
 def default_suppliers() -> list[Supplier]:
@@ -276,7 +381,7 @@ def default_suppliers() -> list[Supplier]:
     (when llvmlite is installed), the tuning database's variants (what `jitgemm sweep` found, so `matmul`
     can choose the sweep's best), Triton's tl.dot_scaled kernels for block-scaled problems (when Triton is
     installed; `use_triton()` widens it to every problem), and whatever `register_supplier` added."""
-    global _suppliers
+    global _suppliers, _built, _widened
     with _registry_lock:
         if _suppliers is None:
             from .suppliers import TritonSupplier
@@ -287,6 +392,7 @@ def default_suppliers() -> list[Supplier]:
             from .aiter.registry import registered_suppliers  # releases `jitgemm aiter import` registered
 
             _suppliers += registered_suppliers()
+            _built, _widened = (_suppliers, tuple(map(id, _suppliers))), False
         return _suppliers
 
 
@@ -306,8 +412,27 @@ def default_selector(target: str = "gfx942") -> Selector:
 
 def forget_choices() -> None:
     """Every default selector chooses afresh (the tuning database learnt something: a sweep, a tune)."""
+    from . import warm
+
     for sel in list(_selectors.values()):
         sel.forget()
+    warm.forget()
+
+
+def warm_ready(db: str, quarantine: str) -> bool:
+    """The default suppliers and selectors are as a new process makes them (or not made yet): the suppliers
+    `default_suppliers` built, none added or widened, every default selector sharing them and reading the tuning
+    database `db` and the `quarantine` file (the paths a new process would read). jitgemm/warm.py serves
+    remembered kernels only then."""
+    if _suppliers is None:
+        return not _selectors
+    if _widened or _built is None or _built[0] is not _suppliers or _built[1] != tuple(map(id, _suppliers)):
+        return False
+    from .tuned_supplier import TunedSupplier
+
+    return [str(s.db.path) for s in _suppliers if isinstance(s, TunedSupplier)] == [db] and all(
+        sel.suppliers is _suppliers and str(sel.tuning.path) == db and str(sel.quarantine.path) == quarantine
+        for sel in list(_selectors.values()))
 
 
 def register_supplier(supplier: Supplier) -> None:
@@ -323,48 +448,34 @@ def explain(problem: GemmProblem, align: dict[str, int] | None = None, arch: str
     return default_selector(arch).explain(problem, align) + split_k_clause(problem, arch)
 
 
-def _grouped_triton_peer(problem: GemmProblem, arch: str) -> str:
-    """The Triton peer of a grouped problem (jitgemm/triton_gemm.py grouped_gemm_kernel), compiled, or why not."""
-    import time
-
-    from .suppliers import TritonSupplier
-
-    if not TritonSupplier.available():
-        return "grouped Triton peer: Triton is not installed\n"
-    if problem.layout != "NN":
-        return f"grouped Triton peer: grouped_gemm_kernel takes layout NN (B [G, K, N]); problem is {problem.layout}\n"
-    start = time.perf_counter()
-    try:
-        blob, name, info = TritonSupplier().compile_grouped(problem, arch)
-    except Exception as exc:     # Triton's own errors: shown, not raised (explain explains)
-        return f"grouped Triton peer: refused: {str(exc).splitlines()[0][:160]}\n"
-    return (f"grouped Triton peer: {name} (triton_gemm.grouped_gemm_kernel, 32x64x32, {info['num_warps']} warps, "
-            f"{len(blob)} bytes, compiled in {(time.perf_counter() - start) * 1e3:.0f} ms)\n")
-
-
 def split_k_clause(problem: GemmProblem, arch: str = "gfx942") -> str:
     """The split-K line of `explain`: the clause that keeps matmul's split_k="auto" from splitting, or the timing
     model's split count with the predicted times (jitgemm/split_k.py). Grouped problems: the group table."""
     if problem.grouped:
         return ("grouped: one launch, z = group (batch role = G groups), rows from group_offsets[g]..[g+1] "
-                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped)\n"
-                + _grouped_triton_peer(problem, arch))
+                f"(operation.grouped); m={problem.m} is the largest group; split-K: no (grouped); ranked above: "
+                "both generators' grouped kernels and Triton's grouped_gemm_kernel (jitgemm/triton_gemm.py)\n")
     if problem.k_split != "none":
         return ""
-    if problem.batch != 1 or problem.scaled or problem.scale_mode != "none":
-        return "split-K: no (split_k.partial_problem: batch 1, no scales)\n"
+    if problem.scaled:
+        return "split-K: no (split_k.partial_problem: fp32 tensor/rowcol/block scales split, MX does not)\n"
     if problem.m > 64 or problem.k < 1024:
         return (f"split-K: no (matmul split_k='auto' considers M <= 64 and K >= 1024; m={problem.m}, "
                 f"k={problem.k}; matmul(split_k=n) forces n)\n")
     from .kernel import compile as compile_config
-    from .split_k import choose_split
+    from .split_k import choose_split, streamk_choice
 
     config, gen = selected_config(problem, arch)
     c = choose_split(problem, arch, chosen=compile_config(problem, config, arch=arch, generator=gen))
+    if c.mode == "streamk":
+        return (f"split-K: yes, stream-K over {c.split_k} workgroups (launch.split_k.stream_k, per-tile slots in "
+                f"a workspace, reduction kernel applies the epilogue): {c.reason}\n")
+    sk = streamk_choice(problem, arch, None, c.us_plain, margin=float("inf")) if c.us_plain == c.us_plain else None
+    other = (f"; stream-K candidate {sk.us_split:.2f} us ({sk.split_k} workgroups)" if sk is not None else "")
     if c.split_k > 1:
         return (f"split-K: yes, split_k={c.split_k} (launch.split_k.partials, workspace {4 * c.split_k}*m*n bytes, "
-                f"reduction kernel applies the epilogue): {c.reason}\n")
-    return f"split-K: no ({c.reason})\n"
+                f"reduction kernel applies the epilogue): {c.reason}{other}\n")
+    return f"split-K: no ({c.reason}{other})\n"
 
 
 def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str | None = None,
@@ -390,7 +501,7 @@ def selected_config(problem: GemmProblem, arch: str = "gfx942", generator: str |
     config = _config_of(entry)
     if config is not None:
         return config, entry["generator"]
-    verdicts = selector.evaluate(problem, align)
+    verdicts = selector.evaluate(problem, align, prerank=True)
     for v in verdicts:
         if not v.legal:
             break
@@ -416,20 +527,18 @@ def _generator_option(cand: Candidate) -> str | None:
 
 
 def _config_fields(config: GemmConfig) -> dict:
-    import dataclasses
+    from .warm import config_fields
 
-    return dataclasses.asdict(config)
+    return config_fields(config)
 
 
 def _config_of(entry: dict | None) -> GemmConfig | None:
     """The config of a cached choice (None: no entry, or one this version cannot read back exactly)."""
-    if entry is None or not isinstance(entry.get("config"), dict) or not isinstance(entry.get("generator"), str):
+    if entry is None or not isinstance(entry.get("generator"), str):
         return None
-    try:
-        config = GemmConfig(**entry["config"])
-    except (TypeError, ValueError):
-        return None
-    return config if _config_fields(config) == entry["config"] else None
+    from .warm import config_of
+
+    return config_of(entry.get("config"))
 
 
 def use_prebuilt(folder: str, custom_yaml: str | None = None) -> list[str]:
@@ -463,10 +572,12 @@ def use_triton() -> str:
                              "offering the project's own kernels")
     import triton
 
+    global _widened
     done = f"Triton {getattr(triton, '__version__', '?')} kernels are offered to matmul for every problem"
     for supplier in default_suppliers():
         if isinstance(supplier, TritonSupplier):    # the MX-only default one: one Triton supplier, widened
             supplier.scope = "all"
+            _widened = True
             for sel in list(_selectors.values()):
                 sel.forget()
             return done

@@ -122,7 +122,7 @@ class GeneratorSupplier(Supplier):
         key = (self.option, problem.kernel_class(), config, target, isa.load_spec(target).sha256, label)
         hit = GeneratorSupplier._contracts.get(key)
         if hit is None:
-            hit = Contract.load(self.planned_contract(problem, config, target), f"{self.name}:{label}")
+            hit = Contract.planned(self.planned_contract(problem, config, target), f"{self.name}:{label}")
             if len(GeneratorSupplier._contracts) > 4096:
                 GeneratorSupplier._contracts.clear()
             GeneratorSupplier._contracts[key] = hit
@@ -331,7 +331,8 @@ class TritonSupplier(Supplier):
     def __init__(self, blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 32),), num_warps: int = 4,
                  mx_blocks: tuple[tuple[int, int, int], ...] = ((64, 64, 128),), scope: str = "all",
                  mx_variants: tuple[str, ...] = ("generic", "div16")) -> None:
-        """`scope="mx"` offers kernels for scaled problems only, MX block scales and the fp32 scale modes (the
+        """`scope="mx"` offers kernels for scaled problems only, MX block scales and the fp32 scale modes, and
+        the grouped (MoE) peer for grouped problems (the
         default selectors' Triton supplier, so these problems see Triton's tl.dot_scaled and explicit-multiply
         kernels beside the generators without `use_triton()`); "all": every
         problem Triton can take. `mx_variants`: "generic" (any size, alignment and leading dimension) and/or
@@ -506,6 +507,21 @@ class TritonSupplier(Supplier):
         return self._describe(problem, target, block, blob, name, info, list(zip(names, roles, strict=True)),
                               "gemm_kernel", "elements", {})
 
+    def _grouped_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict) -> dict:
+        """grouped_gemm_kernel's contract: z = group (the batch role is G), offsets from `group_offsets`; B
+        advanced by g * stride_b; A's rows stacked (row-major), B [G, K, N] (NN) or [G, N, K] (NT)."""
+        b_n = not problem.b_transposed
+        roles = [("a", None), ("b", None), ("d", None), ("group_offsets", None), ("n", None), ("k", None),
+                 ("lda", None), ("stride_b", None), ("ldb", None) if b_n else ("const", 1),
+                 ("const", 1) if b_n else ("ldb", None), ("ldd", None)]
+        names = ["a_ptr", "b_ptr", "d_ptr", "off_ptr", "N", "K", "stride_am", "stride_bg", "stride_bk", "stride_bn",
+                 "stride_dm"]
+        data = self._describe(problem, target, block, blob, name, info, list(zip(names, roles, strict=True)),
+                              "grouped_gemm_kernel", "elements", {"grouped": True})
+        data["launch"]["grid"][2] = "batch"
+        data["legality"]["batch"] = True
+        return data
+
     def _mx_contract(self, problem: GemmProblem, target: str, block, blob: bytes, name: str, info: dict,
                      variant: str = "generic") -> dict:
         roles = {"a_ptr": "a", "a_scale_ptr": "a_scale" if problem.a_scale != "none" else "unused", "b_ptr": "b",
@@ -564,13 +580,18 @@ class TritonSupplier(Supplier):
 
     def candidates(self, problem: GemmProblem, target: str) -> list[Candidate]:
         scaled = problem.scaled or problem.scale_mode != "none"
-        if self.scope == "mx" and not scaled:
+        if self.scope == "mx" and not (scaled or problem.grouped):
             return []
         if not self.available():
-            if scaled:
+            if scaled or problem.grouped:
                 raise Refusal("Triton is not installed (pip install triton)")
             return []
-        if problem.scale_mode != "none":
+        if problem.grouped:             # the MoE peer: D = A_g @ B_g only (legality refuses C, bias, alpha)
+            if problem.a.name not in self._TYPES or problem.d.name not in self._TYPES:
+                raise Refusal(f"grouped_gemm_kernel takes {', '.join(self._TYPES)}, not {problem.a.name} -> "
+                              f"{problem.d.name}")
+            kernels = [((32, 64, 32), "generic", self.compile_grouped, self._grouped_contract)]
+        elif problem.scale_mode != "none":
             why = self.scaled_refusal(problem)
             if why is not None:
                 raise Refusal(why)
@@ -593,10 +614,11 @@ class TritonSupplier(Supplier):
             try:
                 blob, name, info = compile_(problem, target, block)
             except Exception as exc:     # Triton's own refusal (e.g. an fp8 format the target lacks)
-                if problem.scale_mode == "none":
+                if problem.scale_mode == "none" and not problem.grouped:
                     raise
                 first = (str(exc).strip().splitlines() or [type(exc).__name__])[0][:160]
-                raise Refusal(f"Triton cannot compile scaled_gemm_kernel for {problem.a.name}x{problem.b.name} on "
+                kind = "grouped_gemm_kernel" if problem.grouped else "scaled_gemm_kernel"
+                raise Refusal(f"Triton cannot compile {kind} for {problem.a.name}x{problem.b.name} on "
                               f"{target}: {first}") from None
             contract = Contract.load(describe(problem, target, block, blob, name, info), f"triton:{name}")
 

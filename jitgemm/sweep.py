@@ -24,7 +24,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import TYPE_CHECKING
 
-from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
+from jitgemm.codegen.gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from jitgemm.isa.errors import IsaError
 
 if TYPE_CHECKING:
@@ -114,6 +114,20 @@ class SweepReport:
         ok = self.ok
         return min(ok, key=lambda r: (r.scratch_bytes > 0, -r.predicted_tflops, *tie_key(r.contract), r.index)) \
             if ok else None
+
+    def split_choice(self):
+        """The split-K / stream-K decision against the best variant (`jitgemm.split_k.choose_split`: the timing
+        model's partial-kernel splits and stream-K grid, each with its reduction) for a problem matmul's
+        split_k="auto" considers (M <= 64, K >= 1024); None for other problems or without a verified best."""
+        best, p = self.best, self.problem
+        if best is None or p.m > 64 or p.k < 1024 or p.k_split != "none" or p.grouped:
+            return None
+        from .kernel import compile as jit_compile
+        from .split_k import choose_split
+
+        kernel = jit_compile(p, GemmConfig(**best.config), arch=self.target, generator=best.generator,
+                             use_disk_cache=False)
+        return choose_split(p, self.target, chosen=kernel)
 
     @property
     def variants_per_second(self) -> float:
@@ -231,6 +245,8 @@ def grid_points(problem: GemmProblem, target: str = "gfx942", generator: str = "
     out = []
     for mfma in mfmas_for(spec, problem.a, problem.b):
         depths = [mfma.k * f for f in (1, 2, 4, 8) if mfma.k * f * problem.a.bytes <= 256]
+        if problem.scale_mode == "block":      # one K tile per 128-element scale block (codegen/gemm_plan.py)
+            depths = [BLOCK_SCALE_K] if BLOCK_SCALE_K % mfma.k == 0 else []
         for tm, tn, (wm, wn), depth, prefetch, buffers in itertools.product(tiles, tiles, waves, depths, (1, 2),
                                                                              (1, 2)):
             if tm % (wm * mfma.m) or tn % (wn * mfma.n):
@@ -357,7 +373,8 @@ def check_problem(problem: GemmProblem, config: GemmConfig) -> GemmProblem:
     p = problem
     return GemmProblem.make(min(p.m, config.tile_m), min(p.n, config.tile_n), min(p.k, 2 * config.depth_k),
                             p.a.name, p.b.name, p.d.name, c=p.c.name if p.c else None, layout=p.layout,
-                            alpha=p.alpha, beta=p.beta, bias=p.bias, activation=p.activation)
+                            alpha=p.alpha, beta=p.beta, bias=p.bias, activation=p.activation,
+                            scale_mode=p.scale_mode, a_scale_order=p.a_scale_order, b_scale_order=p.b_scale_order)
 
 
 def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> Result:
@@ -416,17 +433,16 @@ def evaluate(variant: Variant, target: str = "gfx942", emulate: bool = True) -> 
 def emulator_check(kernel, problem: GemmProblem, seed: int = 0) -> str | None:
     """Run a compiled kernel on `problem` in the emulator against the float64 numpy reference (tolerance per
     output dtype, `reference.OUT_RTOL`); None when it matches, else what went wrong."""
-    from .api import MatmulError, launch, prepare
+    from .api import MatmulError, launch
     from .contract import Contract
     from .emu import EmulatorError
-    from .reference import Mismatch, check, operands, reference
+    from .qualify import problem_call
+    from .reference import Mismatch, check
 
-    a, b, c, bias = operands(problem, seed)
-    call = prepare(a, b, c, alpha=problem.alpha, beta=problem.beta, out_dtype=problem.d.numpy, bias=bias,
-                   activation=problem.activation)
+    call, want = problem_call(problem, seed)       # operands, scales of the problem's scale mode, reference
     try:
         d = launch(call, kernel.code_object, kernel.name, Contract.load(kernel.contract), backend="emu")
-        check(problem, d, reference(problem, a, b, c, bias))
+        check(problem, d, want)
     except (Mismatch, EmulatorError, MatmulError) as exc:
         return str(exc)[:300]
     return None

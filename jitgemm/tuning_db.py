@@ -35,8 +35,7 @@ from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
 from jitgemm.isa.spec.cache import cache_root
 from jitgemm.isa.spec.targets import base_target, known_targets
-
-from .cache_notice import notice
+from jitgemm.util.cache_notice import notice
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",
@@ -93,6 +92,16 @@ class Row:
     origin: str
     config: str
     contract: str
+
+    @property
+    def split_k(self) -> int | None:
+        """The split-K count the measurement ran with (`tools.split_k`, as aiter's tables record each winner's
+        splitK), None when the row does not say."""
+        try:
+            value = json.loads(self.tools or "{}").get("split_k")
+        except (ValueError, AttributeError):
+            return None
+        return value if isinstance(value, int) and not isinstance(value, bool) and value >= 1 else None
 
     @classmethod
     def coerced(cls, values: tuple) -> Row | None:

@@ -10,9 +10,9 @@ Three rules every cache in the project follows through these helpers:
 
 from __future__ import annotations
 
-import hashlib
 import os
 import stat
+import sys
 from pathlib import Path
 
 SEAL_MAGIC = b"jitgemm-sealed-v1 sha256="
@@ -83,9 +83,28 @@ def read_bounded(path: str | os.PathLike, limit: int) -> bytes:
     return data
 
 
+_SMALL = 1 << 20
+
+
+def sha256_hex(data: bytes) -> str:
+    """The sha256 of `data` in hex. hashlib (OpenSSL's libcrypto) costs a new process ~2.5 ms of CPU to load; while
+    nothing has loaded it yet, a small payload (a disk-cache hit's few records) is hashed by CPython's built-in
+    implementation instead (`_sha2` from 3.12, `_sha256` before: hashlib's own fallback, the same digests). Large
+    payloads (parsed specs) and processes that have hashlib already use hashlib, which is faster per byte."""
+    if len(data) < _SMALL and "hashlib" not in sys.modules:
+        for name in ("_sha2", "_sha256"):
+            try:
+                return __import__(name).sha256(data).hexdigest()
+            except (ImportError, AttributeError):
+                continue
+    import hashlib
+
+    return hashlib.sha256(data).hexdigest()
+
+
 def seal(payload: bytes) -> bytes:
     """`payload` behind a header carrying its sha256 (see `unseal`)."""
-    return SEAL_MAGIC + hashlib.sha256(payload).hexdigest().encode() + b"\n" + payload
+    return SEAL_MAGIC + sha256_hex(payload).encode() + b"\n" + payload
 
 
 def unseal(blob: bytes) -> bytes | None:
@@ -94,7 +113,7 @@ def unseal(blob: bytes) -> bytes | None:
     if not blob.startswith(SEAL_MAGIC) or blob[head + _DIGEST_HEX:head + _DIGEST_HEX + 1] != b"\n":
         return None
     payload = blob[head + _DIGEST_HEX + 1:]
-    if hashlib.sha256(payload).hexdigest().encode() != blob[head:head + _DIGEST_HEX]:
+    if sha256_hex(payload).encode() != blob[head:head + _DIGEST_HEX]:
         return None
     return payload
 

@@ -186,12 +186,20 @@ class Intrinsics:
     def smin(self) -> ir.Function:
         return self.get("llvm.smin.i32", I32, [I32, I32])
 
+    def cttz(self) -> ir.Function:
+        """(x, is_zero_poison) -> trailing zeros of x: log2 of a power of two (s_ff1 in the direct generator)."""
+        return self.get("llvm.cttz.i32", I32, [I32, I1])
+
     def exp2(self) -> ir.Function:
         """v_exp_f32 as it is (no denormal scaling, unlike llvm.exp2)."""
         return self.get("llvm.amdgcn.exp2.f32", F32, [F32])
 
     def rcp(self) -> ir.Function:
         return self.get("llvm.amdgcn.rcp.f32", F32, [F32])
+
+    def arithmetic_fence(self) -> ir.Function:
+        """The value as it is; no optimisation may fuse arithmetic across it (LLVM LangRef, llvm.arithmetic.fence)."""
+        return self.get("llvm.arithmetic.fence.f32", F32, [F32])
 
     def fma(self) -> ir.Function:
         return self.get("llvm.fma.f32", F32, [F32, F32, F32])

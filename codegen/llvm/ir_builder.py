@@ -162,7 +162,55 @@ class GemmIRBuilder(ScaleIRMixin):
         self.row0 = b.mul(gy, c32(c.tile_m), name="row0")
         self.col0 = b.mul(gx, c32(c.tile_n), name="col0")
         self.batch_id = gz
+        self.args = dict(self.args)   # `k` / `m` may be narrowed to this workgroup's K range / group rows
+        self.moved: dict[str, ir.Value] = {}     # extra element offsets of matrices (K range, group rows)
+        if self.p.k_split == "partial":          # z is a K range, not a batch entry (codegen/gemm_split.py)
+            self._k_range(gz)
+        if self.p.grouped:                       # z is a group: its rows of A, C, D (codegen/gemm_group.py)
+            self._group_rows(gz)
         self._resources()
+
+    def _k_range(self, gz: ir.Value) -> None:
+        """The direct generator's `emit_k_range` (codegen/gemm_split.py): ranges of per = ceil(tiles / split)
+        whole depth_k tiles (split in the batch slot, a power of two), range z starts at k0 = z * per and has
+        min(K - k0, per) elements; A and B start at element k0 of K."""
+        b, a, p, c = self.b, self.args, self.p, self.c
+        log_split = self.call(self.intr.cttz(), a["batch"], ir.Constant(ir.IntType(1), 1), name="split.log2")
+        tiles = b.lshr(b.add(a["k"], c32(c.depth_k - 1)), c32(log2_exact(c.depth_k, "depth_k")))
+        per = b.shl(b.lshr(b.sub(b.add(tiles, a["batch"]), c32(1)), log_split),
+                    c32(log2_exact(c.depth_k, "depth_k")), name="k.per")
+        k0 = b.mul(gz, per, name="k.first")
+        rest = b.sub(a["k"], k0)
+        a["k"] = b.select(b.icmp_signed("<", rest, per), rest, per, name="k.range")
+        self.moved["a"] = b.zext(b.mul(k0, a["lda"]), I64) if p.a_transposed else b.zext(k0, I64)
+        self.moved["b"] = b.zext(k0, I64) if p.b_transposed else b.zext(b.mul(k0, a["ldb"]), I64)
+
+    def _group_rows(self, gz: ir.Value) -> None:
+        """The direct generator's `emit_group_rows` (codegen/gemm_group.py): this group's rows are
+        offsets[z] .. offsets[z + 1]; a workgroup whose first row is past them ends at once (an empty group
+        touches no memory); A, C, D (and a per-row bias) start at the group's first row."""
+        b, a, p = self.b, self.args, self.p
+        table = a["group_offsets"]
+        start = b.load(b.gep(table, [gz], source_etype=I32), typ=I32, align=4, name="group.start")
+        end = b.load(b.gep(table, [b.add(gz, c32(1))], source_etype=I32), typ=I32, align=4, name="group.end")
+        for value in (start, end):          # the table is read-only: a scalar load
+            value.set_metadata("invariant.load", self.fn.module.add_metadata([]))
+        a["m"] = b.sub(end, start, name="group.rows")
+        work = self.fn.append_basic_block("group.work")
+        idle = self.fn.append_basic_block("group.done")
+        b.cbranch(b.icmp_unsigned(">=", self.row0, a["m"]), idle, work)
+        b.position_at_end(idle)
+        b.ret_void()
+        b.position_at_end(work)
+        first = b.zext(start, I64)
+        self.moved["a"] = b.mul(first, b.zext(a["lda"], I64))
+        self.moved["d"] = b.mul(first, b.zext(a["ldd"], I64))
+        if p.c is not None:
+            self.moved["c"] = b.mul(first, b.zext(a["ldc"], I64))
+        if p.bias == "m":
+            self.moved["bias"] = first
+        elif p.bias == "n":             # a column bias per group (stride_bias elements apart; 0: one for all)
+            self.moved["bias"] = b.mul(b.zext(gz, I64), b.zext(a["stride_bias"], I64))
 
     def _resources(self) -> None:
         """Buffer resources of this workgroup's batch entry of every matrix."""
@@ -173,12 +221,22 @@ class GemmIRBuilder(ScaleIRMixin):
             sizes["c"] = p.c.bytes
         base = {}
         batch = b.zext(gz, I64)
+        # a partial kernel's z moves only D (the workspace slice), a grouped kernel's only B (the group's weight)
+        strided = {"d"} if p.k_split == "partial" else {"b"} if p.grouped else set(sizes)
         for x, eb in sizes.items():   # ptr_X + wg_z * stride_X * bytes, in 64 bits
+            if x not in strided:
+                base[x] = b.gep(a[x], [b.mul(self.moved[x], ir.Constant(I64, eb))], source_etype=I8,
+                                name=f"{x}.moved") if x in self.moved else a[x]
+                continue
             elems = b.mul(batch, b.zext(a[f"stride_{x}"], I64))
             base[x] = b.gep(a[x], [b.mul(elems, ir.Constant(I64, eb))], source_etype=I8, name=f"{x}.batch")
         self.rsrc = {x: self._resource(x, base[x]) for x in sizes}
         if p.bias != "none":
-            self.rsrc["bias"] = self._resource("bias", a["bias"])
+            bias = a["bias"]
+            if "bias" in self.moved:
+                bias = b.gep(bias, [b.mul(self.moved["bias"], ir.Constant(I64, 4))], source_etype=I8,
+                             name="bias.moved")
+            self.rsrc["bias"] = self._resource("bias", bias)
         self._scale_resources(batch)
 
     def _resource(self, x: str, ptr: ir.Value) -> ir.Value:
@@ -410,8 +468,9 @@ class GemmIRBuilder(ScaleIRMixin):
         if p.activation == "relu":
             x = self.call(intr.smax(), x, c32(0)) if integer else self.call(intr.maxnum(), x, ir.Constant(F32, 0.0))
         elif p.activation == "gelu":
-            # gelu(x) ~= x * (0.5 + 0.5 tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3),
+            # gelu(x) ~= x * (0.5 + 0.5 tanh(y)), y = sqrt(2/pi) (x + 0.044715 x^3) (arXiv:1606.08415, section 2),
             # tanh(y) = 1 - 2 / (1 + 2^(2 y log2 e)); the direct generator's sequence, operation for operation
+            # (no fast-math flags: LLVM keeps the order; the fp16 store's fence keeps the last rounding, `_store`)
             f = lambda v: ir.Constant(F32, v)  # noqa: E731
             t = b.fmul(x, x)
             t = self.call(intr.fma(), t, f(0.044715), f(1.0))
@@ -435,11 +494,25 @@ class GemmIRBuilder(ScaleIRMixin):
             rounded = b.lshr(b.add(b.add(bits, b.and_(b.lshr(bits, c32(16)), c32(1))), c32(0x7FFF)), c32(16))
             value = b.trunc(b.select(b.fcmp_unordered("uno", x, x), c32(0x7FC0), rounded), I16)
         elif p.d.name == "fp16":
+            # fp32 first, then one v_cvt_f16_f32, as the direct generator rounds: without the fence LLVM folds
+            # fptrunc(fmul/fma) into one v_fma_mixlo_f16 (llvm/test/CodeGen/AMDGPU/mad-mix-lo.ll, `mixlo_simple`),
+            # rounding once instead of twice and turning fmul's -0 into fma(x, y, +0) = +0: gelu of a large
+            # negative x, alpha or beta * C as the last step, gave different bits from the two generators. Only
+            # such a last step is fenced (a fence moves LLVM's schedule: other kernels stay as they were)
+            if _fusable(x):
+                x = self.call(self.intr.arithmetic_fence(), x)
             value = b.bitcast(b.fptrunc(x, F16), I16)
         else:
             value = b.bitcast(x, I32)
         offset = self._masked_offset(row, col, self.args["ldd"], p.d.bytes, inside)
         self.call(self.intr.buffer_store(value.type), value, self.rsrc["d"], offset, c32(0), c32(0))
+
+
+def _fusable(x: ir.Value) -> bool:
+    """An fp32 multiply or multiply-add whose fptrunc to f16 LLVM may select as one v_fma_mixlo_f16."""
+    if isinstance(x, ir.CallInstr):
+        return getattr(x.callee, "name", "") in ("llvm.fma.f32", "llvm.fmuladd.f32")
+    return isinstance(x, ir.Instruction) and x.opname == "fmul"     # (an fadd stays fadd + v_cvt_f16_f32)
 
 
 def build_module(plan: GemmPlan, name: str = "jitgemm_gemm", data_layout: str = "") -> tuple[ir.Module, GemmIRBuilder]:

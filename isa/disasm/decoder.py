@@ -52,6 +52,9 @@ class Decoded(NamedTuple):
 def decode_form(form: Form, word: int) -> AsmInstruction:
     """The instruction a word of `form.size` bytes holds in `form`, or Mismatch when a field value is not
     one the operand type defines (then the word is not this form)."""
+    zw = form.zero_word
+    if zw is not None and word & zw[0] != zw[1] or zw is None and form.zero:
+        _check_zero(form, word)
     fv = {}
     for name, simple, offset, mask, codec in form.unpackers:
         fv[name] = (word >> offset) & mask if simple else codec.unpack(word)
@@ -59,6 +62,8 @@ def decode_form(form: Form, word: int) -> AsmInstruction:
     slots = form.slots
     if form.lds_vdata is not None and fv.get("LDS"):
         slots = tuple(s for s in slots if s is not form.lds_vdata)
+        if fv.get("ACC"):   # the AGPR bit of the VDATA an lds load does not have (llvm-objdump-22: .long)
+            raise Mismatch("ACC is set on an lds load, which has no VDATA (LLVM decodes no such word)")
     if form.return_vdst is not None and not fv.get(syn.FLAG_FIELDS[form.return_flag]):
         slots = tuple(s for s in slots if s is not form.return_vdst)
     for slot in slots:
@@ -83,6 +88,22 @@ def decode_form(form: Form, word: int) -> AsmInstruction:
         ops.append(op)
     mods = decode_modifiers(form, fv, word) if form.mods else ()
     return _instruction(form.mnemonic, tuple(ops), mods)
+
+def _check_zero(form: Form, word: int) -> None:
+    """Mismatch naming the first field whose bits the instruction gives no meaning and LLVM requires to be zero
+    (forms._required_zero): llvm-objdump-22 prints such a word as .long, and so do we, with this reason."""
+    for name, bits, why in form.zero:
+        value = form.codecs[name].unpack(word) & bits
+        if value != form.defaults.get(name, 0) & bits:
+            if why:
+                raise Mismatch(f"{name} {why} (LLVM decodes no such word)")
+            what = f"{name} = {value:#x}" if bits == (1 << form.codecs[name].width) - 1 \
+                else f"bits {value:#x} of {name}"
+            want = form.defaults.get(name, 0) & bits
+            raise Mismatch(f"{what}, which {form.mnemonic} does not use, must be {want:#x} (LLVM decodes no such word)"
+                           if want else f"{what}, which {form.mnemonic} does not use, must be 0 (LLVM decodes no such "
+                           "word)")
+
 
 def _decode_operand(form: Form, slot: Slot, fv: dict, word: int):
     kind = slot.kind

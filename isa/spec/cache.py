@@ -19,10 +19,7 @@ import os
 from collections.abc import Sequence
 from pathlib import Path
 
-import msgpack
 from jitgemm.util.files import atomic_write, read_sealed, seal
-
-from .xml_reader import DATA_FORMAT_VERSION
 
 MAGIC = "jitgemm-parsed-spec"
 LAYOUT = 2   # 2: instruction records packed one by one, with their heads beside them (see the module docstring)
@@ -36,6 +33,8 @@ def _widen(value):
     if isinstance(value, int):
         if -(1 << 63) <= value < (1 << 64):
             return value
+        import msgpack
+
         return msgpack.ExtType(_BIG_INT, value.to_bytes((value.bit_length() + 8) // 8, "little", signed=True))
     if isinstance(value, dict):
         return {k: _widen(v) for k, v in value.items()}
@@ -47,12 +46,17 @@ def _widen(value):
 def _ext_hook(code: int, data: bytes):
     if code == _BIG_INT:
         return int.from_bytes(data, "little", signed=True)
+    import msgpack
+
     return msgpack.ExtType(code, data)
 
 
 def pack(obj) -> bytes:
     """msgpack bytes of plain data whose ints may exceed 64 bits (CDNA 4's 128-bit ENC_VOP3PX2 masks and
-    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`."""
+    identifiers); every cache of spec-derived numbers should pack with this and read with `unpack`. msgpack loads
+    here, not with the module: `cache_root` is on the path of a disk-cache hit, which packs nothing."""
+    import msgpack
+
     try:
         return msgpack.packb(obj, use_bin_type=True)
     except OverflowError:
@@ -61,6 +65,8 @@ def pack(obj) -> bytes:
 
 def unpack(raw: bytes):
     """Inverse of `pack` (msgpack errors propagate: the caller treats them as a corrupt entry)."""
+    import msgpack
+
     return msgpack.unpackb(raw, raw=False, strict_map_key=False, ext_hook=_ext_hook)
 
 
@@ -132,6 +138,8 @@ def load_entry_at(path: Path, sha256: str) -> dict | None:
         entry = unpack(raw)
     except Exception:  # msgpack raises several unrelated types on garbage; all mean "corrupt"
         return None
+    from .xml_reader import DATA_FORMAT_VERSION  # here: `cache_root` alone (a disk-cache hit) needs no reader
+
     if not isinstance(entry, dict) or entry.get("magic") != MAGIC or entry.get("format") != DATA_FORMAT_VERSION \
             or entry.get("layout") != LAYOUT:
         return None
@@ -155,19 +163,32 @@ def pack_entry(data: dict) -> bytes:
     stored = {**data,
               "instructions": [pack(r) for r in records] if not isinstance(records, PackedRecords) else records._packed,
               "instruction_heads": [[n, list(a), [list(p) for p in pairs]] for n, a, pairs in instruction_heads(data)]}
+    from .xml_reader import DATA_FORMAT_VERSION
+
     payload = pack({"magic": MAGIC, "format": DATA_FORMAT_VERSION, "layout": LAYOUT, "sha256": data["sha256"],
                     "data": stored})
     return seal(payload)
 
 
 def store_entry(data: dict) -> Path | None:
-    """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache."""
+    """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache (said once
+    per process: `cannot_write`)."""
     path = entry_path(data["sha256"])
     try:
         atomic_write(path, pack_entry(data))
-    except OSError:
+    except OSError as exc:
+        cannot_write(path.parent, exc)
         return None
     return path
+
+
+def cannot_write(folder: Path, exc: OSError) -> None:
+    """Tell the user once per process that the parsed-spec cache folder takes no writes: the work goes on, but every
+    process parses (or hashes) the spec XML again, a cost the user should be able to trace to its cause."""
+    from jitgemm.util.cache_notice import notice
+
+    notice(f"parsed-spec cache {folder}: cannot write ({exc.strerror or exc}); running without it (each process "
+           "reads the spec XML again)")
 
 
 def write_preparsed(xml_path: Path, out_path: Path | None = None) -> Path:

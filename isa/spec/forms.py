@@ -72,7 +72,7 @@ class Form:
                  "cond_fields",
                  "return_vdst", "return_flag", "label_slot", "packers", "default_bits", "unpackers",
                  "literal_optional", "mix", "bus", "hidden",
-                 "smem_sgpr_mask", "optional_imm", "shared_literal")
+                 "smem_sgpr_mask", "optional_imm", "shared_literal", "zero", "zero_word")
 
     def __repr__(self) -> str:
         return f"<Form {self.mnemonic} {self.enc.name}/{self.cond_name}>"
@@ -155,11 +155,14 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     _constant_bus(spec, form, slots)
     form.mods = modifier_kinds(form, fields, spec)
     read = _read_fields(form, slots, fields)
-    form.hidden = _hidden_bits(form, fields, unwritten, read)
+    form.hidden, form.zero = _required_zero(spec, form, fields, _hidden_bits(form, fields, unwritten, read), read,
+                                               unwritten)
     if form.hidden:
         form.mods["keep_bits"] = "keep_bits"
     _defaults(form, fields)
-    form.decode_fields = tuple(sorted(read | {f for f, _bits in form.hidden}))
+    form.zero_word = _zero_word(form)
+    form.decode_fields = tuple(sorted(read | {f for f, _bits in form.hidden}
+                                      | ({z[0] for z in form.zero} if form.zero_word is None else set())))
     form.unpackers = tuple((n, form.codecs[n].simple, form.codecs[n].offset, form.codecs[n].mask, form.codecs[n])
                            for n in form.decode_fields)
     return form
@@ -300,23 +303,35 @@ def _source_modifiers(spec: Spec, form: Form, slots: list[Slot], fields) -> dict
                         form.srcmods[(flag, s.src)] = (fname, s.src)
     unwritten: dict[str, int] = {}   # NEG/ABS bits of integer sources: LLVM has no `-x`/`|x|` for them
     if not form.mix and not form.vop3p and form.name not in syn.BITOP3_MNEMONICS:
-        for s in slots:
-            if s.src is None:
-                continue
-            integer = _integer_data(spec, s.data_format)
+        # LLVM's VOPProfile gives float modifiers to sources of float type (f16/f32/f64: isFloatType) and sext to
+        # integer ones; in VOP3 only when the first source is float (HasModifiers), then to every source
+        # (SIInstrInfo.td VOPProfile HasSrc0Mods/HasSrc1Mods). Untyped bits (B32) and fp8/bf8 are integers there.
+        # syn.LLVM_FLOAT_MODS: instructions whose profile gives float modifiers to untyped sources.
+        sources = [s for s in slots if s.src is not None]
+        every = form.name in syn.LLVM_FLOAT_MODS
+        vop3_mods = form.family != "e64" or every or not sources or _float_source(spec, sources[0].data_format)
+        if form.name in syn.LLVM_NO_SOURCE_MODS:
+            vop3_mods = False
+        elif form.name in syn.LLVM_FORCED_MODS:
+            vop3_mods = True
+        for s in sources:
+            is_float = (every and s.src < 2) or _float_source(spec, s.data_format)
             for flag, fname in (("neg", "NEG"), ("abs", "ABS")):
                 if fname in fields and fields[fname].width > s.src:
-                    if integer:
-                        unwritten[fname] = unwritten.get(fname, 0) | 1 << s.src
-                    else:
+                    if is_float and vop3_mods:
                         form.srcmods[(flag, s.src)] = (fname, s.src)
+                    else:
+                        unwritten[fname] = unwritten.get(fname, 0) | 1 << s.src
             for flag, fname in (("neg", f"SRC{s.src}_NEG"), ("abs", f"SRC{s.src}_ABS"),
                                 ("sext", f"SRC{s.src}_SEXT")):
                 if fname in fields:
-                    if integer and flag != "sext":
-                        unwritten[fname] = 1
-                    else:
+                    if flag == "sext":
+                        if not is_float:   # a float source's SEXT is no syntax: unused, must be zero
+                            form.srcmods[(flag, s.src)] = (fname, 0)
+                    elif is_float:
                         form.srcmods[(flag, s.src)] = (fname, 0)
+                    else:
+                        unwritten[fname] = 1
     if form.name in syn.BITOP3_MNEMONICS:  # NEG/ABS/OMOD hold the truth table here, not source modifiers
         form.srcmods = {}
     for s in slots:
@@ -368,8 +383,12 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
             needed.add(s.acc[0])
         if s.sdwa_s:
             needed.add(s.sdwa_s)
+    # a cache control reads none of its address fields; an SMEM instruction without an address (s_dcache_*,
+    # s_memtime) none of its offset fields; LDS only where LLVM has the lds variant (modifier_kinds)
+    addressless_smem = form.smem and not any(s.fname == "SBASE" for s in slots)
     for name in ("OFFEN", "IDXEN", "SVE", "SD", "IMM", "SOFFSET_EN", "OFFSET", "LDS", "SOFFSET"):
-        if name in fields and not cache_control(form):   # a cache control reads none of its address fields
+        if name in fields and not cache_control(form) and not (name == "LDS" and "lds" not in form.mods) \
+                and not (addressless_smem and name in ("IMM", "SOFFSET_EN", "OFFSET", "SOFFSET")):
             needed.add(name)
     for fname, _bit in form.srcmods.values():
         needed.add(fname)
@@ -381,10 +400,20 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         needed.add("BLGP")
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
-    for name in ("OMOD", "DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
+    for name in ("DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)
+    if "OFFSET0" in fields and ({"offset", "offset0"} & set(form.mods)):
+        needed.update(f for f in ("OFFSET0", "OFFSET1") if f in fields)
+    if "OMOD" in fields and ("mul" in form.mods or "bitop3" in form.mods):
+        needed.add("OMOD")
     return needed
+
+
+def _float_source(spec: Spec, data_format: str | None) -> bool:
+    """Floats of 16 bits or more (LLVM's isFloatType: f16, f32, f64 and their packed forms)."""
+    df = spec.data_formats.get(data_format) if data_format else None
+    return df is not None and df.data_type == "float" and df.bit_count // max(1, df.component_count) >= 16
 
 
 def _integer_data(spec: Spec, data_format: str | None) -> bool:
@@ -416,6 +445,87 @@ def _hidden_bits(form: Form, fields, unwritten: dict[str, int], read: set[str]) 
     if form.smem_sgpr_mask != -1:   # OFFSET above the SGPR number it names when IMM = 0
         hidden["OFFSET"] = (1 << fields["OFFSET"].width) - 1 & ~form.smem_sgpr_mask
     return tuple(sorted(hidden.items()))
+
+
+def _required_zero(spec: Spec, form: Form, fields, hidden: tuple[tuple[str, int], ...], read: set[str],
+                   unwritten: dict[str, int]) -> tuple[tuple[tuple[str, int], ...], tuple[tuple[str, int, str], ...]]:
+    """Split the bits the form gives no syntax into those LLVM decodes and ignores (kept, `hidden`) and those
+    it requires to be zero (`zero`: a word with one of them set is no instruction, printed `.long` with the
+    reason). The rule, from the spec's fields and operands, checked bit by bit against llvm-objdump-22 on every
+    form (tests/isa/test_disasm_zero_fields.py): a field the form's operands and modifiers do not use must be
+    zero, and so must the source-modifier bits (NEG/ABS/NEG_HI/OP_SEL, SRCn_NEG/ABS/SEXT/SEL) of a source the
+    instruction does not have — LLVM's encoding classes write `!if(P.HasSrcN, ..., 0)` for them
+    (llvm/lib/Target/AMDGPU/VOPInstructions.td: VOP3a, VOP3Pe, VOP_SDWAe; DSInstructions.td DS_Real: data0/data1/
+    vdst/addr `!if(has_..., ..., 0)`; FLATInstructions.td FLAT_Real: saddr `!if(has_saddr, ..., 0)`), so the
+    generated decoder tables check them. Exceptions, where LLVM's classes leave the bits unchecked (`?`) or decode
+    them into nothing: syn.LLVM_IGNORED_FIELDS per encoding, and the integer-source NEG/ABS of an instruction
+    whose first source takes float modifiers (v_ldexp_f32: LLVM's profile gives every source modifiers then)."""
+    zero: dict[str, int] = {}
+    kept: dict[str, int] = {}
+    ignored = syn.LLVM_IGNORED_FIELDS.get(form.enc.name, ())
+    float_mods = any(flag in ("neg", "abs") for flag, _src in form.srcmods)
+    vop3 = form.family == "e64" and not form.vop3p
+    why: dict[str, str] = {}
+    # the sources of syn.LLVM_HIDDEN_INT_MODS LLVM decodes with their NEG/ABS bits unprinted
+    hidden_int = syn.LLVM_HIDDEN_INT_MODS.get(form.name)
+    if form.name in syn.BITOP3_MNEMONICS and "op_sel" not in form.mods:
+        ignored = ignored - {"OP_SEL"}   # v_bitop3: LLVM checks OP_SEL (no op_sel operand, bits 0)
+    for name, bits in hidden:
+        if name in ignored or form.scale_mfma and any(name == f for f, _b in syn.SCALE_MFMA_HIDDEN):
+            kept[name] = bits
+        elif name in unwritten:
+            if hidden_int is not None and name in ("NEG", "ABS"):
+                if bits & hidden_int:
+                    kept[name] = bits & hidden_int
+                if bits & ~hidden_int:
+                    zero[name] = bits & ~hidden_int
+            elif hidden_int is not None or (vop3 and float_mods and form.name not in syn.LLVM_SRC0_MODS_ONLY
+                                            and form.name not in syn.LLVM_FLOAT_MODS):
+                kept[name] = bits
+            else:   # neg/abs of an integer source: LLVM's DPP/SDWA/VOP3 profile has none there
+                zero[name] = bits
+                why[name] = "is set on an integer source, which has no neg/abs"
+        elif name not in read:   # a field nothing of the form uses
+            zero[name] = bits
+        else:
+            kept[name] = bits
+    # the list-modifier and source-modifier bits of sources the instruction does not have
+    if form.name not in syn.BITOP3_MNEMONICS and not form.scale_mfma and form.name not in syn.OPSEL_PER_BIT \
+            and (vop3 or form.vop3p):
+        nsrc = form.nsrc
+        for fname in ("NEG", "ABS", "NEG_HI", "OP_SEL"):
+            f = fields.get(fname)
+            if f is None or fname in ignored or fname not in read or (fname == "OP_SEL" and "op_sel" not in form.mods):
+                continue
+            if form.vop3p and {"NEG": "neg_lo", "NEG_HI": "neg_hi"}.get(fname, "op_sel") not in form.mods:
+                continue   # a VOP3P field with no syntax here (v_mfma_ld_scale_b32's NEG): LLVM ignores it
+            extra = ((1 << f.width) - 1) & ~((1 << nsrc) - 1)
+            if fname == "OP_SEL" and form.opsel_dst:
+                extra &= ~(1 << (f.width - 1))
+            extra &= ~kept.get(fname, 0)
+            if extra:
+                zero[fname] = zero.get(fname, 0) | extra
+    if not form.scratch and "SVE" in fields and not form.fixed_by_identifier("SVE"):
+        zero["SVE"] = 1   # FLAT and global forms: SVE is scratch's (FLATInstructions.td: sve = 0 elsewhere)
+    return tuple(sorted(kept.items())), tuple(sorted((f, bits, why.get(f, "")) for f, bits in zero.items()))
+
+
+def _packed_integer(spec: Spec, data_format: str | None) -> bool:
+    df = spec.data_formats.get(data_format) if data_format else None
+    return df is not None and df.data_type == "integer" and df.component_count > 1
+
+
+def _zero_word(form: Form) -> tuple[int, int] | None:
+    """The required bits as (mask, value) over the word, when all their fields are contiguous; else None. The value
+    is 0 except for a field with a default (DST_SEL of an SDWA form without dst_sel: DWORD, as llvm-mc encodes it)."""
+    mask = value = 0
+    for name, bits, _why in form.zero:
+        codec = form.codecs[name]
+        if not codec.simple:
+            return None
+        mask |= bits << codec.offset
+        value |= (form.defaults.get(name, 0) & bits) << codec.offset
+    return mask, value
 
 
 def _fast_values(slot: Slot) -> dict | None:

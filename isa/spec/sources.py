@@ -18,7 +18,7 @@ from jitgemm.isa.errors import SpecError
 from jitgemm.util import progress
 from jitgemm.util.files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 
-from .cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
+from .cache import cache_root, cannot_write, load_entry, load_entry_at, preparsed_path, store_entry
 from .data import CorruptSpecData, build_spec
 from .model import Spec
 from .targets import TargetProfile, base_target, known_targets, target_profile
@@ -70,6 +70,12 @@ def use_spec_file(target: str, path: str | os.PathLike) -> SpecLocation:
     loc = locate_spec(Path(path))
     _chosen[base_target(target)] = loc.path
     return SpecLocation(loc.path, "--spec", base_target(target))
+
+
+def chosen_specs() -> dict[str, Path]:
+    """The spec files `use_spec_file` chose in this process, by target (jitgemm/warm.py takes its slow path
+    while there are any)."""
+    return dict(_chosen)
 
 
 def locate_spec(arch_or_path: str | os.PathLike) -> SpecLocation:
@@ -136,8 +142,8 @@ def spec_sha256(path: Path) -> str:
         index[key[0]] = [st.st_size, st.st_mtime_ns, sha]
         try:
             write_sealed(index_path, json.dumps(index).encode())
-        except OSError:
-            pass
+        except OSError as exc:
+            cannot_write(index_path.parent, exc)
     _sha_memo[key] = sha
     return sha
 _memo_lock = threading.Lock()

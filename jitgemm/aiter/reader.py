@@ -110,6 +110,8 @@ class TunedRow:
     problem: Any = None           # GemmProblem, or None when the IR cannot express the table's operation yet
     problem_text: str = ""
     unexpressed: str = ""         # why `problem` is None
+    caveat: str = ""              # what the table does not say about this row (no device), or why it is no measurement
+    measured: bool = True         # False: a time release.yaml marks as copied (kept as a labelled fact only)
 
 
 @dataclass
@@ -283,7 +285,8 @@ def _read_tables(src: AiterSource, kernels: list[AiterKernel]) -> tuple[list[Tun
         if rel not in present:
             continue
         text = src.config_bytes(rel).decode("utf-8", "replace")
-        count = 0
+        count = copies = 0
+        first_with: dict[float, tuple[int, tuple[int, int, int]]] = {}   # time -> (line, shape) of its first row
         for line, raw in enumerate(csv.DictReader(io.StringIO(text)), start=2):
             raw = {(key or "").strip(): (v or "").strip() for key, v in raw.items()}
             try:
@@ -309,12 +312,23 @@ def _read_tables(src: AiterSource, kernels: list[AiterKernel]) -> tuple[list[Tun
             op = {**table["operation"], **(table.get("asm_operation", {}) if asm else {})}
             problem, ptext, why = _problem(op, raw, m, n, k)
             batch = int(raw["B"]) if raw.get("B", "").isdigit() else 1
+            caveats, measured = [], True
+            if "cu_num" not in raw:
+                caveats.append(table.get("device_note", "the table has no cu_num column: no device"))
+            seen = first_with.setdefault(us, (line, (m, n, k)))
+            if table.get("repeated_times") == "copies" and seen[1] != (m, n, k):
+                measured = False
+                caveats.append(f"time copied: {us} us is line {seen[0]}'s (M={seen[1][0]} N={seen[1][1]} "
+                               f"K={seen[1][2]}), not a measurement of this shape")
+                copies += 1
             rows.append(TunedRow(rel, line, arch, cu, dev[0] if dev else None, m, n, k, batch, max(split, 1), us,
                                  owner.name if owner else name, library, asm,
                                  owner.family if owner else None, owner.label if owner else None, problem, ptext,
-                                 why))
+                                 why, "; ".join(caveats), measured))
             count += 1
-        status[rel] = f"read {count} rows"
+        status[rel] = f"read {count} rows" + (f" ({table['device_note']})" if table.get("device_note") else "") + \
+            (f"; {copies} rows repeat an earlier row's time for another shape: labelled copies, not imported as "
+             "measurements" if copies else "")
     return rows, status
 
 

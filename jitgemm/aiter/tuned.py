@@ -9,18 +9,20 @@ from ..tuning_db import TuningDB
 
 
 def db_rows(inv) -> list[dict]:
-    """The rows `import_rows` adds: every tuned row whose problem the IR expresses and whose device is known."""
+    """The rows `import_rows` adds: every tuned row whose problem the IR expresses, whose target is known (from
+    its cu_num, or from its kernels when the table has none: the device then stays unstated) and whose time is a
+    measurement (a time the release description marks as copied is not)."""
     shas = {k.label: k.code_sha256 for k in inv.kernels}
     out = []
     for r in inv.tuned_rows:
-        if r.problem is None or r.arch is None:
+        if r.problem is None or r.arch is None or not r.measured:
             continue
         out.append({"target": r.arch, "problem": r.problem_text, "kernel": r.kernel_name,
                     "generator": f"aiter@{inv.version}" if r.asm else r.library,
                     "code_sha256": shas.get(r.kernel_label or "", ""), "metric": "seconds", "value": r.us * 1e-6,
                     "source": "hardware", "origin": f"aiter {inv.version} {r.table}:{r.line}",
                     "tools": {"cu_num": r.cu_num, "device": r.device, "library": r.library, "split_k": r.split_k,
-                              "family": r.family}})
+                              "family": r.family, **({"caveat": r.caveat} if r.caveat else {})}})
     return out
 
 

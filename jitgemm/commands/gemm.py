@@ -181,6 +181,20 @@ def _mx_operands(p, seed: int):
     return a, b, a64, b.dequantize()
 
 
+def _split_count(text: str):
+    """--split-k: "auto" or a positive integer."""
+    if text == "auto":
+        return text
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r}; accepted: auto or a positive integer (K ranges or stream-K "
+                                         "workgroups)")
+    return value
+
+
 def _cmd_run(args: argparse.Namespace) -> int:
     import numpy as np
 
@@ -262,21 +276,36 @@ def _predicted(problem, arch: str, kernel, ran: str) -> str:
 
 def _run_kernel(args: argparse.Namespace, p, kernel, a, b, c, bias, scales=(None, None)):
     """D for the problem: the selector's kernel (through `matmul`, or for --scale-mode the same selector on the
-    scaled call), or the kernel --tile/--generator named."""
+    scaled call; split-K / stream-K as --split-k and --split-mode say), or the kernel --tile/--generator named."""
     import jitgemm
+    from jitgemm.api import MatmulError
 
     scaled = (*scales, p.scale_mode) if p.scale_mode != "none" else None
+    split_k, split_mode = getattr(args, "split_k", "auto"), getattr(args, "split_mode", "auto")
+    if (args.generator or args.tile) and (split_k != "auto" or split_mode != "auto"):
+        raise CliError("--split-k/--split-mode run the direct generator's split-K kernels; --tile and --generator "
+                       "name one kernel: give one or the other")
     if not (args.generator or args.tile) and scaled:
         from jitgemm import api
 
         call = api.prepare(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=p.d.numpy, bias=bias,
                            activation=p.activation, scales=scaled)
         blob, name, contract, source = api._choose(call.problem, call.align, args.arch)
+        try:
+            ours, mode = api._our_split(call.problem, args.arch, contract, blob, split_k, split_mode)
+            if ours > 1:
+                return api.split_launch(call, args.arch, ours, backend=api._backend(args.backend), mode=mode)
+        except api.MatmulError as exc:
+            raise CliError(str(exc)) from None
         return api.launch(call, blob, name, contract, backend=api._backend(args.backend), source=source)
     if not (args.tile or args.generator):
         out_dtype = p.d.numpy if not p.scaled else None
-        return jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=out_dtype, bias=bias,
-                              activation=p.activation, arch=args.arch, backend=args.backend)
+        try:
+            return jitgemm.matmul(a, b, c, alpha=p.alpha, beta=p.beta, out_dtype=out_dtype, bias=bias,
+                                  activation=p.activation, arch=args.arch, backend=args.backend, split_k=split_k,
+                                  split_mode=split_mode)
+        except MatmulError as exc:
+            raise CliError(str(exc)) from None
     from jitgemm import api
     from jitgemm.contract import Contract
 
@@ -323,6 +352,12 @@ def register(sub) -> None:
     r.add_argument("--generator", default=None,
                    help="narrow the selector's choice to this generator's kernels (with --tile: the generator "
                    "of that config, default asm)")
+    r.add_argument("--split-k", default="auto", type=_split_count,
+                   help="auto (default, as matmul: the timing model decides for M <= 64, K >= 1024) or a count: K "
+                   "ranges, or stream-K workgroups (jitgemm/split_k.py)")
+    r.add_argument("--split-mode", default="auto", choices=("auto", "partial", "atomic", "streamk"),
+                   help="partial: K ranges + a deterministic reduction; atomic: fp32/int32 atomics into a zeroed D; "
+                   "streamk: equal shares of tiles x K steps (default auto: the model's pick, partial for a count)")
     r.set_defaults(func=_cmd_run)
 
     i = sub.add_parser("inspect", help="a code object's kernels, annotated from the ISA spec")

@@ -82,6 +82,10 @@ def _cmd_sweep(args: argparse.Namespace) -> int:
     if best is not None:
         console.print(f"best: #{best.index} {best.generator} {best.kernel} {best.predicted_tflops:.3g} TFLOP/s "
                       f"predicted, {best.cycles_per_mfma:.1f} clocks/MFMA, emulator ok")
+        split = report.split_choice()
+        if split is not None:
+            console.print(f"split-K against it: {split.reason}" if split.split_k > 1 else
+                          f"split-K against it: no ({split.reason})")
     elif args.no_emulate:
         console.print("no emulator check (--no-emulate): no variant is verified, none is called best")
     console.print(f"{len(report.results)} variants in {report.seconds:.1f} s ({report.variants_per_second:.2f} "
@@ -117,7 +121,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         for t in timings:
             status = f"{t.seconds * 1e6:10.2f} us" if t.error is None else f"failed: {t.error}"
             failed += t.error is not None
-            print(f"{t.candidate.supplier}:{t.candidate.label:<40} {status}")
+            print(f"{t.label:<40} {status}")
     return 1 if failed else 0
 
 

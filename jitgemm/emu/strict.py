@@ -19,7 +19,9 @@ there. `Strict` follows each wave through the ISA's rules and raises `StrictViol
   to the epoch after it.
 - Hazards: the target profile's `hazards` table (writer class, reader class, wait states, optional register
   file / operand field / MFMA pass-count terms), checked per register with a wait-state clock per wave:
-  every instruction is one wait state, `s_nop N` is N + 1.
+  every instruction is one wait state, `s_nop N` is N + 1, and an MFMA issues no earlier than the matrix pipe
+  takes it: its wave's previous MFMA's passes after that one issued (the profile's `mfma.next_issue`, with its
+  evidence), so an independent MFMA between a writer and its reader counts the stall it takes.
 - Uninitialized reads: registers and LDS bytes read before any write, other than what the launch ABI
   initializes (AMDGPUUsage "Initial Kernel Execution State"), are warnings, or violations with `strict="all"`.
 
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitgemm.isa import hazards as hz
 from jitgemm.isa.hazards import HWREG_READERS, HWREG_WRITERS, HazardRule, emit_facts, hazard_gap, mfma_timing
 from jitgemm.isa.instruction import Counters, Imm, Reg, SrcMods
 
@@ -100,6 +103,7 @@ class Facts:
     pending_dst: np.ndarray | None = None   # registers a memory op leaves pending
     passes: int = 0
     mfma_kind: str = ""
+    pipe_busy: int = 0                # MFMA: wait states the matrix pipe holds it (0: back-pressure not modelled)
     need: np.ndarray | None = None    # (rules,) wait states this op's writes require before each rule's reader
     fid: int = 0                      # index into the program's per-writer tables (0: never written, 1: the ABI)
     hz_k: np.ndarray | None = None    # the hazard rules this instruction is a reader of, one per register in
@@ -187,6 +191,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     if "mfma" in classes:
         formats = (int(d.modifier("cbsz", 0) or 0), int(d.modifier("blgp", 0) or 0))
         f.passes, f.mfma_kind = mfma_timing(inst, profile, formats)
+        f.pipe_busy = hz.mfma_pipe_busy(f.passes, f.mfma_kind, profile)
     f.classes = frozenset(classes)
     f.counters = facts.counters_of(inst)
     if f.counters:
@@ -311,6 +316,8 @@ class Strict:
         self.pend_pc = np.full((n, regs), -1, np.int64)
         # hazards
         self.ws = np.zeros(n, np.int64)
+        self.pipe_free = np.full(n, NEVER, np.int64)         # first wait state the matrix pipe takes a new MFMA
+        self.pipe_stalls = np.zeros(n, np.int64)             # wait states each wave stalled for the matrix pipe
         self.w_ws = np.full((n, regs), NEVER, np.int64)
         self.w_id = np.zeros((n, regs), np.int32)            # last writer's fid (0: none, 1: the launch ABI)
         ids = len(self.facts) + 2
@@ -337,8 +344,24 @@ class Strict:
         self.lds_rd_wave = np.full(size, -1, np.int32)
         self.lds_rd_epoch = np.full(size, -1, np.int32)
         self.lds_rd_pc = np.full(size, -1, np.int32)
+        # every reader of a dword per wave of its workgroup (the PC and epoch of its last read), so a write after
+        # a read knows which waves' reads it races with and which registers they loaded
+        self.wpg = int(st.wave_in_group.max()) + 1 if n else 1
+        self.lds_rd_pcw = np.full((size, self.wpg), -1, np.int32)
+        self.lds_rd_epw = np.full((size, self.wpg), -1, np.int32)
+        # LDS read results: a race matters only when the value read is used (see `_write_after_read`)
+        self.track_values = any(fx.lds_read and not fx.lds_write for fx in self.facts.values())
+        self.val_pc = np.full((n, regs), -1, np.int32)      # the LDS read whose result the register holds
+        self.val_used = np.zeros((n, regs), np.bool_)       # ... read by a later instruction since
+        self.val_dead = np.full((n, regs), -1, np.int32)    # the last LDS read whose result was overwritten unused
+        self.taint = np.zeros((n, regs), np.bool_)          # holds a value an LDS race may have changed
+        self.taint_info: dict[tuple[int, int], tuple[int, int, str]] = {}   # (wave, reg) -> (PC, other wave, what)
+        self.any_taint = False
+        self._staged: list[tuple[int, np.ndarray, tuple[int, int, str]]] = []
         self.lds_dma_wave = np.full(size, -1, np.int32)
         self.lds_dma_seq = np.full(size, -1, np.int64)
+        self.lds_dma_epoch = np.full(size, -1, np.int64)    # the issuing wave's barrier epoch at issue
+        self.lds_dma_pc = np.full(size, -1, np.int64)       # the load-to-LDS's PC (for the message)
         self.lds_init = np.zeros(size, np.int8)
         self.any_dma = False
         self.pending_lds_writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (waves, seqs, bytes)
@@ -389,6 +412,10 @@ class Strict:
 
     def before(self, f: Facts, waves: np.ndarray) -> None:
         self.cur_facts = f
+        if f.pipe_busy:   # the wave stalls until the matrix pipe takes this MFMA (profile mfma.next_issue)
+            stall = np.maximum(self.pipe_free[waves] - self.ws[waves], 0)
+            self.pipe_stalls[waves] += stall
+            self.ws[waves] += stall
         if self.random:
             self._deliver_due(waves)
         if not self.checking:
@@ -417,6 +444,10 @@ class Strict:
         if len(f.writes) and self.pending[wi, f.writes].any():
             self._check_pending(waves, f.writes, self._exec(waves), f, "overwrites a register a memory operation "
                                 "has not returned yet (the late result would land on top)", writing=True)
+        if self.track_values and len(f.reads):
+            if self.any_taint and self.taint[wi, f.reads].any():
+                self._use_of_raced_value(waves, f)
+            self.val_used[wi, f.reads] = True
         if len(f.hz_regs):
             self._check_hazards(waves, f)
         if f.war_k >= 0 and self.any_wide_store and len(f.war_regs):
@@ -461,7 +492,10 @@ class Strict:
             r = self.rules[int(f.hz_k[j])]
             self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.pc_of[ids[i, j]]), f,
                        f"{r.writer} -> {r.reader} {r.access} needs {int(need[i, j])} wait states, "
-                       f"{int(gap[i, j])} given ({r.source})")
+                       f"{int(gap[i, j])} given{self._stall_note(waves[i])} ({r.source})")
+
+    def _stall_note(self, wave) -> str:
+        return " (an MFMA's matrix-pipe stall counted, mfma.next_issue)" if self.pipe_stalls[int(wave)] else ""
 
     def _check_war(self, waves, f: Facts) -> None:
         r = self.rules[f.war_k]
@@ -563,10 +597,14 @@ class Strict:
                 self.any_wide_store = True
                 self.war_ws[waves[:, None], f.store_data] = self.ws[waves, None]
                 self.war_pc[waves[:, None], f.store_data] = f.pc
+        if self.track_values and (n_writes or self._staged):
+            self._track_values(f, waves)
         if n_writes:
             wi = waves[:, None]
             self.w_ws[wi, f.writes] = self.ws[waves, None]
             self.w_id[wi, f.writes] = f.fid
+        if f.pipe_busy:
+            self.pipe_free[waves] = self.ws[waves] + f.pipe_busy
         self.ws[waves] += 1 + f.nop
 
     # ----- LDS ----------------------------------------------------------------------------------------------
@@ -599,12 +637,35 @@ class Strict:
             has = dma >= 0
             if has.any():
                 pend = has & (self.lds_dma_seq[unit] >= self.vm_done[np.where(has, dma, 0)])
+                own = pend & (dma == wave)
+                if f.to_lds and own.any():
+                    # a load-to-LDS after the same wave's pending one: vmcnt returns in issue order (CDNA3 ISA
+                    # guide 4.4, VM_CNT "Memory reads and writes return in the order they were issued"), and LLVM's
+                    # SIInsertWaitcnts puts no wait there ("No need to wait before load from VMEM to LDS")
+                    pend &= ~own
+                elif f.lds_write and not f.lds_read and pend.any():
+                    pend &= ~self._late_dma_overwrite(unit, wave, pend, f)
+                elif f.lds_read and not f.lds_write and pend.any():
+                    # the bytes read may be the load's or the older ones: as an LDS race, a violation only if the
+                    # value is used (`_use_of_raced_value`); the 192x128 I8gemm's epilogue reads staged rows past M
+                    # this way and never stores them
+                    for wv in np.unique(wave[pend]):
+                        i = int(np.argmax(pend & (wave == wv)))
+                        self._staged.append((int(wv), f.pending_dst if f.pending_dst is not None else f.writes,
+                                             (-1, int(dma[i]), f"reads LDS byte 0x{int(unit[i]) * 4:x} that a buffer "
+                                              f"load-to-LDS of wave {int(dma[i])} has not written yet (vmcnt; PC "
+                                              f"0x{f.pc:x} {f.text})")))
+                    pend[:] = False
                 if pend.any():
                     i = int(np.argmax(pend))
-                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
-                               "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
-                               where=f"LDS byte 0x{int(unit[i]) * 4:x}")
-                self.lds_dma_wave[unit[has]] = -1
+                    u, src = int(unit[i]), int(dma[i])
+                    same = "" if self.epoch[int(wave[i])] > self.lds_dma_epoch[u] else ", no s_barrier between"
+                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, int(self.lds_dma_pc[u]), f,
+                               f"touches LDS bytes a buffer load-to-LDS of wave {src} has not written yet (no "
+                               f"s_waitcnt vmcnt covers it{same}: it may land after this access)",
+                               where=f"LDS byte 0x{u * 4:x}")
+                if f.lds_write:   # a read leaves the load pending: a later write over it is still checked
+                    self.lds_dma_wave[unit[has]] = -1
         if f.lds_atomic:
             self._or_mask(self.lds_init, unit, mask)
             return
@@ -615,10 +676,16 @@ class Strict:
             wr = self.lds_wr_wave[unit]
             clash = (self.lds_wr_epoch[unit] >= ep) & (wr != wave) & ((self.lds_wr_mask[unit] & mask) != 0)
             if clash.any():
-                i = int(np.argmax(clash))
-                self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_wr_pc[unit[i]]), f,
-                           f"wave {int(wave[i])} reads LDS bytes wave {int(wr[i])} wrote with no s_barrier between "
-                           "them (or before the write completed)", where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+                # the value read may be the other wave's or the older one: a race only if this wave uses it
+                for wv in np.unique(wave[clash]):
+                    i = int(np.argmax(clash & (wave == wv)))
+                    self._staged.append((int(wv), f.pending_dst if f.pending_dst is not None else f.writes,
+                                         (int(self.lds_wr_pc[unit[i]]), int(wr[i]),
+                                          f"reads LDS byte 0x{int(unit[i]) * 4:x} wave {int(wr[i])} wrote with no "
+                                          f"s_barrier between (PC 0x{f.pc:x} {f.text})")))
+            lw = self.ctx.st.wave_in_group[wave]
+            self.lds_rd_pcw[unit, lw] = f.pc
+            self.lds_rd_epw[unit, lw] = ep
             prev = self.lds_rd_wave[unit]
             many = (self.lds_rd_epoch[unit] >= ep) & (prev != wave) & (prev != -1)
             self.lds_rd_wave[unit] = np.where(many, -2, wave)
@@ -632,10 +699,7 @@ class Strict:
         rd = self.lds_rd_wave[unit]
         clash = (self.lds_rd_epoch[unit] >= ep) & (rd != wave) & (rd != -1)
         if clash.any():
-            i = int(np.argmax(clash))
-            self._fail("LDS race", wave[i], self._lane_mask(wave[i]), None, int(self.lds_rd_pc[unit[i]]), f,
-                       f"wave {int(wave[i])} overwrites LDS bytes another wave read with no s_barrier between",
-                       where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+            self._write_after_read(unit[clash], wave[clash], ep[clash], f)
         self.lds_wr_wave[unit] = wave
         self.lds_wr_epoch[unit] = ep
         self.lds_wr_pc[unit] = f.pc
@@ -649,9 +713,118 @@ class Strict:
             self.any_dma = True
             self.lds_dma_wave[unit] = wave
             self.lds_dma_seq[unit] = self.vm_issued[wave]
+            self.lds_dma_epoch[unit] = self.epoch[wave]
+            self.lds_dma_pc[unit] = f.pc
         elif "lgkmcnt" in f.counters:
             self.pending_lds_writes.append((lane_wave, self.lds_issued[lane_wave].copy(),
                                             unit.reshape(len(offs), -1)))
+
+    def _late_dma_overwrite(self, unit: np.ndarray, wave: np.ndarray, pend: np.ndarray, f: Facts) -> np.ndarray:
+        """Which of `pend` (dwords a pending load-to-LDS of a wave of this workgroup still has to write, now
+        overwritten by a DS write of `wave`) are accepted with a warning rather than refused.
+
+        The ISA orders neither way: LLVM's SIInsertWaitcnts waits vmcnt before any LDS access a pending LDS DMA
+        may alias ("MUBUF and FLAT LDS DMA operations need a wait on vmcnt before LDS written can be accessed"), so
+        a late-landing load could overwrite the DS write. AMD's production aiter GEMMs for gfx942 (I8gemm
+        perTokenI8, gemm_a8w8_m128) do exactly this on every launch: the K loop's last iteration prefetches a tile
+        to LDS that nobody reads, and the epilogue stages C through the same bytes with no vmcnt wait, hundreds
+        of issue slots and one or more s_barriers later. That is a timing assumption, not an ISA guarantee: it is
+        accepted (with a StrictWarning naming it) only when an s_barrier lies between the load's issue and the
+        overwrite in both waves' program order (the writer's barrier epoch is past the issuer's at issue; the
+        192x128 I8gemm's epilogue overwrites another wave's prefetch that way); an overwrite in the same barrier
+        epoch and any read of the bytes stay violations."""
+        old = pend & (self.epoch[wave] > self.lds_dma_epoch[unit])
+        if old.any():
+            i = int(np.argmax(old))
+            key = (f.pc, -2)
+            if key not in self.warned:
+                self.warned.add(key)
+                text = (f"strict: kernel {self.kernel!r}, wave {int(wave[i])}: PC 0x{f.pc:x} {f.text}: overwrites LDS "
+                        f"byte 0x{int(unit[i]) * 4:x} that a buffer load-to-LDS issued before an s_barrier may "
+                        "still write (no s_waitcnt vmcnt): accepted as a timing assumption (LLVM would wait)")
+                self.warnings.append(text)
+                warnings.warn(text, StrictWarning, stacklevel=4)
+        return old
+
+    # ----- LDS races on values ----------------------------------------------------------------------------
+    # Two waves touching the same LDS bytes with no s_barrier between them (a write and a read, in either order)
+    # race: the reader may get the old bytes or the new ones. That changes the kernel's result only when the
+    # reader uses the value: a register an LDS read filled and that is overwritten before any instruction reads
+    # it cannot reach memory or another register (a load's result is only its destination registers; CDNA3 ISA
+    # guide, "Data Share Operations"). AMD's hand-written aiter GEMMs (I8gemm, gemm_a8w8) rely on it: the main
+    # loop's last iteration reads the next K tile from LDS speculatively, the values are dead when the loop exits,
+    # and the epilogue stages C through the same bytes with no barrier between. So a race taints the reader's
+    # destination registers, and the violation is raised when a tainted register is read (`_use_of_raced_value`).
+    def _write_after_read(self, units: np.ndarray, writers: np.ndarray, eps: np.ndarray, f: Facts) -> None:
+        """A write of LDS dwords `units` by waves `writers` that other waves read in the same barrier epoch."""
+        st = self.ctx.st
+        base = writers - st.wave_in_group[writers]
+        rd_ep = self.lds_rd_epw[units]                          # (k, waves per group)
+        lws = np.arange(self.wpg)
+        racy = (rd_ep >= eps[:, None]) & (lws[None, :] != st.wave_in_group[writers][:, None]) & (rd_ep >= 0)
+        if not racy.any():
+            return
+        k, lw = np.nonzero(racy)
+        readers = base[k] + lw
+        pcs = self.lds_rd_pcw[units[k], lw]
+        seen = set()
+        for j in range(len(k)):
+            key = (int(readers[j]), int(pcs[j]))
+            if key in seen:
+                continue
+            seen.add(key)
+            reader, pc = key
+            rf = self.facts.get(pc)
+            regs = rf.pending_dst if rf is not None and rf.pending_dst is not None else np.zeros(0, np.int64)
+            writer = int(writers[k[j]])
+            byte = f"LDS byte 0x{int(units[k[j]]) * 4:x}"
+            what = (f"wave {writer} overwrote {byte} it read with no s_barrier between "
+                    f"(PC 0x{f.pc:x} {f.text})")
+            live = self.val_pc[reader, regs] == pc
+            used = live & self.val_used[reader, regs]
+            dead = ~live & (self.val_dead[reader, regs] == pc)
+            if used.any() or not (live | dead).all():
+                self._fail("LDS race", reader, ALL_LANES, None, pc, f,
+                           f"wave {writer} overwrites LDS bytes wave {reader} read (and used) with no "
+                           "s_barrier between", where=byte)
+            if live.any():
+                self._taint(reader, regs[live], (pc, writer, what))
+
+    def _taint(self, wave: int, regs: np.ndarray, info: tuple[int, int, str]) -> None:
+        self.taint[wave, regs] = True
+        self.any_taint = True
+        for r in regs.tolist():
+            self.taint_info[(wave, int(r))] = info
+
+    def _track_values(self, f: Facts, waves: np.ndarray) -> None:
+        """After an instruction: the registers it wrote hold an LDS read's result (or no longer do; an unused one
+        is remembered as dead); then the taints this instruction's racing LDS reads staged."""
+        if len(f.writes):
+            wi = waves[:, None]
+            regs = f.writes
+            # a VGPR write under a partial EXEC leaves the other lanes' values: not an overwrite
+            full = self._exec(waves) == ALL_LANES
+            over = np.where(regs[None, :] >= VREG_BASE, full[:, None], True)
+            cur = self.val_pc[wi, regs]
+            unused = over & (cur >= 0) & ~self.val_used[wi, regs]
+            self.val_dead[wi, regs] = np.where(unused, cur, self.val_dead[wi, regs])
+            new = f.pc if (f.lds_read and not f.lds_write) else -1
+            self.val_pc[wi, regs] = np.where(over | (new >= 0), new, cur)
+            self.val_used[wi, regs] &= ~over
+            if self.any_taint:
+                self.taint[wi, regs] &= ~over
+        staged, self._staged = self._staged, []
+        for wv, regs, info in staged:
+            if len(regs):
+                self._taint(wv, regs, info)
+
+    def _use_of_raced_value(self, waves: np.ndarray, f: Facts) -> None:
+        hit = self.taint[waves[:, None], f.reads]
+        i, j = np.argwhere(hit)[0]
+        wave, reg = int(waves[i]), int(f.reads[j])
+        first_pc, other, what = self.taint_info.get((wave, reg), (-1, -1, "an LDS race"))
+        self._fail("LDS race", wave, ALL_LANES, reg, first_pc, f,
+                   f"uses a value wave {wave} loaded from LDS in a race with wave {other}: {what}")
 
     @staticmethod
     def _or_mask(arr: np.ndarray, unit: np.ndarray, mask) -> None:

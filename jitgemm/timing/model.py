@@ -6,12 +6,10 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
 from jitgemm.codegen.gemm_ir import GemmProblem
 from jitgemm.isa.spec.targets import Device, TargetProfile
 
-from .trace import WAVE, KernelTrace, trace
+from .trace import WAVE, KernelTrace, Region, trace
 
 
 class TimingError(ValueError):
@@ -179,12 +177,24 @@ def occupancy(facts: KernelFacts, profile: TargetProfile, p: Params) -> dict[str
             "limited_by": min(limits, key=lambda x: limits[x])}
 
 
+_SMALL_GRID = 1 << 15    # workgroups: above it numpy (importing it costs a cold compile more than this loop)
+
+
 def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tuple[int, int, int]:
     """Distinct (A tile, K slice) and (B tile, K slice) pairs each XCD's L2 fetches, summed over dispatch rounds:
     workgroups are dispatched in id order (x over N tiles fastest, then M tiles, then split-K slices and batch),
     round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds)."""
     total = tiles_m * tiles_n * slices
     rounds = -(-total // slots)
+    if total <= _SMALL_GRID:     # the same sets without numpy: a cold compile need not import it (issue 31)
+        a_set, b_set = set(), set()
+        for i in range(total):
+            group = ((i // slots) * xcds + i % xcds) * slices + i // (tiles_n * tiles_m)
+            a_set.add(group * tiles_m + (i // tiles_n) % tiles_m)
+            b_set.add(group * tiles_n + i % tiles_n)
+        return len(a_set), len(b_set), rounds
+    import numpy as np
+
     ids = np.arange(total, dtype=np.int64)
     n_idx = ids % tiles_n
     m_idx = (ids // tiles_n) % tiles_m
@@ -196,6 +206,42 @@ def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tu
     return len(a_keys), len(b_keys), rounds
 
 
+def _used(m: int, n: int, k: int, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int, split_k: int,
+          k_slice: int) -> tuple[float, float, float]:
+    """The mean share of a full tile's rows of A, columns of B and K slice that workgroups really read: an edge
+    tile's rows past M (columns past N) and the K past the end in the last split-K slice load nothing (a buffer load
+    out of range returns 0 without a memory access), so they cost no L2 fill."""
+    return m / (tiles_m * tile_m), n / (tiles_n * tile_n), min(1.0, k / (split_k * k_slice))
+
+
+def _edge_share(prob: GemmProblem, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int) -> float:
+    """The share of a full tile's loop loads every workgroup's tile really reads when all of them are edge tiles
+    along M (M below one tile: the rows past M load nothing) or along N; 1 otherwise (a dispatch round then holds
+    interior tiles, which set its time). The loop's bytes are taken as A's and B's tile rows in proportion."""
+    rows = min(prob.m, tile_m) / tile_m if tiles_m == 1 else 1.0
+    cols = min(prob.n, tile_n) / tile_n if tiles_n == 1 else 1.0
+    if rows == cols == 1.0:
+        return 1.0
+    a, b = prob.a.storage_bytes(tile_m * 256), prob.b.storage_bytes(tile_n * 256)
+    return (a * rows + b * cols) / (a + b)
+
+
+def _rounds_clk(workgroups: int, slots: int, wg_clk: float, iter_clk: float, tiles: int, split_k: int, k: int,
+                k_slice: int, k_per_iter: int, iters: int) -> float:
+    """Clocks of all dispatch rounds of `slots` workgroups (in id order: tiles fastest, then split-K slices, then
+    batch), each as long as its longest workgroup. A workgroup of an interior slice runs `iters` iterations
+    (`wg_clk`); the last slice holds only the K left (ceil(K / split_k) slices: K - (split_k - 1) x k_slice, or
+    nothing), so a round of last-slice workgroups alone is shorter."""
+    rounds = -(-workgroups // slots)
+    left = [min(k_slice, max(0, k - s * k_slice)) for s in range(split_k)]
+    if split_k == 1 or all(x == k_slice for x in left):
+        return rounds * wg_clk
+    short = np.array([wg_clk - (iters - -(-x // k_per_iter)) * iter_clk for x in left])
+    ids = np.arange(workgroups, dtype=np.int64)
+    clk = short[(ids // tiles) % split_k]
+    return float(np.maximum.reduceat(clk, np.arange(0, workgroups, slots)).sum())
+
+
 def resolve_device(profile: TargetProfile, device: Any) -> Device:
     if isinstance(device, Device):
         return device
@@ -203,12 +249,15 @@ def resolve_device(profile: TargetProfile, device: Any) -> Device:
 
 
 def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: int = 1,
-            measured: Any = None) -> Prediction:
+            measured: Any = None, streamk: int = 0) -> Prediction:
     """Predicted time of one launch of `kernel` (a compiled Kernel, a selector Candidate, an aiter inventory
     kernel, or (contract, code-object bytes)) on `problem` on `device` (a name, a CU count, a Device; None: the
     target's default device), the K dimension split in `split_k` slices (aiter's splitK: workgroups per output
     tile, each reducing ceil(K / split_k) of K). `measured` (`timing.emu_counters.emu_counters(kernel)`) replaces
-    the static trace's loop bytes with the transactions and LDS bank conflicts of the lanes' real addresses."""
+    the static trace's loop bytes with the transactions and LDS bank conflicts of the lanes' real addresses.
+    `streamk` > 0: a stream-K kernel (codegen/gemm_streamk.py) launched with that many workgroups, each running an
+    equal share of the tiles x K iterations, paying the prologue and epilogue once per segment (tile) it touches,
+    and writing one partial tile per segment (split_k is then 1)."""
     from jitgemm import isa
 
     facts = kernel_facts(kernel)
@@ -216,7 +265,7 @@ def predict(kernel: Any, problem: GemmProblem, device: Any = None, *, split_k: i
     dev = resolve_device(profile, device)
     p = params(profile)
     tr = trace(facts.code, facts.target, {"vmem": p.vmem_latency_passes})
-    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)), measured)
+    return _time(facts, tr, problem, dev, profile, p, max(1, int(split_k)), measured, int(streamk))
 
 
 SPLITS = (1, 2, 3, 4, 5, 6, 8, 10, 12, 16, 24, 32, 48, 64)
@@ -234,7 +283,7 @@ def best_split(kernel: Any, problem: GemmProblem, device: Any = None, splits: tu
 
 
 def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profile: TargetProfile, p: Params,
-          split_k: int, measured: Any = None) -> Prediction:
+          split_k: int, measured: Any = None, streamk: int = 0) -> Prediction:
     m, n, k, batch = prob.m, prob.n, prob.k, prob.batch
     clock = dev.clock_mhz * 1e6 * p.clock_efficiency
     cpp = tr.clocks_per_pass
@@ -246,11 +295,20 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     k_per_iter = max(1, round(loop.mfma_flops * f.waves / (2 * f.tile_m * f.tile_n))) if loop.mfma_flops else 32
     iters = max(1, -(-k_slice // k_per_iter))
     workgroups = tiles_m * tiles_n * split_k * batch
+    segments, partial_tiles = 1, 0
+    if streamk:      # equal shares of tiles x iterations; a segment per tile touched (prologue + epilogue each)
+        total_iters = tiles_m * tiles_n * batch * iters
+        share = -(-total_iters // streamk)
+        workgroups = min(streamk, total_iters)
+        segments = min(tiles_m * tiles_n * batch, -(-share // iters) + 1)
+        partial_tiles = workgroups * segments
+        k_slice = min(k, share * k_per_iter)
+        iters = share
     slots = dev.cu_num * o
     # -- per workgroup: one wave's regions, its SIMD shared by waves_per_simd waves, the CU's L2 and LDS ports
     w = occ["waves_per_simd"]
     iter_issue = max(loop.passes, w * loop.mfma_passes) * cpp
-    wg_l2_bytes = f.waves * loop.vmem_load_bytes
+    wg_l2_bytes = f.waves * loop.vmem_load_bytes * _edge_share(prob, f.tile_m, f.tile_n, tiles_m, tiles_n)
     lds_factor = 1.0
     if measured is not None:   # the lanes' real addresses: 64-byte transactions, LDS bank conflicts
         wg_l2_bytes = max(wg_l2_bytes, 64 * measured.global_transactions)
@@ -258,18 +316,23 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     iter_l2 = o * wg_l2_bytes / p.l2_bytes_per_clock_per_cu
     iter_lds = o * f.waves * loop.lds_bytes * lds_factor / p.lds_bytes_per_clock_per_cu
     iter_clk = max(iter_issue, iter_l2, iter_lds)
-    edge_clk = (tr.prologue.passes + tr.epilogue.passes) * cpp
+    edge_clk = segments * (tr.prologue.passes + tr.epilogue.passes) * cpp
     wg_clk = edge_clk + iters * iter_clk
     rounds_full, rest = divmod(workgroups, slots)
     rounds = rounds_full + (1 if rest else 0)
-    compute_s = rounds * wg_clk / clock
+    compute_s = _rounds_clk(workgroups, slots, wg_clk, iter_clk, tiles_m * tiles_n, split_k, k, k_slice,
+                            k_per_iter, iters) / clock
     # -- memory hierarchy: L2 fills (from MALL/HBM) from the dispatch order, HBM bytes once when A and B fit MALL
-    a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice)
-    b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice)
-    a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, split_k, slots, dev.xcds)
+    rows_used, cols_used, k_used = _used(m, n, k, f.tile_m, f.tile_n, tiles_m, tiles_n, split_k, k_slice)
+    a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice) * rows_used * k_used
+    b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice) * cols_used * k_used
+    a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, max(split_k, workgroups // max(1, tiles_m * tiles_n)) if
+                                 streamk else split_k, slots, dev.xcds)
     l2_fill = (a_fetch * a_bytes_slice + b_fetch * b_bytes_slice) * batch
     d_bytes = m * n * batch * (prob.d.bits // 8 if prob.d.bits % 8 == 0 else 2)
     d_traffic = d_bytes * (2 * split_k if split_k > 1 else 1)
+    if streamk:      # one partial tile written per segment
+        d_traffic = partial_tiles * f.tile_m * f.tile_n * (prob.d.bits // 8 if prob.d.bits % 8 == 0 else 2)
     operands = (prob.a.storage_bytes(m * k) + prob.b.storage_bytes(n * k)) * batch
     hbm = (operands if operands <= dev.mall_bytes else l2_fill) + d_traffic
     hbm_s = hbm / (dev.hbm_gbs * 1e9 * p.hbm_efficiency)
@@ -334,3 +397,73 @@ def _rate_key(problem: GemmProblem, rates: dict) -> str:
     if kind.name in rates:
         return kind.name
     return "fp8" if kind.kind == "float" and kind.bits <= 8 else kind.name
+
+
+# --- the pre-rank: the same launch model on a trace estimated from the plan, before any instruction exists ------
+# Instruction counts of one main-loop iteration and of the prologue/epilogue that the plan cannot give exactly,
+# read off the direct generator's traces (bf16/fp8 on gfx942/gfx950, tiles 32x32..256x256, vec 1..16): a scalar
+# and wait overhead per iteration, and epilogue passes per accumulator element of a lane (convert, pack, store).
+LOOP_OVERHEAD = 9
+EPILOGUE_PASSES_PER_ACC = 16
+
+
+def plan_trace(plan: Any, problem: GemmProblem, target: str) -> KernelTrace:
+    """An estimated trace of a kernel following `plan` (codegen.gemm_plan.GemmPlan), made without lowering: one
+    main-loop iteration of depth_k has the plan's MFMAs (blocks_m x blocks_n per wave, depth_k / MFMA K each), the
+    wave's share of the A and B tile loads (vec elements a lane) and LDS writes, a fragment read per block and
+    K group, `LOOP_OVERHEAD` scalar/wait slots; it takes the longer of its MFMA passes and one vector-memory
+    latency plus its issue slots (the loads of the next tile overlap the MFMAs). Prologue and epilogue: a memory
+    latency each, and `EPILOGUE_PASSES_PER_ACC` passes per accumulator element of a lane. The selector's pre-rank
+    (`jitgemm.selector`) compares candidates on `_time` of this trace and lowers only the contenders."""
+    from jitgemm import isa
+
+    from .pipeline import mfma_passes, rates, spec_instruction
+
+    spec, profile = isa.load_spec(target), isa.target_profile(target)
+    r = rates(spec, profile)
+    info = spec_instruction(plan.mfma.name, spec)
+    passes = mfma_passes(info.name if info is not None else plan.mfma.name.upper(), r.mfma_passes)
+    if not passes:
+        raise TimingError(f"{plan.mfma.name}: no entry in the profile's mfma.passes")
+    config = plan.config
+    waves = max(1, plan.workgroup_size // WAVE)
+    depth = config.depth_k
+    mfmas = plan.blocks_m * plan.blocks_n * max(1, depth // plan.mfma.k)
+    span = 256                                      # elements: storage bytes of sub-byte types without rounding
+    a_bytes = problem.a.storage_bytes(config.tile_m * span) / span * depth / waves
+    b_bytes = problem.b.storage_bytes(config.tile_n * span) / span * depth / waves
+    if plan.a is not None and plan.b is not None:   # staged through LDS: loaded, written, read per block
+        loads = -(-config.tile_m * depth // (WAVE * waves * max(1, config.vec_a))) \
+            + -(-config.tile_n * depth // (WAVE * waves * max(1, config.vec_b)))
+        lds_ops = loads + (plan.blocks_m + plan.blocks_n) * len(plan.groups)
+        lds = 2 * (a_bytes + b_bytes)
+    else:                                           # fragments straight to registers (the MX plan)
+        loads, lds_ops, lds = plan.blocks_m + plan.blocks_n, 0, 0.0
+    latency = int(params(profile).vmem_latency_passes)
+    issue = mfmas + loads + lds_ops + LOOP_OVERHEAD
+    mfma_busy = mfmas * passes
+    loop = Region({"mfma": mfmas, "vmem": loads, "lds": lds_ops, "salu": LOOP_OVERHEAD}, mfma_busy,
+                  mfmas * plan.mfma.flops, int(a_bytes + b_bytes), 0, int(lds),
+                  float(max(mfma_busy, latency + issue)))
+    acc = config.wave_tile[0] * config.wave_tile[1] // WAVE
+    edge = Region({}, 0, 0, 0, 0, 0, float(latency + EPILOGUE_PASSES_PER_ACC * acc))
+    head = Region({}, 0, 0, 0, 0, 0, float(latency))
+    return KernelTrace("plan", head, loop, edge, r.clocks_per_pass, "mfma")
+
+
+def plan_estimate(plan: Any, problem: GemmProblem, target: str, resources: dict, device: Any = None,
+                  splits: tuple[int, ...] = (1,)) -> float:
+    """Microseconds `_time` gives a kernel following `plan` on `problem` from `plan_trace` (the best of `splits`):
+    what a candidate would take, estimated from its config alone. `resources`: its planned vgprs, agprs and LDS
+    bytes (the contract's `tile`), which set the occupancy."""
+    from jitgemm import isa
+
+    profile = isa.target_profile(target)
+    dev = resolve_device(profile, device)
+    p = params(profile)
+    tr = plan_trace(plan, problem, target)
+    facts = KernelFacts("plan", target, b"", plan.config.tile_m, plan.config.tile_n,
+                        max(1, plan.workgroup_size // WAVE),
+                        int(resources.get("vgprs", 0) or 0) + int(resources.get("agprs", 0) or 0),
+                        int(resources.get("sgprs", 0) or 0), int(resources.get("lds", 0) or 0))
+    return min(_time(facts, tr, problem, dev, profile, p, s).us for s in splits)

@@ -91,8 +91,24 @@ def rates(spec: Spec, profile: TargetProfile) -> Rates:
                  {k: int(v) for k, v in pipe["latency_passes"].items()}, passes)
 
 
+_CLASSES: dict[tuple[int, int], tuple] = {}     # (id(spec), id(instruction)) -> (spec, instruction, encoding, class)
+
+
 def classify(decoded: Decoded, spec: Spec) -> str:
-    """The pipeline class of a decoded instruction, from the spec's functional group, subgroup and encoding."""
+    """The pipeline class of a decoded instruction, from the spec's functional group, subgroup and encoding
+    (kept per instruction object: a kernel repeats its instructions, and a trace classifies each several times)."""
+    key = (id(spec), id(decoded.instruction))
+    hit = _CLASSES.get(key)
+    if hit is not None and hit[0] is spec and hit[1] is decoded.instruction and hit[2] == decoded.encoding:
+        return hit[3]
+    cls = _classify(decoded, spec)
+    if len(_CLASSES) > 1 << 16:
+        _CLASSES.clear()
+    _CLASSES[key] = (spec, decoded.instruction, decoded.encoding, cls)
+    return cls
+
+
+def _classify(decoded: Decoded, spec: Spec) -> str:
     inst = decoded.instruction
     if inst is None:
         return "salu"
@@ -117,9 +133,20 @@ def classify(decoded: Decoded, spec: Spec) -> str:
     return "salu"
 
 
+_INFOS: dict[tuple[int, str], tuple] = {}
+
+
 def spec_instruction(mnemonic: str, spec: Spec):
     """The spec's instruction for an LLVM mnemonic (encoding suffixes such as `_e32` removed)."""
-    return spec.find_instruction(mnemonic) or spec.find_instruction(split_suffix(mnemonic)[0])
+    key = (id(spec), mnemonic)
+    hit = _INFOS.get(key)
+    if hit is not None and hit[0] is spec:
+        return hit[1]
+    info = spec.find_instruction(mnemonic) or spec.find_instruction(split_suffix(mnemonic)[0])
+    if len(_INFOS) > 1 << 14:
+        _INFOS.clear()
+    _INFOS[key] = (spec, info)
+    return info
 
 
 def mfma_passes(name: str, table: dict[str, int]) -> int:
@@ -143,10 +170,11 @@ def main_loop(code: bytes, spec: Spec) -> list[Decoded]:
 
 
 def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations: int = 6,
-               latency: dict[str, int] | None = None) -> LoopModel:
+               latency: dict[str, int] | None = None, text: bool = True) -> LoopModel:
     """Issue the loop `iterations` times in order and time the steady state (see the module docstring);
     `latency` overrides the profile's result latencies per class (the timing model's fitted memory latency).
-    With `iterations=1` it times straight-line code (a prologue or epilogue) issued once."""
+    With `iterations=1` it times straight-line code (a prologue or epilogue) issued once. `text=False` leaves
+    `LoopModel.instructions` (the body as text, for llvm-mca) empty: the timing model's trace reads no text."""
     from jitgemm.isa.disasm.printer import format_instruction
 
     if not body:
@@ -200,7 +228,8 @@ def model_loop(body: list[Decoded], spec: Spec, profile: TargetProfile, iteratio
     per_iteration = ends[-1] - ends[-2] if len(ends) > 1 else ends[-1]
     issue = sum(r.issue.get(c, 1) * n for c, n in classes.items())
     bound = "mfma" if mfma_busy >= per_iteration - 1e-9 else ("issue" if issue >= per_iteration - 1e-9 else "wait")
-    return LoopModel([format_instruction(d.instruction) for d in body if d.instruction is not None], classes,
+    return LoopModel([format_instruction(d.instruction) for d in body if d.instruction is not None and text],
+                     classes,
                      classes.get("mfma", 0), per_iteration, r.clocks_per_pass, mfma_busy, bound, stalls)
 
 

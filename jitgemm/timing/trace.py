@@ -111,7 +111,7 @@ def _region(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations:
     if not body:
         return Region(classes, 0, 0, 0, 0, 0, 0.0)
     try:
-        timed = model_loop(body, spec, profile, iterations=iterations, latency=latency)
+        timed = model_loop(body, spec, profile, iterations=iterations, latency=latency, text=False)
         took, stalls = timed.passes_per_iteration, timed.stalls
     except PipelineModelError:
         # straight-line code without an MFMA table entry: one issue slot per instruction
@@ -119,8 +119,72 @@ def _region(body: list[Decoded], spec: Spec, profile: TargetProfile, iterations:
     return Region({k: v for k, v in classes.items() if v}, passes_mfma, flops, loads, stores, lds, took, stalls)
 
 
+def instructions(code: bytes, spec: Spec) -> list[Decoded]:
+    """The kernel's instructions as the decoder lists them: from the generator's own instruction objects when this
+    process lowered the kernel (`jitgemm.kernel.lowered_items`: no decoding, whose index alone cost a fully cold
+    compile ~0.5 s, issue 31), else decoded from the bytes. tests/jitgemm/test_trace_items.py checks both give
+    the same trace."""
+    from jitgemm.kernel import lowered_items
+
+    found = lowered_items(code)
+    if found is None:
+        return decode(code, spec)
+    decoded = from_items(code, *found, spec)
+    return decode(code, spec) if decoded is None else decoded
+
+
+def from_items(code: bytes, items: tuple, offsets: tuple[int, ...], spec: Spec) -> list[Decoded] | None:
+    """`Decoded` records of encoded instruction items (what `decode` gives, for the fields the trace reads:
+    offset, size, bytes, instruction, encoding, branch target); None when the items hold data or alignment
+    (decoded as before)."""
+    from jitgemm.isa.instruction import AsmInstruction, Label, LabelDef
+    from jitgemm.isa.spec.forms import forms_of
+
+    forms = forms_of(spec)
+    labels = {item.name: offsets[i] for i, item in enumerate(items) if type(item) is LabelDef}
+    first: dict = {}
+    out = []
+    end = len(code)
+    for i, item in enumerate(items):
+        kind = type(item)
+        if kind is LabelDef:
+            continue
+        if kind is not AsmInstruction:
+            return None
+        start = offsets[i]
+        stop = offsets[i + 1] if i + 1 < len(offsets) else end
+        form = first.get(id(item))     # the emitter hands out one object per repeated instruction
+        if form is None:    # the form the encoder chose: the first of the mnemonic's forms that gives these bytes
+            form = _form_of(item, forms, start, labels, code[start:stop])
+            if form is None:
+                return None
+            first[id(item)] = form
+        target = slot = None
+        if form.label_slot is not None:
+            slot = form.label_slot.index
+            target = next((labels.get(op.name) for op in item.operands if type(op) is Label), None)
+        out.append(Decoded(start, stop - start, code[start:stop], item, form.enc.name, None, target, slot))
+    return out
+
+
+def _form_of(item, forms, pc: int, labels: dict[str, int], raw: bytes):
+    from jitgemm.isa.asm.encoder import encode_form
+    from jitgemm.isa.spec.field_codec import Mismatch
+
+    sized = [form for form in forms.forms_for(item.name) or () if form.size == len(raw)]
+    if sized and all((f.enc.name, f.label_slot) == (sized[0].enc.name, sized[0].label_slot) for f in sized):
+        return sized[0]        # what the trace reads of the form is the same whichever the encoder took
+    for form in sized:
+        try:
+            if encode_form(form, item, pc, labels).to_bytes(form.size, "little") == raw:
+                return form
+        except Mismatch:
+            continue
+    return None
+
+
 def _split(code: bytes, spec: Spec) -> tuple[list[Decoded], list[Decoded], list[Decoded]]:
-    decoded = decode(code, spec)
+    decoded = instructions(code, spec)
     best, best_mfmas, span = None, 0, (0, 0)
     for i, d in enumerate(decoded):
         if d.target is None or d.target >= d.offset:

@@ -141,7 +141,7 @@ def _device_launch(out_dtype: torch.dtype, arch: str, *, a: Tensor, b: Tensor, s
     api.check_target(call.problem, arch)
     blob, name, contract, source = api._choose(call.problem, align, arch)
     api.launch(call, blob, name, contract, backend="hip", source=source,
-               split_k=api._split_k(contract, blob, call.problem))
+               split_k=api._split_k(contract, blob, call.problem, arch, source))
     return out
 
 

@@ -25,20 +25,36 @@ def test_every_listed_gemm_kernel_is_admitted_or_refused_with_a_reason(inv):
     admitted = Counter((k.arch, k.family) for k in inv.kernels if k.admitted)
     assert admitted == {("gfx942", "bf16gemm_outf32"): 4, ("gfx950", "bf16gemm_outf32"): 4,
                         ("gfx950", "f4gemm_bf16_per1x32Fp4"): 35, ("gfx942", "i8gemm_bf16_perTokenI8"): 2,
-                        ("gfx942", "gemm_a8w8_m128"): 2}
-    flatmm = [k for k in inv.kernels if k.family == "flatmm_a8w8_blockscale"]
-    # its B layout ([N/128, K*128]) has no contract field yet: refused by the schema, with the fields named
-    assert len(flatmm) == 1 and "b_layout" in flatmm[0].refusal
+                        ("gfx942", "gemm_a8w8_m128"): 2, ("gfx942", "flatmm_a8w8_blockscale"): 1,
+                        ("gfx950", "f8_block_scale_mi350"): 4}
+    flatmm = inv.kernel("gfx942/flatmm_uk_gfx9_f16f8_128x256x128_1x4x1_16x16x32").contract.data["operation"]
+    assert (flatmm["b_preshuffle"], flatmm["scale_mode"], flatmm["a_scale_order"], flatmm["d"]) == \
+        ("16x16", "block", "col", "fp16")
+    mi350 = inv.kernel("gfx950/f8_block_scale_mi350_x64").contract
+    assert (mi350.data["operation"]["a"], mi350.data["operation"]["b_scale_order"]) == ("fp8_e4m3", "row")
+    assert mi350.grid(100, 512, 512) == (2, 2, 1)                  # host: gdx = ceil(n / 256), gdy = ceil(m / TileM)
     i8 = inv.kernel("gfx942/I8gemm_bf16_perTokenI8_BpreShuffle_128x128").contract.data["operation"]
     assert (i8["scale_mode"], i8["b_preshuffle"], i8["d"]) == ("rowcol", "32x16", "bf16")
     for k in inv.refused():
         assert k.refusal, k.label
-    # objects no family describes are listed, never guessed
-    uncovered = sorted(k.label for k in inv.kernels if k.family is None)
-    assert uncovered == [f"gfx950/f8_block_scale_mi350_x{w}" for w in (128, 32, 64, 96)]
-    assert all("no family description" in k.refusal for k in inv.kernels if k.family is None)
+    # every GEMM object of the wheel has a family description now; one without would be listed, never guessed
+    assert [k.label for k in inv.kernels if k.family is None] == []
     f4 = [k for k in inv.admitted("gfx950") if k.family == "f4gemm_bf16_per1x32Fp4"]
     assert sum(k.split_k for k in f4) == 2 and sum(not k.preshuffle for k in f4) == 1
+
+
+def test_an_object_no_family_covers_is_listed_with_the_reason(monkeypatch):
+    """Without its family file the mi350 objects are GEMM objects of the release (release.yaml's patterns) that
+    nothing describes: listed with the reason, never guessed."""
+    from jitgemm.aiter import reader
+    from jitgemm.aiter.source import AiterSource
+
+    fams = tuple(f for f in families() if f.name != "f8_block_scale_mi350")
+    monkeypatch.setattr(reader, "families", lambda: fams)
+    kernels = reader._read_kernels(AiterSource(str(aiter_wheel())), "test")
+    uncovered = sorted(k.label for k in kernels if k.family is None)
+    assert uncovered == [f"gfx950/f8_block_scale_mi350_x{w}" for w in (128, 32, 64, 96)]
+    assert all("no family description" in k.refusal for k in kernels if k.family is None)
 
 
 def test_the_contract_follows_the_listing_row(inv):
@@ -97,7 +113,26 @@ def test_tuned_rows_name_device_library_and_family(inv):
     a8 = [r for r in rows if r.table == "asm_a8w8_gemm.csv"]
     assert {r.kernel_label for r in a8} == {"gfx942/gemm_a8w8_m128_noSplitK", "gfx942/gemm_a8w8_m128_splitK"}
     assert all((r.split_k == 1) == (r.kernel_label.endswith("noSplitK")) for r in a8)
+    # and no cu_num column: the target is its kernels' (gfx942), the device is stated as unknown, never guessed
+    assert all(r.arch == "gfx942" and r.device is None and r.cu_num is None and "no cu_num" in r.caveat for r in a8)
+    # 1483.54 us is line 14's (M=16384 N=1280 K=8192) and recurs on ten rows of 340x less work: copies, labelled,
+    # not imported as measurements (so they cannot rank a kernel); the first row with the time stays a measurement
+    copied = sorted(r.line for r in a8 if not r.measured)
+    assert copied == [5, 6, *range(25, 36)] and next(r for r in a8 if r.line == 14).measured
+    assert all("time copied" in r.caveat for r in a8 if not r.measured)
+    from jitgemm.aiter.tuned import db_rows
+
+    origins = {row["origin"].rsplit(" ", 1)[1] for row in db_rows(inv)}
+    assert "asm_a8w8_gemm.csv:14" in origins and "asm_a8w8_gemm.csv:25" not in origins
+    assert "13 rows repeat" in inv.tables["asm_a8w8_gemm.csv"]
     assert "tuned_fmoe.csv" in inv.tables and "not a GEMM" in inv.tables["tuned_fmoe.csv"]
+    # an asm int8 winner's problem has B as its kernel reads it (32x16; CK's rows of the same table 16x16), so the
+    # selector can offer the measured winner: every I8gemm row is legal for its kernel
+    i8 = [r for r in asm if r.family == "i8gemm_bf16_perTokenI8"]
+    assert i8 and all(r.problem.b_preshuffle == "32x16" for r in i8)
+    assert all(inv.kernel(r.kernel_label).contract.admits(r.problem)[0] for r in i8)
+    ck = next(r for r in rows if r.table == "a8w8_bpreshuffle_tuned_gemm.csv" and not r.asm and r.problem)
+    assert ck.problem.b_preshuffle == "16x16"
 
 
 @pytest.mark.parametrize("argv, message", [

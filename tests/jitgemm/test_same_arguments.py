@@ -129,3 +129,70 @@ def test_sweep_best_and_select_break_ties_alike(fresh_db):
     assert chosen.contract.kernel == tied.best.kernel
     assert tied.best.kernel == min(report.ok, key=lambda r: tie_key(r.contract)).kernel
     assert len(widths) >= 2
+
+
+# fp32 scale modes: the same --scale-mode / --a-scale-order / --b-scale-order on every command, and the scale arrays'
+# shapes and storage order in the API, name one problem (block mode, B's scales column-major as aiter stores them)
+SCALED = ["--m", "40", "--n", "150", "--k", "300", "--dtype", "fp8", "--out-dtype", "bf16", "--layout", "NT",
+          "--scale-mode", "block", "--b-scale-order", "col"]
+
+
+def test_scale_options_name_one_problem_in_every_command_and_the_api(fresh_db, capsys, monkeypatch):
+    from jitgemm import tuning
+    from jitgemm.reference import operands, stored_scales
+
+    problem = GemmProblem.make(40, 150, 300, "fp8", d="bf16", layout="NT", scale_mode="block", b_scale_order="col")
+    text = format_problem(problem)
+    assert "scale_mode=block" in text and "b_scale_order=col" in text
+    out = _cli(capsys, "select", *SCALED, "--db", str(fresh_db), "--explain")
+    assert re.search(r"^problem: (.*?)  target:", out, re.M).group(1) == text
+    out = _cli(capsys, "select", *SCALED, "--db", str(fresh_db))
+    chosen = re.fullmatch(r"(\S+) kernel (\S+)\n", out).group(2)
+    out = _cli(capsys, "compile", *SCALED, "-o", str(fresh_db.with_name("k.co")))
+    assert re.search(r"^(gemm m=.*)$", out, re.M).group(1) == text
+    assert re.search(r"^kernel (\S+) ", out, re.M).group(1) == chosen
+    _cli(capsys, "run", *SCALED)
+    run = jitgemm.last_launch()
+    assert run.kernel == chosen
+    x, y, _, _ = operands(problem, seed=3)
+    sa, sb = stored_scales(problem, seed=3)
+    assert not sb.flags.c_contiguous                          # column-major, as --b-scale-order col says
+    jitgemm.scaled_matmul(x, y, sa, sb, out_dtype=ml_dtypes.bfloat16, arch="gfx942", backend="emu")
+    api = jitgemm.last_launch()
+    assert (api.problem, api.kernel) == (run.problem, run.kernel)
+    seen = []
+    monkeypatch.setattr(tuning, "tune", lambda sel, p, top, iterations: seen.append(format_problem(p)) or [])
+    _cli(capsys, "tune", *SCALED, "--db", str(fresh_db))
+    assert seen == [text]
+    out = _cli(capsys, "sweep", *SCALED, "--db", str(fresh_db), "--limit", "2", "--tiles", "32", "--waves", "1x1",
+               "--quiet")
+    best = re.search(r"^best: #\d+ \S+ (\S+) ", out, re.M).group(1)
+    from jitgemm.tuning_db import TuningDB
+
+    rows = TuningDB(fresh_db).rows()
+    assert rows and {r.problem for r in rows} == {text}
+    assert all(r.value > 0 for r in rows)                     # every variant passed the emulator check, scaled
+    out = _cli(capsys, "select", *SCALED, "--db", str(fresh_db))
+    assert re.fullmatch(r"(\S+) kernel (\S+)\n", out).group(2) == best     # the sweep's best decides, for all
+
+
+def test_tune_times_a_scaled_candidate_with_its_scales(monkeypatch):
+    """`jitgemm tune`'s timing (tuning.time_candidate) launches a scale-mode candidate with the mode's scale arrays
+    (no GPU here: hip's launcher is stood in for and shown the arguments)."""
+    from jitgemm import hip_runtime, tuning
+    from jitgemm.selector import Selector
+    from jitgemm.suppliers import DirectAsmSupplier
+
+    problem = GemmProblem.make(40, 150, 300, "fp8", d="bf16", layout="NT", scale_mode="block", b_scale_order="col")
+    cand = Selector([DirectAsmSupplier()]).select(problem)
+    seen = {}
+
+    def fake_run_hip(blob, name, *, grid, block, args, lds_bytes, timed):
+        seen["args"] = args
+        return 1e-5
+
+    monkeypatch.setattr(hip_runtime, "run_hip", fake_run_hip)
+    seconds, name, _ = tuning.time_candidate(cand, problem, iterations=1)
+    assert seconds == 1e-5 and name == cand.contract.kernel
+    arrays = [x for x in seen["args"] if isinstance(x, np.ndarray) and x.dtype == np.float32]
+    assert len(arrays) >= 2          # the A and B block scales reach the kernel

@@ -226,6 +226,47 @@ def test_tune_times_with_hip_events_and_the_selector_follows(monkeypatch, tmp_pa
     assert "hipEventElapsedTime" in best.row.tools
 
 
+def test_tune_times_the_split_k_launches_the_split_decision_weighs(monkeypatch, tmp_path):
+    """A decode shape (matmul's split_k="auto" weighs the split-K pair there): tune times, beside the best candidate,
+    every (mode, count) split_k.split_candidates lists -- K ranges and stream-K grids -- each as its partial
+    kernel's time plus its reduction's, and records it with the split it ran (the tuning row's split_k)."""
+    import collections
+
+    from jitgemm.split_k import REDUCE_NAME, split_candidates
+    from jitgemm.tuning import tune
+
+    problem = GemmProblem.make(16, 64, 1024, "fp16", layout="NT")
+    wanted = split_candidates(problem, "gfx942")
+    assert ("partial", 2) in wanted and any(mode == "streamk" for mode, _ in wanted)
+    db = TuningDB(tmp_path / "t.db")
+    sel = Selector([DirectAsmSupplier()], tuning=db, quarantine=Quarantine(tmp_path / "q.json"))
+    speeds = collections.defaultdict(lambda: 1.0, {REDUCE_NAME: 0.25})      # ms per launch
+    monkeypatch.setattr(hip_runtime, "_hip", lambda: TimedHip(speeds))
+    hip_runtime._modules.clear()
+    timings = tune(sel, problem, top=1, iterations=2)
+    assert timings[0].candidate is not None and timings[0].split is None
+    assert [t.split for t in timings[1:]] == wanted and [t.error for t in timings] == [None] * len(timings)
+    assert all(t.seconds == pytest.approx(1.25e-3) for t in timings[1:])     # partial kernel + reduction
+    rows = [r for r in db.rows(problem=problem) if r.split_k is not None]
+    assert sorted((r.split_k, r.origin) for r in rows) == sorted((n, f"jitgemm tune split-K {m} x{n}")
+                                                                  for m, n in wanted)
+    assert not tune(sel, GemmProblem.make(128, 64, 1024, "fp16", layout="NT"), top=1, iterations=1)[1:]
+    # what matmul(split_k="auto") runs then: the measured rows, not the model -- the chosen kernel while it was the
+    # fastest, then (chosen kernel slower, stream-K kernel faster) the fastest stream-K grid
+    from jitgemm import selector as selector_module
+    from jitgemm.split_k import measured_split, partial_kernel
+
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    chosen = timings[0].candidate
+    source = f"{chosen.supplier}:{chosen.label}"
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (1, "partial")
+    speeds.update({chosen.load()[1]: 2.0, partial_kernel(problem, "gfx942", mode="streamk").name: 0.5})
+    tune(sel, problem, top=1, iterations=2)
+    first_streamk = next(n for m, n in wanted if m == "streamk")
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (first_streamk, "streamk")
+
+
 def test_qualify_on_ray_matches_local(tmp_path, capsys):
     """`jitgemm qualify DIR --ray local` (2 workers) prints what the local run prints, kernel by kernel."""
     require_module("ray")
@@ -240,3 +281,15 @@ def test_qualify_on_ray_matches_local(tmp_path, capsys):
     local = capsys.readouterr().out
     assert main(["qualify", str(tmp_path), "--cases", "2", "--ray", "local", "--workers", "2"]) == 0
     assert capsys.readouterr().out == local and local.count("ok ") == 2
+
+
+def test_sweep_weighs_split_k_against_its_best_variant(tmp_path, capsys):
+    """A decode shape (M <= 64, K >= 1024): the sweep's best verified variant is weighed against the split-K /
+    stream-K candidates by the timing model (jitgemm.split_k.choose_split); a square problem is not."""
+    db = str(tmp_path / "t.db")
+    assert main(["sweep", "--m", "8", "--n", "64", "--k", "1024", "--dtype", "bf16", "--limit", "1", "--db", db,
+                 "--quiet"]) == 0
+    out = capsys.readouterr().out
+    assert "split-K against it: split_k=" in out and "reduction" in out
+    report = sweep(GemmProblem.make(64, 64, 64, "fp16"), limit=1, db=False)
+    assert report.best is not None and report.split_choice() is None
