@@ -372,7 +372,8 @@ def _parts_value(form: Form, slot: Slot, op) -> int:
                 v = syn.float_bits(v, 64)      # llvm-mc keeps a float token's double bits: the low ones fit
             lo, hi = bounds
             if lo is not None and not lo <= v <= hi:
-                raise Mismatch(f"immediate {v} is out of range of {slot.type_name} ({slot.data_format}): {lo}..{hi}")
+                raise Mismatch(f"immediate {v} is out of range of {slot.type_name} ({slot.data_format}) in "
+                               f"{codec.desc}: {lo}..{hi}")
             return v & ((1 << w) - 1)
     if type(op) is Imm and isinstance(op.value, int):
         v = op.value
