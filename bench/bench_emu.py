@@ -104,14 +104,14 @@ def own(base: str | None) -> None:
 
 
 def triton(sizes: list[int]) -> None:
-    from tests.emu.test_emu_triton import compile_kernel, launch, matmul_kernel
+    from tests.fixtures.triton_kernels import compile_triton, gemm_kernel, launch
 
     sig = (("a_ptr", "*bf16"), ("b_ptr", "*bf16"), ("c_ptr", "*fp32"),
            *((n, "i32") for n in ("M", "N", "K", "sam", "sak", "sbk", "sbn", "scm", "scn")),
            *((n, "constexpr") for n in ("BM", "BN", "BK", "IEEE", "INT")))
     t0 = time.perf_counter()
-    kernel = compile_kernel(matmul_kernel, sig, (("BM", BLOCK[0]), ("BN", BLOCK[1]), ("BK", BLOCK[2]),
-                                                 ("IEEE", False), ("INT", False)))
+    kernel = compile_triton(gemm_kernel, sig, (("BM", BLOCK[0]), ("BN", BLOCK[1]), ("BK", BLOCK[2]),
+                                               ("IEEE", False), ("INT", False)))
     print(f"Triton compile (gfx942, bf16 {BLOCK[0]}x{BLOCK[1]}x{BLOCK[2]}): {time.perf_counter() - t0:.2f} s; "
           f"{kernel[1]} bytes of LDS, {kernel[2]} warps")
     print(HEAD)
