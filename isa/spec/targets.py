@@ -394,7 +394,20 @@ def target_for_architecture(architecture_name: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+_SPEC_TARGETS: dict[int, tuple[Any, str]] = {}    # id(spec) -> (spec, the target it was loaded for)
+
+
+def note_spec_target(spec: Any, target: str) -> None:
+    """Remember the target a spec was loaded for, whose profile's family is the spec's ArchitectureName
+    (isa/spec/sources.py): `target_of_spec` then answers without parsing every other profile (a YAML parse
+    each in a new process, issue 31)."""
+    _SPEC_TARGETS[id(spec)] = (spec, target)
+
+
 def target_of_spec(spec: Any, default: str = "gfx942") -> str:
     """The target a loaded Spec describes (by its ArchitectureName), else `default`."""
+    known = _SPEC_TARGETS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
     arch = getattr(getattr(spec, "architecture", None), "name", None)
     return (target_for_architecture(arch) if arch else None) or default
