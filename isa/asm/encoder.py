@@ -565,11 +565,13 @@ def encode_instruction(inst: AsmInstruction, spec: Spec | SpecForms, pc: int = 0
         cached = forms.encode_cache.get(inst)
         if cached is not None:
             return cached
-        word, size = encode_word(inst, forms, pc, None)
-        data = word.to_bytes(size, "little")
+        word, form = encode_with_form(inst, forms, pc, None)
+        data = word.to_bytes(form.size, "little")
         if len(forms.encode_cache) > _CACHE_LIMIT:
             forms.encode_cache.clear()
+            forms.encoded_by.clear()
         forms.encode_cache[inst] = data
+        forms.encoded_by[inst] = form
         return data
     word, size = encode_word(inst, forms, pc, symbols)
     return word.to_bytes(size, "little")
