@@ -216,6 +216,20 @@ def test_fully_cold_compile_imports_no_yaml(tmp_path):
     assert out.stdout.split() == ["compiled", "False"], out.stdout
 
 
+def test_emulated_fp16_matmul_imports_no_ml_dtypes(tmp_path):
+    """The emulator imports ml_dtypes (~0.5 s CPU) only for its own formats (bf16, fp8, fp6, fp4): a new process's
+    first fp16 matmul, emulated, does not pay for it -- and is still numpy's product."""
+    probe = ("import sys, numpy as np, jitgemm\nrng = np.random.default_rng(3)\n"
+             "a = rng.standard_normal((48, 40)).astype(np.float16)\n"
+             "b = rng.standard_normal((40, 56)).astype(np.float16)\n"
+             "d = jitgemm.matmul(a, b)\nref = a.astype(np.float64) @ b.astype(np.float64)\n"
+             "print(float(np.abs(d - ref).max() / np.abs(ref).max()), 'ml_dtypes' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    err, imported = out.stdout.split()
+    assert float(err) < 2e-3 and imported == "False", out.stdout
+
+
 # --- the pre-parsed specs of a source checkout -------------------------------------------------------------------
 
 def test_committed_preparsed_specs_are_fresh():
