@@ -230,6 +230,16 @@ def test_emulated_fp16_matmul_imports_no_ml_dtypes(tmp_path):
     assert float(err) < 2e-3 and imported == "False", out.stdout
 
 
+def test_the_selectors_mx_check_imports_no_ml_dtypes(tmp_path):
+    """Whether a target has MX MFMAs (what the Triton supplier asks before offering tl.dot_scaled kernels) is read
+    from the spec: a fully cold MX compile does not import ml_dtypes for it (jitgemm.mx does, ~0.5 s CPU)."""
+    probe = ("import sys\nfrom jitgemm.mx_operands import target_has_mx\n"
+             "print(target_has_mx('gfx950'), target_has_mx('gfx942'), 'ml_dtypes' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False", "False"], out.stdout
+
+
 # --- the pre-parsed specs of a source checkout -------------------------------------------------------------------
 
 def test_committed_preparsed_specs_are_fresh():
