@@ -160,10 +160,10 @@ class EmitFacts:
 
     def instruction(self, name: str):
         """The spec's instruction an LLVM mnemonic (with or without an encoding suffix such as _e64) names."""
-        forms = self._forms.forms_for(name)
-        if not forms:
+        first = next(self._forms.iter_forms(name) or iter(()), None)     # only the first form is built
+        if first is None:
             raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
-        return forms[0].spec_inst
+        return first.spec_inst
 
     def _counters_of(self, name: str) -> tuple[str, ...]:
         return self.counters_of(self.instruction(name))
@@ -237,13 +237,13 @@ class EmitFacts:
         return self._writes(name, count)
 
     def _writes_of(self, name: str, count: int) -> tuple[int, ...]:
-        forms = self._forms.forms_for(name)
-        if not forms:
-            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
-        for form in forms:
+        for form in self._forms.iter_forms(name) or ():     # built up to the first that fits (issue 31)
             visible = sorted((o for o in form.ie.operands if not o.implicit), key=lambda o: o.order)
             if len(visible) == count:
                 return tuple(i for i, o in enumerate(visible) if o.output)
+        forms = self._forms.forms_for(name)
+        if not forms:
+            raise ValueError(f"{name}: not an instruction of {self.spec.architecture.name}")
         counts = sorted({len([o for o in f.ie.operands if not o.implicit]) for f in forms})
         raise ValueError(f"{name} takes {' or '.join(map(str, counts))} operands, not {count}")
 

@@ -8,9 +8,9 @@ everything the ranking reads:
 
 - the purpose (`selected_config` with its generator filter, or `Selector.choose`), the exact problem text,
   the operands' alignment and the base target;
-- the ISA spec's sha256 and the sources of every module that can move the ranking: the jitgemm package,
-  codegen/, isa/, util/ and the YAML under specs/ (target profiles and devices the timing model reads, aiter
-  family files, the contract schema);
+- the ISA spec's sha256 and the stamp (path, size, mtime: `warm.code_stamp`) of every file that can move the
+  ranking: the jitgemm package, codegen/, isa/, util/ and specs/ (target profiles and devices the timing model
+  reads, aiter family files, the contract schema);
 - each supplier's stamp (`supplier_stamp`): its type and settings, and the version of the package it wraps
   (llvmlite, Triton) or the registered aiter release's size and mtime. A supplier without a stamp (one a user
   registered: a prebuilt folder, a custom class) turns the cache off for that selector;
@@ -41,23 +41,15 @@ def choice_dir() -> Path:
     return cache_root() / "choices"
 
 
-@functools.cache
 def source_fingerprint() -> str:
-    """sha256 of the sources that can change a ranking: jitgemm/, codegen/, isa/, util/ (Python, and the
-    assembler grammar) and the YAML data under specs/ (the ISA XML is covered by the spec's own sha256)."""
-    import jitgemm
-    from jitgemm import codegen, isa, specs, util
+    """The identity of the sources that can change a ranking: jitgemm/, codegen/, isa/, util/ and specs/ (the
+    ISA XML is covered by the spec's own sha256 too). It is jitgemm/warm.py's `code_stamp` (one home): path,
+    size and mtime of every file, as Python's byte-code cache trusts them, computed once per process -- and
+    already computed by the warm path's lookup that runs before any ranking, so a choice miss hashes no source
+    file (hashing them all cost a fully cold compile ~15 ms CPU, issue 31)."""
+    from .warm import code_stamp
 
-    digest = hashlib.sha256()
-    for package, patterns in ((jitgemm, ("*.py",)), (codegen, ("*.py",)), (isa, ("*.py", "*.lark")),
-                              (util, ("*.py",)), (specs, ("*.yaml",))):
-        root = Path(package.__file__).parent
-        files = sorted({p for pattern in patterns for p in root.rglob(pattern)})
-        digest.update(f"[{package.__name__}]".encode())
-        for path in files:
-            digest.update(str(path.relative_to(root)).encode())
-            digest.update(hashlib.sha256(path.read_bytes()).digest())
-    return digest.hexdigest()
+    return code_stamp()
 
 
 @functools.cache

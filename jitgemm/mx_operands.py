@@ -18,13 +18,15 @@ from __future__ import annotations
 
 import functools
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 import numpy as np
 
 from jitgemm.codegen.dtypes import DType, dtype, of_numpy
 from jitgemm.codegen.gemm_ir import SCALE_BLOCK, IRError
 
-from .mx import MXTensor
+if TYPE_CHECKING:    # imported where used: jitgemm.mx imports ml_dtypes (~0.5 s CPU), which `target_has_mx`
+    from .mx import MXTensor  # (the selector's MX check) does not need (issue 31)
 
 
 class MXOperandError(IRError):
@@ -123,6 +125,8 @@ def target_has_mx(arch: str) -> bool:
 
 def mx_operands(a, b) -> tuple[MXOperand, MXOperand]:
     """A and B of an MX `matmul` (at least one an MXTensor) in the kernel's storage, checked against each other."""
+    from .mx import MXTensor
+
     oa = _tensor(a, "a", 1) if isinstance(a, MXTensor) else None
     ob = _tensor(b, "b", 0) if isinstance(b, MXTensor) else None
     if oa is None:

@@ -11,6 +11,7 @@ tests/codegen/test_codeobj_targets.py and tests/codegen/test_codeobj_accounting.
 
 from __future__ import annotations
 
+import functools
 from dataclasses import dataclass
 
 from .errors import CodeObjectError
@@ -54,27 +55,50 @@ def _from_profile(name: str) -> Target | None:
                   profile.lds_bytes_per_workgroup)
 
 
+@functools.cache
 def _targets() -> dict[str, Target]:
     from jitgemm.isa.spec.targets import known_targets
 
     found = {}
     for name in known_targets():
-        t = _from_profile(name)
+        t = _one(name)
         if t is not None:
             found[name] = t
     return found
 
 
-TARGETS: dict[str, Target] = _targets()
-_BY_MACH = {t.mach: t for t in TARGETS.values()}
+_LOADED: dict[str, Target] = {}     # the targets read so far, by name
+
+
+@functools.cache
+def _one(name: str) -> Target | None:
+    found = _from_profile(name)
+    if found is not None:
+        _LOADED[name] = found
+    return found
+
+
+@functools.cache
+def _by_mach() -> dict[int, Target]:
+    return {t.mach: t for t in _targets().values()}
+
+
+def __getattr__(name: str):
+    # TARGETS (every profile with code-object facts) is made on first use: writing a gfx942 kernel reads only
+    # gfx942's profile, not all five (each a YAML parse in a new process, issue 31)
+    if name == "TARGETS":
+        return _targets()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def target(name: str) -> Target:
     """The target named `name` (e.g. "gfx942"), or a CodeObjectError listing the supported ones."""
-    try:
-        return TARGETS[name.lower()]
-    except (KeyError, AttributeError):
-        raise CodeObjectError(f"unsupported target {name!r}; supported: {', '.join(TARGETS)}") from None
+    from jitgemm.isa.spec.targets import known_targets
+
+    found = _one(name.lower()) if isinstance(name, str) and name.lower() in known_targets() else None
+    if found is None:
+        raise CodeObjectError(f"unsupported target {name!r}; supported: {', '.join(_targets())}") from None
+    return found
 
 
 def check_setting(feature: str, setting: str) -> str:
@@ -103,7 +127,8 @@ def decode_e_flags(flags: int) -> DecodedFlags:
     """Split e_flags into processor and feature settings (the code object v4+ layout; LLVM no longer writes
     v3 or older)."""
     mach = flags & EF_AMDGPU_MACH
-    known = _BY_MACH.get(mach)
+    # a machine number names one processor (LLVM's EF_AMDGPU_MACH_*): one already read answers without the rest
+    known = next((t for t in list(_LOADED.values()) if t.mach == mach), None) or _by_mach().get(mach)
     return DecodedFlags(mach=mach, processor=known.name if known else None,
                         xnack=FEATURE_SETTINGS[(flags & EF_AMDGPU_FEATURE_XNACK_V4) >> 8],
                         sramecc=FEATURE_SETTINGS[(flags & EF_AMDGPU_FEATURE_SRAMECC_V4) >> 10],

@@ -549,15 +549,23 @@ def unknown_mnemonic(name: str, forms: SpecForms) -> EncodeError:
 
 def encode_word(inst: AsmInstruction, forms: SpecForms, pc: int = 0, symbols=None) -> tuple[int, int]:
     """(word, size in bytes) of one instruction; EncodeError says why no form fits."""
-    candidates = forms.forms_for(inst.name)
+    word, form = encode_with_form(inst, forms, pc, symbols)
+    return word, form.size
+
+
+def encode_with_form(inst: AsmInstruction, forms: SpecForms, pc: int = 0, symbols=None) -> tuple[int, Form]:
+    """(word, the form that encoded it): the first of the mnemonic's forms that fits, as LLVM's matcher."""
+    candidates = forms.iter_forms(inst.name)     # built one at a time: the first that fits is usually the first
     if candidates is None:
         raise unknown_mnemonic(inst.name, forms)
     failures = []
     for form in candidates:
         try:
-            return encode_form(form, inst, pc, symbols), form.size
+            return encode_form(form, inst, pc, symbols), form
         except Mismatch as exc:
             failures.append(exc)
+    if not failures and forms.forms_for(inst.name) is None:     # a name whose every form failed to build
+        raise unknown_mnemonic(inst.name, forms)
     # LLVM's matcher tries every variant of a mnemonic written without a suffix (AMDGPUAsmParser's
     # MatchAndEmitInstruction over the default, VOP3, SDWA and DPP variants), so clang's printed
     # `v_add_f32 v38, v38, v38 row_shr:8 bound_ctrl:0` is the DPP form; the modifiers written say which
@@ -566,7 +574,7 @@ def encode_word(inst: AsmInstruction, forms: SpecForms, pc: int = 0, symbols=Non
         if names & marks and not inst.name.lower().endswith(family):
             for form in forms.forms_for(inst.name + family) or ():
                 try:
-                    return encode_form(form, inst, pc, symbols), form.size
+                    return encode_form(form, inst, pc, symbols), form
                 except Mismatch as exc:
                     failures.append(exc)
     raise encode_error(inst, failures)
@@ -594,11 +602,13 @@ def encode_instruction(inst: AsmInstruction, spec: Spec | SpecForms, pc: int = 0
         cached = forms.encode_cache.get(inst)
         if cached is not None:
             return cached
-        word, size = encode_word(inst, forms, pc, None)
-        data = word.to_bytes(size, "little")
+        word, form = encode_with_form(inst, forms, pc, None)
+        data = word.to_bytes(form.size, "little")
         if len(forms.encode_cache) > _CACHE_LIMIT:
             forms.encode_cache.clear()
+            forms.encoded_by.clear()
         forms.encode_cache[inst] = data
+        forms.encoded_by[inst] = form
         return data
     word, size = encode_word(inst, forms, pc, symbols)
     return word.to_bytes(size, "little")
@@ -635,11 +645,13 @@ def encode_items(items: Iterable, spec: Spec | SpecForms) -> Assembled:
                         pending.append((len(chunks), i, item))
                         data = b"\0" * size
                     else:
-                        word, size = encode_word(item, forms, pc, None)
-                        data = word.to_bytes(size, "little")
+                        word, form = encode_with_form(item, forms, pc, None)
+                        data = word.to_bytes(form.size, "little")
                         if len(cache) > _CACHE_LIMIT:
                             cache.clear()
+                            forms.encoded_by.clear()
                         cache[item] = data
+                        forms.encoded_by[item] = form     # the timing trace reads it (jitgemm/timing/trace.py)
                 except EncodeError as exc:
                     raise StatementError(i, exc) from None
             chunks.append(data)

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import re
 import weakref
+from collections.abc import Iterator
 
 from jitgemm.isa import operand_syntax as syn
 from jitgemm.isa.instruction import Imm, Label, Reg
@@ -98,6 +99,9 @@ def fixed_operand(slot: Slot):
 
 # --- building forms from the spec ---------------------------------------------------------------------
 
+_FAMILY_RANK = {"e64": 1, "dpp": 2, "sdwa": 2}
+
+
 def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: InstructionEncoding, enc: Encoding,
                 families: set[str], id_by_op: dict) -> Form | None:
     fields = enc.fields
@@ -115,7 +119,7 @@ def _build_form(spec: Spec, tables: dict, inst: SpecInstruction, ie: Instruction
     form.size = enc.byte_count
     form.order = enc.order
     # among forms of one size LLVM's matcher takes VOP3 before SDWA/DPP (`v_mov_b32 v0, |v1|` is VOP3)
-    form.rank = {"e64": 1, "dpp": 2, "sdwa": 2}.get(form.family, 0)
+    form.rank = _FAMILY_RANK.get(form.family, 0)
     form.codecs = {name: FieldCodec(f, enc.name) for name, f in fields.items()}
     base = id_by_op.get(ie.opcode)
     if base is None:
@@ -685,6 +689,7 @@ class SpecForms:
         self._complete = False
         self._decode_ready = False
         self.encode_cache: dict = {}
+        self.encoded_by: dict = {}      # instruction (no label operand) -> the form encode_items chose for it
         self.decode_cache: dict = {}
         self.knows_every_opcode: bool | None = None   # release.knows_every_opcode, set by the decoder on first use
 
@@ -734,6 +739,35 @@ class SpecForms:
                 self._by_mnemonic[key] = forms
                 return forms
         return None
+
+    def iter_forms(self, mnemonic: str) -> Iterator[Form] | None:
+        """The forms `forms_for` gives, in its order, each built only when the caller reaches it (the encoder
+        and the emitter's hazard facts stop at the first that fits: a new process then builds about one form per
+        mnemonic instead of all of its e32/e64/DPP/SDWA forms, issue 31); None for an unknown name."""
+        for key in (mnemonic, mnemonic.lower()):
+            found = self._by_mnemonic.get(key)
+            if found is not None:
+                return iter(found)
+            pairs = self._plan.get(key)
+            if pairs is not None:
+                return self._lazy(key, pairs)
+        return None
+
+    def _lazy(self, key: str, pairs: list[tuple[int, int]]) -> Iterator[Form]:
+        heads = self.spec.instructions.heads
+        ranked = sorted(pairs, key=lambda p: self._rank_key(heads[p[0]][2][p[1]][0]))
+        for i, j in ranked:
+            form = self._form(i, j)
+            if form is not None:
+                yield form
+        self.forms_for(key)          # all built now: keep the list as forms_for would
+
+    def _rank_key(self, encoding_name: str) -> tuple:
+        """forms_for's order of a form, from its encoding alone (an encoding the spec lacks makes no form)."""
+        enc = self.spec.encodings.get(encoding_name)
+        if enc is None:
+            return (0, 0, 0)
+        return (enc.byte_count, _FAMILY_RANK.get(syn.encoding_family(enc.name), 0), enc.order)
 
     def _build_all(self) -> None:
         if self._complete:

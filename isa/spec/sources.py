@@ -21,7 +21,7 @@ from jitgemm.util.files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_
 from .cache import cache_root, cannot_write, load_entry, load_entry_at, preparsed_path, store_entry
 from .data import CorruptSpecData, build_spec
 from .model import Spec
-from .targets import TargetProfile, base_target, known_targets, target_profile
+from .targets import TargetProfile, base_target, known_targets, note_spec_target, target_profile
 from .xml_reader import read_xml
 
 ENV_SPEC_DIR = "JITGEMM_ISA_SPEC_DIR"
@@ -158,12 +158,15 @@ def _read_spec_bytes(path: Path) -> bytes:
                         path=str(path)) from None
 
 
-def profile_gaps(data: dict) -> list[str]:
+def profile_gaps(data: dict, located: str | None = None) -> list[str]:
     """Warnings for the facts the target profile of the spec's family says LLVM encodes and AMD's files may
-    lack (`spec_gaps`: an instruction by name, or an encoding whose identifiers must recognise a word)."""
+    lack (`spec_gaps`: an instruction by name, or an encoding whose identifiers must recognise a word).
+    `located`: the target the spec was located for; when its profile's family is the spec's architecture, the
+    other profiles are not read (each is a YAML parse in a new process, issue 31)."""
     from .targets import target_for_architecture
 
-    target = target_for_architecture(str((data.get("architecture") or {}).get("name") or ""))
+    arch = str((data.get("architecture") or {}).get("name") or "")
+    target = _family_target(arch, located) or target_for_architecture(arch)
     if target is None:
         return []
     from .data import instruction_heads
@@ -187,17 +190,26 @@ def profile_gaps(data: dict) -> list[str]:
     return out
 
 
-def _with_gaps(data: dict) -> dict:
+def _family_target(architecture_name: str, located: str | None) -> str | None:
+    """`located` when its profile's family is the spec's ArchitectureName (what `target_for_architecture` finds
+    by reading every profile), else None."""
+    wanted = architecture_name.strip().lower().removeprefix("amd ").strip()
+    if located is not None and target_profile(located).family.strip().lower() == wanted:
+        return located
+    return None
+
+
+def _with_gaps(data: dict, located: str | None = None) -> dict:
     """The spec data with the profile's gap warnings added (not cached: a profile may learn more gaps)."""
     try:
-        gaps = profile_gaps(data)
+        gaps = profile_gaps(data, located)
     except (KeyError, TypeError, ValueError, AttributeError):  # malformed data is build_spec's to report
         gaps = []
     return {**data, "warnings": list(data.get("warnings") or ()) + gaps} if gaps else data
 
 
-def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
-    """Parse (or fetch from the parsed-spec cache) one spec file."""
+def load_spec_file(path: Path, *, use_cache: bool = True, located: str | None = None) -> Spec:
+    """Parse (or fetch from the parsed-spec cache) one spec file (`located`: the target it was found for)."""
     path = Path(path)
     try:
         st = path.stat()
@@ -218,7 +230,7 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
             data = source()
             if data is not None:
                 try:
-                    spec = build_spec(_with_gaps(data), str(path))
+                    spec = build_spec(_with_gaps(data, located), str(path))
                     break
                 except CorruptSpecData:
                     spec = None
@@ -226,9 +238,12 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
         raw = _read_spec_bytes(path)
         with progress.task(f"parsing spec {path.name} (first use; cached afterwards)"):
             data = read_xml(path, raw)
-        spec = build_spec(_with_gaps(data), str(path))
+        spec = build_spec(_with_gaps(data, located), str(path))
         if use_cache:
             store_entry(data)
+    arch = getattr(getattr(spec, "architecture", None), "name", None)
+    if arch and _family_target(str(arch), located):
+        note_spec_target(spec, str(located))     # target_of_spec reads no other profile for it
     with _memo_lock:
         _memo[key] = spec
     return spec
@@ -237,4 +252,5 @@ def load_spec_file(path: Path, *, use_cache: bool = True) -> Spec:
 def load_spec(arch_or_path: str | os.PathLike = "gfx942", *, use_cache: bool = True) -> Spec:
     """The ISA spec for a target id (`gfx942`, `gfx950`, `gfx1100`, `gfx1201`, with or without
     `:feature` suffixes) or for a spec file/folder path. Immutable and shared: repeated calls are free."""
-    return load_spec_file(locate_spec(arch_or_path).path, use_cache=use_cache)
+    where = locate_spec(arch_or_path)
+    return load_spec_file(where.path, use_cache=use_cache, located=where.target)

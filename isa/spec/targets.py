@@ -293,10 +293,60 @@ def target_profile(target_id: str) -> TargetProfile:
     res = resources.files("jitgemm.specs.targets").joinpath(f"{name}.yaml")
     if not res.is_file():
         raise SpecError(f"unknown target {target_id!r}; known targets: {', '.join(known_targets())}")
-    return parse_profile(res.read_text(encoding="utf-8"), f"specs/targets/{name}.yaml")
+    shipped = resources.files("jitgemm.specs.targets").joinpath(f"{name}.yaml.parsed")
+    return parse_profile(res.read_text(encoding="utf-8"), f"specs/targets/{name}.yaml", shipped)
 
 
-def _yaml_document(text: str, where: str) -> Any:
+PARSED_MAGIC = "jitgemm-parsed-profile"
+
+
+def preparsed_document(text: str, shipped: Any) -> Any | None:
+    """The document of a profile's YAML text from the pre-parsed file the source tree ships beside it
+    (`<name>.yaml.parsed`, tools/spec_preparse/build.py), or None when it is absent, damaged or made from another
+    text (sealed, and naming the sha256 of the text it was parsed from: a stale one is never used). A fully cold
+    process then imports no PyYAML (issue 31)."""
+    import hashlib
+
+    from jitgemm.util.files import read_sealed
+
+    from .cache import unpack
+
+    try:
+        raw = read_sealed(shipped) if shipped is not None and shipped.is_file() else None
+        entry = unpack(raw) if raw is not None else None
+    except Exception:   # msgpack's several error types, an unreadable file: parsed from the YAML instead
+        return None
+    if not isinstance(entry, dict) or entry.get("magic") != PARSED_MAGIC \
+            or entry.get("sha256") != hashlib.sha256(text.encode()).hexdigest():
+        return None
+    return entry.get("document")
+
+
+def write_preparsed_profile(yaml_path: Any) -> Any:
+    """Write `<name>.yaml.parsed` beside a profile's YAML (what `preparsed_document` reads); ValueError when the
+    document is not plain data msgpack gives back unchanged."""
+    import hashlib
+    import os
+    from pathlib import Path
+
+    from jitgemm.util.files import atomic_write, seal
+    from jitgemm.util.safe_yaml import load_yaml
+
+    from .cache import pack, unpack
+
+    path = Path(yaml_path)
+    text = path.read_text(encoding="utf-8")
+    document = load_yaml(text)
+    if unpack(pack(document)) != document:
+        raise ValueError(f"{path}: the profile is not plain data (msgpack does not give it back unchanged)")
+    out = path.with_name(path.name + ".parsed")
+    atomic_write(out, seal(pack({"magic": PARSED_MAGIC, "sha256": hashlib.sha256(text.encode()).hexdigest(),
+                                 "document": document})))
+    os.chmod(out, 0o644)   # shipped data, read by every user
+    return out
+
+
+def _yaml_document(text: str, where: str, shipped: Any = None) -> Any:
     """The YAML document of a profile's text. Importing PyYAML and parsing the profiles is a tenth of a new
     `jitgemm disasm` process, so the document of each text is kept in the cache (`target-profiles/`, keyed by the
     text's sha256, sealed like every cache entry: a damaged one is parsed again); validation always runs."""
@@ -313,6 +363,9 @@ def _yaml_document(text: str, where: str) -> Any:
             return unpack(raw)
         except Exception:   # msgpack's several error types: a corrupt entry, parsed again below
             pass
+    document = preparsed_document(text, shipped)    # the source tree's pre-parsed file (a fresh cache folder)
+    if document is not None:
+        return document
     import yaml
 
     try:   # libyaml's parser when PyYAML has it (30x faster)
@@ -331,10 +384,10 @@ def _yaml_document(text: str, where: str) -> Any:
     return data
 
 
-def parse_profile(text: str, where: str) -> TargetProfile:
+def parse_profile(text: str, where: str, shipped: Any = None) -> TargetProfile:
     """A profile from its YAML text, every known key checked for presence and type (SpecError naming the file
-    and key, and what is accepted)."""
-    data = _yaml_document(text, where)
+    and key, and what is accepted); `shipped`: the pre-parsed file beside it (`preparsed_document`)."""
+    data = _yaml_document(text, where, shipped)
     if not isinstance(data, dict):
         raise SpecError("target profile is not a mapping", path=where)
     values = dict(data)
@@ -412,7 +465,20 @@ def target_for_architecture(architecture_name: str) -> str | None:
     return hits[0] if len(hits) == 1 else None
 
 
+_SPEC_TARGETS: dict[int, tuple[Any, str]] = {}    # id(spec) -> (spec, the target it was loaded for)
+
+
+def note_spec_target(spec: Any, target: str) -> None:
+    """Remember the target a spec was loaded for, whose profile's family is the spec's ArchitectureName
+    (isa/spec/sources.py): `target_of_spec` then answers without parsing every other profile (a YAML parse
+    each in a new process, issue 31)."""
+    _SPEC_TARGETS[id(spec)] = (spec, target)
+
+
 def target_of_spec(spec: Any, default: str = "gfx942") -> str:
     """The target a loaded Spec describes (by its ArchitectureName), else `default`."""
+    known = _SPEC_TARGETS.get(id(spec))
+    if known is not None and known[0] is spec:
+        return known[1]
     arch = getattr(getattr(spec, "architecture", None), "name", None)
     return (target_for_architecture(arch) if arch else None) or default

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 
@@ -27,7 +26,13 @@ import numpy as np
 class ElementFormat:
     name: str
     bits: int
-    dtype: np.dtype
+    type_name: str     # the ml_dtypes type, imported on first use: its import costs ~0.5 s CPU (issue 31)
+
+    @property
+    def dtype(self) -> np.dtype:
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, self.type_name))
 
     def registers(self, elements: int = 32) -> int:
         """Dwords that hold `elements` packed values (an MFMA operand's register count)."""
@@ -35,11 +40,11 @@ class ElementFormat:
 
 
 _OCP = {
-    0: ElementFormat("fp8_e4m3", 8, np.dtype(ml_dtypes.float8_e4m3fn)),
-    1: ElementFormat("bf8_e5m2", 8, np.dtype(ml_dtypes.float8_e5m2)),
-    2: ElementFormat("fp6_e2m3", 6, np.dtype(ml_dtypes.float6_e2m3fn)),
-    3: ElementFormat("bf6_e3m2", 6, np.dtype(ml_dtypes.float6_e3m2fn)),
-    4: ElementFormat("fp4_e2m1", 4, np.dtype(ml_dtypes.float4_e2m1fn)),
+    0: ElementFormat("fp8_e4m3", 8, "float8_e4m3fn"),
+    1: ElementFormat("bf8_e5m2", 8, "float8_e5m2"),
+    2: ElementFormat("fp6_e2m3", 6, "float6_e2m3fn"),
+    3: ElementFormat("bf6_e3m2", 6, "float6_e3m2fn"),
+    4: ElementFormat("fp4_e2m1", 4, "float4_e2m1fn"),
 }
 
 

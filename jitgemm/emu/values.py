@@ -11,30 +11,42 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from jitgemm.isa.spec.model import DataFormat, Spec
 
-# (exponent bits, mantissa bits) -> numpy dtype, for the formats whose meaning is the same on every target.
-FLOAT_DTYPES = {
+# (exponent bits, mantissa bits) -> numpy dtype, for the formats whose meaning is the same on every target; a
+# name is an ml_dtypes type, imported on first use (`float_dtype`): its extension costs a new process ~0.5 s CPU,
+# which an fp16/fp32/int8 kernel's emulation never needs (issue 31).
+FLOAT_DTYPES: dict[tuple[int, int], np.dtype | str] = {
     (8, 23): np.dtype(np.float32),
     (5, 10): np.dtype(np.float16),
     (11, 52): np.dtype(np.float64),
-    (8, 7): np.dtype(ml_dtypes.bfloat16),
+    (8, 7): "bfloat16",
     # CDNA 4 microscaling element formats (OCP MX v1.0; CDNA 4 ISA guide, "Data formats"): fp6 E2M3, bf6 E3M2,
     # fp4 E2M1, none with infinities or NaN
-    (2, 3): np.dtype(ml_dtypes.float6_e2m3fn),
-    (3, 2): np.dtype(ml_dtypes.float6_e3m2fn),
-    (2, 1): np.dtype(ml_dtypes.float4_e2m1fn),
+    (2, 3): "float6_e2m3fn",
+    (3, 2): "float6_e3m2fn",
+    (2, 1): "float4_e2m1fn",
 }
 # fp8 depends on the target (its profile's `fp8_flavour`): the same byte means different numbers. gfx942 takes
 # the FNUZ flavour (LLVM AMDGPUUsage, CDNA 3 ISA: E4M3/E5M2 with bias 8/16, no infinities, one NaN 0x80);
 # gfx950 the OCP one (OCP 8-bit floating point spec: E4M3FN bias 7 with NaN 0x7f/0xff, E5M2 IEEE-like).
-FP8_DTYPES = {
-    "fnuz": {(4, 3): np.dtype(ml_dtypes.float8_e4m3fnuz), (5, 2): np.dtype(ml_dtypes.float8_e5m2fnuz)},
-    "ocp": {(4, 3): np.dtype(ml_dtypes.float8_e4m3fn), (5, 2): np.dtype(ml_dtypes.float8_e5m2)},
+FP8_DTYPES: dict[str, dict[tuple[int, int], str]] = {
+    "fnuz": {(4, 3): "float8_e4m3fnuz", (5, 2): "float8_e5m2fnuz"},
+    "ocp": {(4, 3): "float8_e4m3fn", (5, 2): "float8_e5m2"},
 }
+
+
+def float_dtype(key: tuple[int, int], fp8: str = "fnuz") -> np.dtype | None:
+    """The numpy dtype of a float format by (exponent bits, mantissa bits) and the target's fp8 flavour (None:
+    no such format); ml_dtypes is imported only for the formats that are its own."""
+    found = FLOAT_DTYPES.get(key) or FP8_DTYPES[fp8].get(key)
+    if isinstance(found, str):
+        import ml_dtypes
+
+        return np.dtype(getattr(ml_dtypes, found))
+    return found
 
 
 def fp8_flavour(spec: Spec | None) -> str:
@@ -101,7 +113,7 @@ def fmt_of(fmt: DataFormat | None, size: int, fp8: str = "fnuz") -> Fmt:
     fields = {f.name.lower(): f for f in fmt.attributes[0].fields} if fmt.attributes else {}
     if fmt.data_type == "float" and "exponent" in fields and "mantissa" in fields:
         key = (fields["exponent"].width, fields["mantissa"].width)
-        dtype = FLOAT_DTYPES.get(key) or FP8_DTYPES[fp8].get(key)
+        dtype = float_dtype(key, fp8)
         if dtype is not None:
             return Fmt(fmt.name, "f", bits, count, dtype)
     if fmt.data_type == "integer":

@@ -177,33 +177,29 @@ def occupancy(facts: KernelFacts, profile: TargetProfile, p: Params) -> dict[str
             "limited_by": min(limits, key=lambda x: limits[x])}
 
 
-_SMALL_GRID = 1 << 15    # workgroups: above it numpy (importing it costs a cold compile more than this loop)
-
-
 def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tuple[int, int, int]:
     """Distinct (A tile, K slice) and (B tile, K slice) pairs each XCD's L2 fetches, summed over dispatch rounds:
     workgroups are dispatched in id order (x over N tiles fastest, then M tiles, then split-K slices and batch),
-    round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds)."""
+    round-robin over the XCDs, `slots` at a time. Returns (A fetches, B fetches, rounds).
+
+    Counted per round without visiting each workgroup (issue 31: the per-workgroup sets cost a cold compile
+    ~20 ms): workgroup i is in round i // slots on XCD i % xcds and reads A row-of-tiles i // tiles_n (slice and
+    M tile) and B tile i % tiles_n of slice i // (tiles_n * tiles_m). A run of L consecutive ids meets
+    min(L, xcds) XCDs, and min(L, lcm(xcds, tiles_n)) distinct (XCD, N tile) pairs (i -> (i mod xcds, i mod
+    tiles_n) repeats only after lcm ids), so a round's A fetches are the sum over the A rows it touches and its
+    B fetches the sum over the slices it touches (tests/jitgemm/test_timing_fills.py: = the per-workgroup sets)."""
     total = tiles_m * tiles_n * slices
     rounds = -(-total // slots)
-    if total <= _SMALL_GRID:     # the same sets without numpy: a cold compile need not import it (issue 31)
-        a_set, b_set = set(), set()
-        for i in range(total):
-            group = ((i // slots) * xcds + i % xcds) * slices + i // (tiles_n * tiles_m)
-            a_set.add(group * tiles_m + (i // tiles_n) % tiles_m)
-            b_set.add(group * tiles_n + i % tiles_n)
-        return len(a_set), len(b_set), rounds
-    import numpy as np
-
-    ids = np.arange(total, dtype=np.int64)
-    n_idx = ids % tiles_n
-    m_idx = (ids // tiles_n) % tiles_m
-    s_idx = ids // (tiles_n * tiles_m)
-    rnd = ids // slots
-    xcd = ids % xcds
-    a_keys = np.unique(((rnd * xcds + xcd) * slices + s_idx) * tiles_m + m_idx)
-    b_keys = np.unique(((rnd * xcds + xcd) * slices + s_idx) * tiles_n + n_idx)
-    return len(a_keys), len(b_keys), rounds
+    period = xcds * tiles_n // math.gcd(xcds, tiles_n)
+    row_len, slice_len = tiles_n, tiles_n * tiles_m
+    a = b = 0
+    for r in range(rounds):
+        lo, hi = r * slots, min(total, (r + 1) * slots)
+        for row in range(lo // row_len, (hi - 1) // row_len + 1):
+            a += min(min(hi, (row + 1) * row_len) - max(lo, row * row_len), xcds)
+        for sl in range(lo // slice_len, (hi - 1) // slice_len + 1):
+            b += min(min(hi, (sl + 1) * slice_len) - max(lo, sl * slice_len), period)
+    return a, b, rounds
 
 
 def _used(m: int, n: int, k: int, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int, split_k: int,

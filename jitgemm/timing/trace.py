@@ -171,6 +171,9 @@ def _form_of(item, forms, pc: int, labels: dict[str, int], raw: bytes):
     from jitgemm.isa.asm.encoder import encode_form
     from jitgemm.isa.spec.field_codec import Mismatch
 
+    chosen = forms.encoded_by.get(item)     # the encoder's own choice (an instruction without a label operand)
+    if chosen is not None and chosen.size == len(raw):
+        return chosen
     sized = [form for form in forms.forms_for(item.name) or () if form.size == len(raw)]
     if sized and all((f.enc.name, f.label_slot) == (sized[0].enc.name, sized[0].label_slot) for f in sized):
         return sized[0]        # what the trace reads of the form is the same whichever the encoder took

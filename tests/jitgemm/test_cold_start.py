@@ -179,11 +179,73 @@ def test_target_profile_document_cache_is_sealed_and_only_a_shortcut(tmp_path):
         targets.parse_profile(text + "\n  - : [\n", "bad.yaml")
 
 
+def test_preparsed_profile_is_used_only_for_the_text_it_was_parsed_from(tmp_path):
+    """The target profiles ship pre-parsed (`<name>.yaml.parsed`, issue 31: a fully cold compile imports no
+    PyYAML). The document is taken only for the exact text it names; a damaged, foreign or stale file is
+    ignored and the YAML parsed; either way the profile equals the YAML's (validation runs every time)."""
+    from jitgemm.isa.spec import targets
+
+    yaml_path = REPO / "specs" / "targets" / "gfx942.yaml"
+    text = yaml_path.read_text()
+    shipped = yaml_path.with_name("gfx942.yaml.parsed")
+    want = targets.parse_profile(text, "gfx942.yaml").values
+    assert targets.preparsed_document(text, shipped) is not None
+    assert targets.parse_profile(text, "gfx942.yaml", shipped).values == want
+    changed = text.replace("wavefront_size: 64", "wavefront_size: 32")
+    assert targets.preparsed_document(changed, shipped) is None                    # stale for that text
+    assert targets.parse_profile(changed, "x.yaml", shipped).wavefront_size == 32
+    copy = tmp_path / "gfx942.yaml"
+    copy.write_text(text.replace("wavefront_size: 64", "wavefront_size: 64   # same value, another text"))
+    made = targets.write_preparsed_profile(copy)
+    assert targets.preparsed_document(copy.read_text(), made) == targets.preparsed_document(text, shipped)
+    raw = bytearray(made.read_bytes())
+    raw[-3] ^= 0x20                                              # one bit of the payload: the seal refuses it
+    made.write_bytes(bytes(raw))
+    assert targets.preparsed_document(copy.read_text(), made) is None
+    assert targets.preparsed_document(text, tmp_path / "absent.yaml.parsed") is None
+
+
+def test_fully_cold_compile_imports_no_yaml(tmp_path):
+    """A new process with an empty cache folder compiles the selector's choice reading the shipped pre-parsed
+    profile (PyYAML's import and parse were ~25 ms of a ~400 ms fully cold compile)."""
+    probe = ("import sys, jitgemm\nfrom jitgemm import GemmProblem\n"
+             "k = jitgemm.compile(GemmProblem.make(256, 256, 128, 'bf16', layout='NT'), arch='gfx942')\n"
+             "print(k.from_cache, 'yaml' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["compiled", "False"], out.stdout
+
+
+def test_emulated_fp16_matmul_imports_no_ml_dtypes(tmp_path):
+    """The emulator imports ml_dtypes (~0.5 s CPU) only for its own formats (bf16, fp8, fp6, fp4): a new process's
+    first fp16 matmul, emulated, does not pay for it -- and is still numpy's product."""
+    probe = ("import sys, numpy as np, jitgemm\nrng = np.random.default_rng(3)\n"
+             "a = rng.standard_normal((48, 40)).astype(np.float16)\n"
+             "b = rng.standard_normal((40, 56)).astype(np.float16)\n"
+             "d = jitgemm.matmul(a, b)\nref = a.astype(np.float64) @ b.astype(np.float64)\n"
+             "print(float(np.abs(d - ref).max() / np.abs(ref).max()), 'ml_dtypes' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    err, imported = out.stdout.split()
+    assert float(err) < 2e-3 and imported == "False", out.stdout
+
+
+def test_the_selectors_mx_check_imports_no_ml_dtypes(tmp_path):
+    """Whether a target has MX MFMAs (what the Triton supplier asks before offering tl.dot_scaled kernels) is read
+    from the spec: a fully cold MX compile does not import ml_dtypes for it (jitgemm.mx does, ~0.5 s CPU)."""
+    probe = ("import sys\nfrom jitgemm.mx_operands import target_has_mx\n"
+             "print(target_has_mx('gfx950'), target_has_mx('gfx942'), 'ml_dtypes' in sys.modules)\n")
+    out = subprocess.run([sys.executable, "-c", probe], env=_env(tmp_path), capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-2000:]
+    assert out.stdout.split() == ["True", "False", "False"], out.stdout
+
+
 # --- the pre-parsed specs of a source checkout -------------------------------------------------------------------
 
 def test_committed_preparsed_specs_are_fresh():
-    """specs/*.xml.parsed must be what the reader makes of the XML beside it today; otherwise a fresh clone's
-    first compile parses the XML again. Fix: python3 tools/spec_preparse/build.py."""
+    """specs/*.xml.parsed (and specs/targets/*.yaml.parsed) must be what the reader makes of the XML (YAML)
+    beside it today; otherwise a fresh clone's first compile parses it again. Fix: python3
+    tools/spec_preparse/build.py."""
     out = subprocess.run([sys.executable, str(REPO / "tools" / "spec_preparse" / "build.py"), "--check"],
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stdout + out.stderr

@@ -78,15 +78,23 @@ def test_plan_estimate_follows_the_model_for_the_direct_generator(tmp_path):
     assert checked >= 4
 
 
-def test_fills_without_numpy_are_numpy_s(monkeypatch):
-    """Small grids count the L2 fills in plain Python (a cold compile need not import numpy): the same numbers."""
+def test_fills_are_numpy_s():
+    """The L2 fills, counted per dispatch round in plain Python (a cold compile need not import numpy), are the
+    numbers of the numpy formula the model used for large grids (tests/jitgemm/test_timing_fills.py checks them
+    against the per-workgroup sets too)."""
     import random
+
+    import numpy as np
 
     from jitgemm.timing import model
 
+    def numpy_fills(tiles_m, tiles_n, slices, slots, xcds):
+        ids = np.arange(tiles_m * tiles_n * slices, dtype=np.int64)
+        group = ((ids // slots) * xcds + ids % xcds) * slices + ids // (tiles_n * tiles_m)
+        return (len(np.unique(group * tiles_m + (ids // tiles_n) % tiles_m)),
+                len(np.unique(group * tiles_n + ids % tiles_n)), -(-len(ids) // slots))
+
     rng = random.Random(5)
     cases = [(rng.randint(1, 40), rng.randint(1, 40), rng.choice((1, 2, 3, 8)), rng.randint(1, 700),
-              rng.choice((1, 4, 8))) for _ in range(60)]
-    small = [model._fills(*c) for c in cases]
-    monkeypatch.setattr(model, "_SMALL_GRID", -1)
-    assert small == [model._fills(*c) for c in cases]
+              rng.choice((1, 4, 8))) for _ in range(60)] + [(128, 256, 2, 1216, 8)]     # a grid above 2**15
+    assert [model._fills(*c) for c in cases] == [numpy_fills(*c) for c in cases]

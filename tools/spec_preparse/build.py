@@ -1,4 +1,7 @@
-"""Write (or check) the pre-parsed form of every spec XML bundled in specs/: `<name>.xml.parsed` beside it.
+"""Write (or check) the pre-parsed form of every spec XML bundled in specs/ (`<name>.xml.parsed` beside it) and of
+every target profile (`specs/targets/<name>.yaml.parsed`: a fully cold compile then imports no PyYAML, issue 31;
+isa/spec/targets.py `preparsed_document` uses one only when it names the sha256 of the YAML beside it). Run it
+after changing a target profile too (tests/jitgemm/test_cold_start.py fails while one is stale).
 
 A source checkout ships these files, as the wheel does (setup.py writes them at build time), so the first
 compile of a fresh clone parses no XML. The loader never trusts them: each is sealed with the sha256 of its
@@ -45,7 +48,26 @@ def main(argv: list[str] | None = None) -> int:
             print(f"stale: {xml.name}.parsed (run python3 tools/spec_preparse/build.py)")
         else:
             print(f"wrote {write_preparsed(xml).relative_to(REPO)}")
+    from jitgemm.isa.spec.targets import write_preparsed_profile
+
+    stale_profiles = [y for y in sorted((args.specs / "targets").glob("*.yaml")) if profile_stale(y)]
+    for yaml_path in stale_profiles:
+        if args.check:
+            print(f"stale: targets/{yaml_path.name}.parsed (run python3 tools/spec_preparse/build.py)")
+        else:
+            print(f"wrote {write_preparsed_profile(yaml_path).relative_to(REPO)}")
+    bad += stale_profiles
     return 1 if bad and args.check else 0
+
+
+def profile_stale(yaml_path: Path) -> bool:
+    """Whether a target profile's pre-parsed file is missing, damaged, for another text, or not its document."""
+    from jitgemm.isa.spec.targets import preparsed_document
+    from jitgemm.util.safe_yaml import load_yaml
+
+    text = yaml_path.read_text(encoding="utf-8")
+    document = preparsed_document(text, yaml_path.with_name(yaml_path.name + ".parsed"))
+    return document is None or document != load_yaml(text)
 
 
 if __name__ == "__main__":

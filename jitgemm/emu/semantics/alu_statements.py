@@ -25,7 +25,6 @@ import functools
 import re
 from pathlib import Path
 
-import ml_dtypes
 import numpy as np
 
 # --- helpers available to the expressions ----------------------------------------------------------
@@ -327,7 +326,12 @@ def cvt_pkrtz(a, b):
 
 def cvt_pk(a, b, dtype):
     """Two f32 -> a packed pair of 16-bit floats (`dtype`), rounding to nearest even (gfx950
-    v_cvt_pk_bf16_f32 / v_cvt_pk_f16_f32)."""
+    v_cvt_pk_bf16_f32 / v_cvt_pk_f16_f32); a name is an ml_dtypes type, imported on first use (issue 31)."""
+    if isinstance(dtype, str):
+        import ml_dtypes
+
+        dtype = getattr(ml_dtypes, dtype)
+
     def rne(v):
         return np.asarray(v, np.float32).astype(dtype).view(np.uint16).astype(np.uint32)
     return rne(a) | (rne(b) << 16)
@@ -344,7 +348,7 @@ HELPERS.update({
     "np": np, "where": np.where, "minimum": np.minimum, "maximum": np.maximum, "fmin": np.fmin, "fmax": np.fmax,
     "sqrt": np.sqrt, "exp2": np.exp2, "log2": np.log2, "floor": np.floor, "ceil": np.ceil, "trunc": np.trunc,
     "rint": np.rint, "abs": np.abs, "sin": np.sin, "cos": np.cos, "pi": np.pi, "isnan": np.isnan,
-    "bfloat16": ml_dtypes.bfloat16, "float16": np.float16,
+    "bfloat16": "bfloat16", "float16": np.float16,
 })
 
 # --- the table -------------------------------------------------------------------------------------

@@ -8,7 +8,6 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 
-import ml_dtypes
 import numpy as np
 
 from jitgemm.isa.instruction import Reg, SrcMods
@@ -501,6 +500,8 @@ def _cvt_pk_f32_fp8(b: Builder, d: Decoded) -> RunFn:
 
 def _saturate_fp8(values: np.ndarray, dtype) -> np.ndarray:
     """f32 -> fp8 (FNUZ) with saturation to the largest finite value, as the conversion instructions do."""
+    import ml_dtypes  # on first use: its import costs a new process ~0.5 s CPU (issue 31)
+
     info_max = float(ml_dtypes.finfo(dtype).max)
     v = np.where(np.isnan(values), values, np.clip(values, -info_max, info_max))
     return v.astype(dtype)
