@@ -27,6 +27,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 from jitgemm.codegen.codeobj import KernelArg, KernelDescription, link, read, write  # noqa: E402
 from jitgemm.codegen.codeobj.metadata import STANDARD_HIDDEN_ARGS  # noqa: E402
 
+from tests.fixtures.codeobj_support import SCALE_KERNEL  # noqa: E402
+
 
 def tool(name: str) -> str | None:
     return shutil.which(f"{name}-22") or shutil.which(name)
@@ -54,16 +56,7 @@ def kernels(count: int, code_dwords: int) -> list[KernelDescription]:
 
 
 SCALE_IR = """target triple = "amdgcn-amd-amdhsa"
-declare i32 @llvm.amdgcn.workitem.id.x()
-define amdgpu_kernel void @scale(ptr addrspace(1) %p, float %a) {
-  %i = call i32 @llvm.amdgcn.workitem.id.x()
-  %q = getelementptr float, ptr addrspace(1) %p, i32 %i
-  %v = load float, ptr addrspace(1) %q
-  %m = fmul float %v, %a
-  store float %m, ptr addrspace(1) %q
-  ret void
-}
-!llvm.module.flags = !{!0}
+declare i32 @llvm.amdgcn.workitem.id.x()""" + SCALE_KERNEL + """!llvm.module.flags = !{!0}
 !0 = !{i32 1, !"amdhsa_code_object_version", i32 500}
 """
 

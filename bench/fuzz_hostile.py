@@ -33,12 +33,16 @@ def main() -> int:
         return 1
     print(f"{'driver':<34} {'cases':>8} {'differ':>8} {'rate':>7} {'seconds':>8}")
 
-    from tests.fixtures.asm_mutation_fuzz import base_lines, differences, mutated_lines
+    from tests.fixtures.asm_mutation_fuzz import EXCEPTIONS, base_lines, differences, excepted, mutated_lines
     t0 = time.perf_counter()
     pairs = mutated_lines(base_lines(), args.lines, args.seed)
     bad = differences([line for _, line in pairs], mc)
     kinds = {line: kind for kind, line in pairs}
     _row("asm: mutated lines vs llvm-mc", len(pairs), len(bad), t0)
+    named = collections.Counter(next(n for n in EXCEPTIONS if line.split()[0].lower().startswith(n))
+                                for _, line in pairs if line.strip() and excepted(line))
+    for name, n in sorted(named.items()):
+        print(f"    not compared (asm_mutation_fuzz.EXCEPTIONS) {name:<18} {n:>6} lines")
     for (kind, verdict), n in sorted(collections.Counter(
             (kinds[line], "traceback" if ours.startswith("TRACEBACK") else "llvm refuses" if theirs.startswith(
                 "refused") else "we refuse / bytes") for line, theirs, ours in bad).items(), key=lambda kv: -kv[1]):

@@ -9,9 +9,8 @@ from dataclasses import dataclass
 
 from jitgemm.isa.instruction import VCC, Reg
 
-from .gemm_plan import Staging, ds_offset_limit, log2_exact
-
-MAX_BUFFER_OFFSET = 4095  # MUBUF instruction offset: 12 bits
+from .field_limits import buffer_offset_limit, ds_offset_limit
+from .gemm_plan import Staging, log2_exact
 
 BUFFER_LOAD = {1: "buffer_load_ubyte", 2: "buffer_load_ushort", 4: "buffer_load_dword", 8: "buffer_load_dwordx2",
          16: "buffer_load_dwordx4"}
@@ -86,7 +85,7 @@ class StagingPhase:
                 packs.append((group, dcol * st.lds_row + prow * st.pack * st.eb))
         voffs: dict[tuple[int, int], Reg] = {}
         for s in slots:
-            if st.k_is_col and s.dcol * st.eb <= MAX_BUFFER_OFFSET:
+            if st.k_is_col and s.dcol * st.eb <= buffer_offset_limit(self.spec):
                 key, s.imm = (s.drow, 0), s.dcol * st.eb      # the K delta rides in the instruction offset
             else:
                 key = (s.drow, s.dcol)
@@ -152,7 +151,7 @@ class StagingPhase:
             if s.voff.index in done:
                 continue
             done.add(s.voff.index)
-            in_imm = st.k_is_col and s.dcol * st.eb <= MAX_BUFFER_OFFSET      # the K delta is s.imm
+            in_imm = st.k_is_col and s.dcol * st.eb <= buffer_offset_limit(self.spec)      # the K delta is s.imm
             delta_cols = 0 if in_imm else s.dcol * st.eb
             if s.drow:
                 emit("s_mul_i32", sdelta, ld, s.drow * st.eb)

@@ -20,6 +20,7 @@ from jitgemm.isa.spec.mfma import WAVE64
 from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
+from .field_limits import ds_offset_limit
 from .gemm_ir import BLOCK_SCALE_K, GemmConfig, GemmProblem, IRError
 from .gemm_plan_mx import MxPlan, check_mx, mx_vgprs
 from .kernel_abi import grid_formula
@@ -199,13 +200,6 @@ def fragment_plan(config: GemmConfig, mfma: Mfma) -> tuple[int, int, list[tuple[
     steps = list(range(config.depth_k // mfma.k))
     groups = [tuple(steps[i:i + 2]) for i in range(0, len(steps), 2)]
     return wave_m // mfma.m, wave_n // mfma.n, groups
-
-
-def ds_offset_limit(spec: Spec) -> int:
-    """The largest DS instruction offset: the `offset:` operand fills OFFSET1:OFFSET0 of ENC_DS (isa/modifiers.py,
-    `_m_ds_offset`; 8 + 8 bits on CDNA3 and CDNA4)."""
-    enc = spec.encoding("ENC_DS")
-    return (1 << (enc.field("OFFSET0").width + enc.field("OFFSET1").width)) - 1
 
 
 def _stage_vgprs(st: Staging, high_base: bool = False) -> int:

@@ -34,11 +34,11 @@ from jitgemm.isa.spec.model import Spec
 from jitgemm.isa.spec.targets import TargetProfile
 
 from .dtypes import DType
+from .field_limits import buffer_offset_limit
 from .gemm_ir import GemmConfig, GemmProblem, IRError
 from .mfma_catalog import F8F6F4_FORMAT_CODES as F8F6F4_CODE
 from .mfma_catalog import Mfma, f8f6f4_mfmas_for, f8f6f4_named, lane_registers, mfmas_for
 
-MAX_BUFFER_OFFSET = 4095      # MUBUF instruction offset: 12 bits
 SHUFFLE_ROWS, SHUFFLE_COLS, SHUFFLE_CHUNK = 32, 8, 256   # one 256-byte chunk of the shuffled scale layout
 # VGPRs outside fragments, scales and offsets: v0, lane, wave, OOB, the 4 setup / tail temporaries, the tail's
 # mask pair and {~0, 0} pair, the constants (127, 0xFFFF, 0xFFFF0000) and a register of alignment padding
@@ -72,6 +72,7 @@ class MxOperand:
     scale: str                 # "none" | "plain" | "shuffled"
     scale_mode: str            # "none" | "byte" (one byte per lane and MFMA) | "dword" (4 scales, op_sel)
     preshuffle: bool           # B in the 16x16 pre-shuffled weight layout
+    offset_max: int            # largest MUBUF instruction offset (field_limits.buffer_offset_limit)
 
     @property
     def groups(self) -> int:
@@ -161,7 +162,7 @@ def _no_mfma(config: GemmConfig, what: str, usable: tuple[Mfma, ...], spec: Spec
                    f"{', '.join(x.name for x in usable) or f'none on {spec.architecture.name} (gfx950 has them)'}")
 
 
-def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[MxOperand, MxOperand]:
+def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma, spec: Spec) -> tuple[MxOperand, MxOperand]:
     """How A and B reach the MFMA: block-scaled / sub-byte operands as the f8f6f4 MFMA's (format codes and
     registers from its catalog entry), weight-only ones as 32 values per lane and 128-element step (the weight-only
     K layout above)."""
@@ -178,7 +179,8 @@ def mx_operands(problem: GemmProblem, config: GemmConfig, mfma: Mfma) -> tuple[M
         else:
             step, loads = mfma.k, _loads(dt, mfma.k, WAVE64 // dim, preshuffle)
         out.append(MxOperand(name, dt, code, regs, dim, wave // dim, loads, dt.storage_bytes(step),
-                             dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), preshuffle))
+                             dt.storage_bytes(c.depth_k), scale, scale_mode(scale, dim, wave), preshuffle,
+                             buffer_offset_limit(spec)))
     return out[0], out[1]
 
 
@@ -213,7 +215,7 @@ def check_mx(problem: GemmProblem, config: GemmConfig, spec: Spec, target: Targe
     if c.workgroup_size > target.max_workgroup_size:
         raise IRError(f"{c.waves_m}x{c.waves_n} waves = {c.workgroup_size} work-items; {target.target} allows "
                       f"{target.max_workgroup_size}")
-    a, b = mx_operands(p, c, mfma)
+    a, b = mx_operands(p, c, mfma, spec)
     if p.weight_only:
         return mfma, MxPlan(a, b, c.depth_k // WEIGHT_ONLY_STEP, c.prefetch, True)
     return mfma, MxPlan(a, b, c.depth_k // mfma.k, c.prefetch)
@@ -265,11 +267,11 @@ def _shuffled_scale_k(kk: int) -> int:
     return (kk // SHUFFLE_COLS) * SHUFFLE_CHUNK + (kk % 4) * 64 + ((kk // 4) % 2) * 2
 
 
-def _split(values: list[int]) -> tuple[tuple, int]:
+def _split(values: list[int], offset_max: int) -> tuple[tuple, int]:
     """(lane-pattern key, instruction offset): values per lane group minus the first, which goes to the
-    instruction offset unless it is beyond its 12 bits (then it stays in the key's register)."""
+    instruction offset unless it is beyond `offset_max` (then it stays in the key's register)."""
     rem = tuple(v - values[0] for v in values)
-    if values[0] > MAX_BUFFER_OFFSET - _IMM_ROOM:
+    if values[0] > offset_max - _IMM_ROOM:
         return (rem, values[0]), 0
     return (rem, 0), values[0]
 
@@ -280,7 +282,7 @@ def element_offsets(op: MxOperand, steps: int) -> dict[tuple[int, int], tuple[tu
     for s in range(steps):
         for q, ld in enumerate(op.loads):
             kbs = [s * op.mfma_bytes + kb for kb in ld.kbyte]
-            out[(s, q)] = _split([_preshuffled_k(kb) if op.preshuffle else kb for kb in kbs])
+            out[(s, q)] = _split([_preshuffled_k(kb) if op.preshuffle else kb for kb in kbs], op.offset_max)
     return out
 
 
@@ -291,5 +293,5 @@ def scale_offsets(op: MxOperand, steps: int, mfma_k: int) -> dict[int, tuple[tup
     out = {}
     for s in range(steps):
         kks = [s * per_step + g for g in range(op.groups)]
-        out[s] = _split([_shuffled_scale_k(kk) if op.scale == "shuffled" else kk for kk in kks])
+        out[s] = _split([_shuffled_scale_k(kk) if op.scale == "shuffled" else kk for kk in kks], op.offset_max)
     return out

@@ -9,7 +9,8 @@
   `s_waitcnt` counts (fields of OPR_WAITCNT) and the inline integer constants (OPR_SRC's integer-named values).
 - The register keys a register operand covers, and the hardware-register moves by spec name.
 - MFMA timing: an MFMA's pass count and kind (xdl / smfma / dgemm) from the profile, and whether a profile's
-  hazard table can be checked per pass count (`hazard_gap`).
+  hazard table can be checked per pass count (`hazard_gap`); the matrix pipe's back-pressure, how long an MFMA
+  holds its wave's next MFMA (`mfma_pipe_busy`, the profile's `mfma.next_issue`).
 
 The numbers are data (specs/targets/<arch>.yaml, each row with its source); this module is their typed reader.
 """
@@ -276,6 +277,16 @@ def mfma_timing(spec_inst, profile, formats: tuple[int, int] | None = None) -> t
     if fmt.endswith("_F64"):
         return passes, "dgemm"
     return passes, "smfma" if fmt in profile.smfma_input_formats else "xdl"
+
+
+def mfma_pipe_busy(passes: int, kind: str, profile) -> int:
+    """Wait states after an MFMA's issue before its wave can issue another MFMA (the matrix pipe holds it for
+    its passes: the profile's `mfma.next_issue`, whose comment cites the evidence); 0 when the profile states no
+    back-pressure, the kind is not listed or the passes are unknown (then every MFMA is one wait state)."""
+    rule = profile.mfma_next_issue
+    if rule is None or not passes or kind not in rule[1]:
+        return 0
+    return passes + rule[0]
 
 
 def hazard_gap(profile) -> str | None:

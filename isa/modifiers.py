@@ -137,6 +137,9 @@ def _m_dpp(form: Form, name: str, value, fields: dict) -> None:
         raise Mismatch(f"{name}:{value} is not a valid DPP control")
     if "DPP_CTRL" in fields and fields["DPP_CTRL"] != v:
         raise Mismatch("only one DPP control (quad_perm, row_shl, ...) per instruction")
+    if v not in syn.DPALU_DPP_CTRL and any(s.size == 64 and s.table is not None and ("v", 0) in s.table.by_key
+                                           for s in form.slots):
+        raise Mismatch("DP ALU dpp only supports row_newbcast (a 64-bit VGPR operand)")
     fields["DPP_CTRL"] = v
 
 
@@ -419,8 +422,10 @@ def modifier_kinds(form: Form, fields, spec=None) -> dict[str, str]:
         if form.ds_two:
             kinds["offset0"] = "int"
             kinds["offset1"] = "int"
-        else:
+        elif form.slots:   # an LDS instruction without operands (ds_nop) has no offset in LLVM (DS_0A_Pseudo)
             kinds["offset"] = "ds_offset"
+        if form.name in syn.LLVM_NO_GDS:
+            kinds.pop("gds", None)
     sub_word = form.vop3p and _packs_sub_word_integers(form, spec)
     if "OP_SEL" in fields and _selects_parts(form, spec) and form.name not in syn.NO_OPSEL and not sub_word:
         kinds["op_sel"] = "list"

@@ -399,6 +399,35 @@ def dpp_ctrl_modifier(ctrl: int) -> tuple[str, object] | None:
 
 DPP_CTRL_NAMES = frozenset(DPP_CTRL) | {"quad_perm"}
 
+# The values llvm-mc's parser takes for an immediate field, by the spec's operand type and data format (LLVM
+# AMDGPUAsmParser.cpp: isU16Imm/isS16Imm for SOPK's u16imm/s16imm, parseHwreg/parseSendMsg "invalid immediate: only
+# 16-bit values are legal" (isUInt<16>), parseGPRIdxMode "only 4-bit values are legal"; an untyped 16-bit SOPP
+# immediate (i16imm: s_nop, s_sleep, s_setkill, s_waitcnt) takes any 64-bit value, a float token as its double's
+# bits, and keeps the low 16 bits; checked against llvm-mc-22 in tests/isa/test_asm_mutations.py).
+# (lo, hi) inclusive, or ANY_BITS; None: the encoder's own width check.
+ANY_BITS = (None, None)
+
+
+def immediate_bounds(type_name: str, data_format: str | None, hwreg: bool) -> tuple | None:
+    if hwreg or type_name == "OPR_SENDMSG":
+        return (0, 0xFFFF)
+    if type_name == "OPR_SIMM4":
+        return (0, 15)
+    if data_format == "FMT_NUM_U16":
+        return (0, 0xFFFF)
+    if data_format == "FMT_NUM_I16":
+        return (-0x8000, 0xFFFF)
+    if data_format == "FMT_NUM_B16" and type_name in ("OPR_SIMM16", "OPR_WAITCNT"):
+        return ANY_BITS
+    return None
+
+
+# "DP ALU" DPP: a DPP instruction with a 64-bit VGPR operand (vdst, src0, src1) takes only row_newbcast controls on
+# gfx90a and later CDNA targets (LLVM AMDGPUBaseInfo.cpp isDPALU_DPP / hasAny64BitVGPROperands and
+# isLegalDPALU_DPPControl; AMDGPUAsmParser::validateDPP says "DP ALU dpp only supports row_newbcast";
+# llvm/test/MC/AMDGPU/gfx90a_err.s: `v_ceil_f64_dpp v[0:1], v[2:3] quad_perm:[1,1,1,1]` is refused)
+DPALU_DPP_CTRL = range(DPP_CTRL["row_newbcast"][0], DPP_CTRL["row_newbcast"][0] + 16)
+
 # Partitioned operand parts: LLVM writes the spec's VM/EXP/LGKM sub-fields of OPR_WAITCNT as
 # vmcnt(N)/expcnt(N)/lgkmcnt(N) and prints them in this order.
 COUNTER_ORDER = ("VM", "EXP", "LGKM")
@@ -847,3 +876,8 @@ LLVM_NO_SOURCE_MODS = frozenset({
 # VOPC_Class_Profile: Src1Mod absent): NEG/ABS of that source must be zero, unlike v_ldexp_f32's integer source.
 LLVM_SRC0_MODS_ONLY = frozenset({"v_cmp_class_f16", "v_cmp_class_f32", "v_cmp_class_f64", "v_cmpx_class_f16",
                                  "v_cmpx_class_f32", "v_cmpx_class_f64"})
+
+# LDS instructions without LLVM's gds operand (DSInstructions.td: has_gds = 0 for ds_nop, DS_1A1D_PERMUTE): GDS must be
+# zero there (llvm-objdump-22 prints `ds_permute_b32 ...` with GDS set as .long), where other DS instructions decode it
+# unprinted (the target's unprinted_modifiers).
+LLVM_NO_GDS = frozenset({"ds_nop", "ds_permute_b32", "ds_bpermute_b32"})

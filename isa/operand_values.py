@@ -214,6 +214,10 @@ def constant_encoding(slot: Slot, value) -> tuple[int | None, int | None]:
         try:
             if bits == 16 and slot.is_float:
                 lit = _half_bits(slot, value)
+            elif bits == 64 and not slot.is_float:
+                # LLVM AMDGPUOperand::isLiteralImm: "We don't allow fp literals in 64-bit integer instructions"
+                raise Mismatch(f"{value!r} is not an inline constant, and a 64-bit integer operand takes no float "
+                               "literal")
             elif bits == 64:
                 b = syn.float_bits(value, 64)
                 if b & 0xFFFFFFFF:

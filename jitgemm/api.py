@@ -502,9 +502,10 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     bias: length M (per row) or N (per column), float32 (int32 for int8). Returns a new (batch,) M x N array.
     The kernel is the selector's choice (`jitgemm.last_launch()` says which ran where). Arrays may be any DLPack
     producer in host memory (torch, CuPy, JAX): taken zero-copy, the result in the caller's type (jitgemm/dlpack.py).
-    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when the timing model
-    predicts it at least 10% faster than the chosen kernel, `jitgemm.split_k.choose_split`, which also ranks
-    stream-K), or a count (1: never split; > 1: that many K ranges, or stream-K workgroups).
+    split_k: "auto" (decode shapes, M <= 64 and K >= 1024: the direct generator's split-K pair when `jitgemm tune`
+    measured it faster than the chosen kernel, else when the timing model predicts it at least 10% faster,
+    `jitgemm.split_k.choose_split`, which also ranks stream-K), or a count (1: never split; > 1: that many K
+    ranges, or stream-K workgroups).
     split_mode: "auto" (what the model picked; "partial" for a forced count), "partial" (K ranges into a
     workspace + a deterministic reduction applying the epilogue), "atomic" (K ranges add into a zeroed fp32/int32
     D with buffer atomics: no epilogue, fp32 sums in any order) or "streamk" (split_k workgroups, equal shares of
@@ -516,7 +517,7 @@ def matmul(a, b, c: np.ndarray | None = None, *, alpha: float = 1.0, beta: float
     call = prepare(a, b, c, alpha=alpha, beta=beta, out_dtype=out_dtype, bias=bias, activation=activation)
     check_target(call.problem, arch)
     blob, name, contract, source = _choose(call.problem, call.align, arch)
-    ours, mode = _our_split(call.problem, arch, contract, blob, split_k, split_mode)
+    ours, mode = _our_split(call.problem, arch, contract, blob, split_k, split_mode, source)
     if ours > 1:
         return split_launch(call, arch, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,
@@ -595,17 +596,21 @@ def _streamk_launch(call: GemmCall, arch: str, workgroups: int, *, backend: str 
 
 
 def _our_split(problem: GemmProblem, arch: str, contract: Contract, blob: bytes, split_k: int | str,
-               split_mode: str = "auto") -> tuple[int, str]:
-    """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel)."""
+               split_mode: str = "auto", source: str = "") -> tuple[int, str]:
+    """(count, mode) of the direct generator's split-K kernels for matmul (count 1: run the chosen kernel);
+    measured rows (`jitgemm tune`, `measured_split`) outrank the model's `choose_split`."""
     from .split_k import SPLIT_MODES
 
     if split_mode != "auto" and split_mode not in SPLIT_MODES:
         raise MatmulError(f"split_mode={split_mode!r}; accepted: auto, {', '.join(SPLIT_MODES)}")
     if split_k == "auto":
-        if problem.m > 64 or problem.k < 1024 or contract.split_k:
-            return 1, "partial"
-        from .split_k import choose_split
+        from .split_k import auto_split_applies, choose_split
 
+        if not auto_split_applies(problem, contract):
+            return 1, "partial"
+        measured = measured_split(problem, arch, contract, source)
+        if measured is not None and split_mode in ("auto", measured[1]):
+            return measured
         c = choose_split(problem, arch, chosen=(contract, blob), streamk=split_mode in ("auto", "streamk"))
         if split_mode not in ("auto", c.mode):
             return 1, "partial"
@@ -651,6 +656,39 @@ def tuned_split(contract: Contract, problem: GemmProblem, arch: str, source: str
     return None if contract.split_refusal(problem.k, row.split_k) else row.split_k
 
 
+def measured_split(problem: GemmProblem, arch: str, contract, source: str) -> tuple[int, str] | None:
+    """(count, mode) by hardware measurements: the fastest split-K launch `jitgemm tune` recorded for `problem` on
+    `arch` (`tuning.tune_splits` rows) when it beat the chosen kernel's own measured time, (1, "partial") when
+    the chosen kernel was faster; None unless both were measured (then the model decides). `source`: the chosen
+    candidate as the selector names it ("supplier:label")."""
+    import json
+
+    supplier, sep, label = source.partition(":")
+    if not sep:
+        return None
+    from .selector import default_selector
+    from .split_k import SPLIT_MODES
+    from .suppliers import Candidate
+
+    db = default_selector(arch).tuning
+    key = Candidate(supplier, label, contract, lambda: (b"", "")).key
+    plain = db.deciding_row(arch, problem, key, contract.data)
+    if plain is None or plain.metric != "seconds" or plain.source != "hardware":
+        return None
+    best: tuple[float, int, str] | None = None
+    for r in db.rows(arch, problem, metric="seconds", source="hardware"):
+        try:
+            mode = json.loads(r.tools or "{}").get("split_mode")
+        except ValueError:
+            continue
+        if mode in SPLIT_MODES and r.split_k is not None and r.contract_key.startswith(f"{mode}-split:") and \
+                (best is None or r.value < best[0]):
+            best = (r.value, r.split_k, mode)
+    if best is None:
+        return None
+    return (best[1], best[2]) if best[0] < plain.value else (1, "partial")
+
+
 def default_arch(problem: GemmProblem) -> str:
     """The target an 8-bit problem's dtypes name: OCP fp8 is gfx950's, FNUZ fp8 gfx942's; anything else gfx942."""
     return "gfx950" if "ocp" in (problem.a.flavour, problem.b.flavour) else "gfx942"
@@ -679,7 +717,7 @@ def scaled_matmul(a, b, scale_a, scale_b, *, out_dtype=None, bias: np.ndarray | 
     call = prepare(a, b, out_dtype=out_dtype, bias=bias, scales=(scale_a, scale_b, scale_mode))
     target = arch or default_arch(call.problem)
     blob, name, contract, source = _choose(call.problem, call.align, target)
-    ours, mode = _our_split(call.problem, target, contract, blob, split_k, split_mode)
+    ours, mode = _our_split(call.problem, target, contract, blob, split_k, split_mode, source)
     if ours > 1:
         return split_launch(call, target, ours, backend=where, mode=mode)
     return launch(call, blob, name, contract, backend=where, source=source,

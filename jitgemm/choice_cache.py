@@ -185,7 +185,7 @@ def store(key: str | None, entry: dict) -> None:
     try:
         write_sealed(folder / f"{key}.json", text.encode())
     except OSError as exc:
-        from .cache_notice import notice
+        from jitgemm.util.cache_notice import notice
 
         notice(f"choice cache {folder}: cannot write ({getattr(exc, 'strerror', None) or exc}); the selector "
                f"ranks the candidates in every process")

@@ -11,7 +11,9 @@ from __future__ import annotations
 import ctypes
 import hashlib
 import re
-from collections.abc import Sequence
+import threading
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
 from typing import Any
 
 import numpy as np
@@ -80,12 +82,34 @@ def _module(hip, blob: bytes):
     return _modules[key]
 
 
+_timing = threading.local()
+
+
+@contextmanager
+def timed_launches(iterations: int) -> Iterator[list[float]]:
+    """Every `run_hip` launch made inside is timed (`timed=iterations`) and its mean seconds appended to the list
+    this yields, so a sequence of launches made by code that does not time (a split-K pair: the partial kernel, then
+    the reduction, `jitgemm.api.split_launch`) times as the sum of the list."""
+    seconds: list[float] = []
+    before = getattr(_timing, "state", None)
+    _timing.state = (iterations, seconds)
+    try:
+        yield seconds
+    finally:
+        _timing.state = before
+
+
 def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequence[int], args: Sequence[Any],
             lds_bytes: int = 0, timed: int = 0) -> float | None:
     """Launch `kernel` and wait for it; numpy arrays in `args` are copied to the device and back. `timed` > 0:
     after that first (warm-up) launch, launch it `timed` more times between two hip events and return the
-    mean seconds per launch (hipEventElapsedTime), as hipBLASLt's and aiter's tuners time candidates."""
+    mean seconds per launch (hipEventElapsedTime), as hipBLASLt's and aiter's tuners time candidates (inside
+    `timed_launches`, every launch is timed so)."""
     from jitgemm.codegen import codeobj
+
+    collect = getattr(_timing, "state", None)
+    if collect is not None and timed <= 0:
+        timed = collect[0]
 
     try:
         hip = _hip()
@@ -133,6 +157,8 @@ def run_hip(code_object: bytes, kernel: str, *, grid: Sequence[int], block: Sequ
                 hip.hipFree(ptr)
     except RuntimeError as exc:
         raise HipError(f"the ROCm runtime is not available ({runtime_text(exc)})") from None
+    if collect is not None and seconds is not None:
+        collect[1].append(seconds)
     return seconds
 
 

@@ -81,7 +81,7 @@ def store(key: str, blob: bytes, record: dict) -> None:
         full = {**record, "format": FORMAT, "key": key, "sha256": sha256_hex(blob)}
         write_sealed(folder / f"{key}.json", json.dumps(full, sort_keys=True).encode())
     except OSError as exc:
-        from .cache_notice import notice
+        from jitgemm.util.cache_notice import notice
 
         notice(f"kernel cache {folder}: cannot write ({exc.strerror or exc}); running without it (kernels are "
                f"compiled again in every process)")

@@ -25,6 +25,7 @@ from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
 from jitgemm.codegen.gemm_split import MAX_SPLIT, partial_problem, split_refusal
 
 REDUCE_THREADS = 256
+REDUCE_NAME = "jitgemm_splitk_reduce"      # the reduction kernel's symbol
 
 
 @dataclass(frozen=True)
@@ -77,7 +78,7 @@ def reduce_kernel(problem_class: GemmProblem, arch: str, tiles: tuple[int, int] 
 
     start = time.perf_counter()
     cpu = codeobj.targets.target(arch).name
-    name = "jitgemm_splitk_reduce"
+    name = REDUCE_NAME
     llir = reduce_llir(problem_class, name, data_layout(cpu, ""), tiles)
     obj = run_backend(llir, cpu=cpu, output="object", kernel=name).data
     blob = codeobj.link(obj, names=[f"{name}.o"])
@@ -177,8 +178,7 @@ def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int
         return SplitChoice(1, us_plain, us_plain, us_plain, 0.0, None, f"no split-K: {exc}")
     q = partial_problem(problem)
     best = SplitChoice(1, us_plain, us_plain, us_plain, 0.0, None, "one split is fastest")
-    s = 2
-    while s <= max_split and split_refusal(problem, part.config.depth_k, s) is None:
+    for s in split_counts(problem, part.config.depth_k, max_split):
         try:
             us_part = predict(part, q, device, split_k=s).us
         except (TimingError, PipelineModelError):
@@ -189,7 +189,6 @@ def choose_split(problem: GemmProblem, arch: str, *, device=None, max_split: int
             best = SplitChoice(s, us_plain, total, us_part, us_red, part.config,
                                f"split_k={s}: partials {us_part:.2f} us + reduction {us_red:.2f} us < "
                                f"{margin:g} x chosen kernel {us_plain:.2f} us")
-        s *= 2
     if streamk:
         sk = streamk_choice(problem, arch, device, us_plain, margin)
         if sk is not None and sk.us_split < best.us_split:
@@ -203,28 +202,21 @@ def streamk_choice(problem: GemmProblem, arch: str, device, us_plain: float, mar
     CU (the paper's grid is one workgroup per SM at full occupancy, arXiv 2301.03598 section 4; Tensile's StreamK
     grid is CUs x occupancy), the one whose predicted segments kernel + per-tile reduction is fastest; None when it
     does not beat `margin` x the chosen kernel or cannot be predicted."""
-    from jitgemm import isa
     from jitgemm.codegen.gemm_streamk import plan
 
     from .timing import TimingError, predict
-    from .timing.model import kernel_facts, occupancy, params, resolve_device
     from .timing.pipeline import PipelineModelError
 
     try:
         kernel = partial_kernel(problem, arch, mode="streamk")
-        profile = isa.target_profile(arch)
-        per_cu = max(1, int(occupancy(kernel_facts(kernel), profile, params(profile))["workgroups_per_cu"]))
-        cus = int(resolve_device(profile, device).cu_num)
+        counts = streamk_counts(kernel, arch, device)
     except (TimingError, PipelineModelError, IRError):
         return None
     c, p = kernel.config, problem
     q = partial_problem(p, "streamk")
     tiles_n = -(-p.n // c.tile_n)
     best = None
-    for per in sorted({1, 2, 4, per_cu}):
-        if per > per_cu:
-            continue
-        g = cus * per
+    for g, cus, per in counts:
         try:
             us_part = predict(kernel, q, device, streamk=g).us
         except (TimingError, PipelineModelError):
@@ -241,6 +233,54 @@ def streamk_choice(problem: GemmProblem, arch: str, device, us_plain: float, mar
                                f"K steps, {sk['share']} each, {sk['slots']} slots): segments {us_part:.2f} us + "
                                f"reduction {us_red:.2f} us < {margin:g} x chosen kernel {us_plain:.2f} us", "streamk")
     return best if best is not None and best.us_split < margin * us_plain else None
+
+
+def split_counts(problem: GemmProblem, depth_k: int, max_split: int = MAX_SPLIT) -> list[int]:
+    """The K-range counts `choose_split` weighs: 2, 4, 8 ... up to `max_split`, while the partial kernel (of K tile
+    `depth_k`) takes them (`split_refusal`)."""
+    out, s = [], 2
+    while s <= max_split and split_refusal(problem, depth_k, s) is None:
+        out.append(s)
+        s *= 2
+    return out
+
+
+def streamk_counts(kernel, arch: str, device=None) -> list[tuple[int, int, int]]:
+    """(workgroups, compute units, workgroups per CU) of the stream-K grids `streamk_choice` weighs for the stream-K
+    `kernel`: the device's CUs x 1, 2, 4 and x the kernel's workgroups per CU, none above that occupancy."""
+    from jitgemm import isa
+
+    from .timing.model import kernel_facts, occupancy, params, resolve_device
+
+    profile = isa.target_profile(arch)
+    per_cu = max(1, int(occupancy(kernel_facts(kernel), profile, params(profile))["workgroups_per_cu"]))
+    cus = int(resolve_device(profile, device).cu_num)
+    return [(cus * per, cus, per) for per in sorted({1, 2, 4, per_cu}) if per <= per_cu]
+
+
+def split_candidates(problem: GemmProblem, arch: str, device=None, max_split: int = MAX_SPLIT
+                     ) -> list[tuple[str, int]]:
+    """(mode, count) of every split-K launch `choose_split` ranks for `problem`: ("partial", K ranges) and
+    ("streamk", workgroups); empty where the direct generator has no split-K kernel for it. `jitgemm tune` times
+    the same list, so a measured row exists for whatever the model might pick."""
+    from .timing import TimingError
+    from .timing.pipeline import PipelineModelError
+
+    out: list[tuple[str, int]] = []
+    try:
+        out += [("partial", s) for s in split_counts(problem, partial_kernel(problem, arch).config.depth_k,
+                                                     max_split)]
+        out += [("streamk", g) for g, _, _ in streamk_counts(partial_kernel(problem, arch, mode="streamk"), arch,
+                                                              device)]
+    except (TimingError, PipelineModelError, IRError):
+        pass
+    return out
+
+
+def auto_split_applies(problem: GemmProblem, contract) -> bool:
+    """Whether `matmul(split_k="auto")` weighs the split-K pair against the chosen kernel (`contract`): decode shapes
+    (M <= 64, K >= 1024) whose chosen kernel does not split K itself."""
+    return problem.m <= 64 and problem.k >= 1024 and not contract.split_k
 
 
 def reduce_us(problem: GemmProblem, split_k: float, arch: str, device=None) -> float:

@@ -35,8 +35,7 @@ from jitgemm.codegen.gemm_text import format_problem
 from jitgemm.isa.errors import IsaError
 from jitgemm.isa.spec.cache import cache_root
 from jitgemm.isa.spec.targets import base_target, known_targets
-
-from .cache_notice import notice
+from jitgemm.util.cache_notice import notice
 
 SOURCES = ("hardware", "model", "emulator", "host")
 METRICS = {"seconds": "lower", "tflops": "higher", "cycles_per_mfma": "lower", "emulator_ok": "higher",

@@ -16,15 +16,7 @@ from typing import Any
 from . import elf_format as E
 from .elf_reader import ElfFile
 from .errors import CodeObjectError
-from .metadata import check_plain, note_record, pack_metadata, parse_notes, unpack_metadata
-
-
-def _plain(value: Any) -> Any:
-    if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
-    return value
+from .metadata import check_plain, note_record, pack_metadata, parse_notes, plain, unpack_metadata
 
 
 def set_kernel_metadata(obj: bytes, kernel: str, entries: Mapping[str, Any]) -> bytes:
@@ -60,7 +52,7 @@ def set_kernel_metadata(obj: bytes, kernel: str, entries: Mapping[str, Any]) -> 
     if not target:
         names = ", ".join(str(k.get(".name")) for k in kernels if isinstance(k, dict)) or "none"
         raise CodeObjectError(f"set_kernel_metadata: no kernel {kernel!r} in the metadata; it has: {names}")
-    target[0].update({k: _plain(v) for k, v in entries.items()})
+    target[0].update({k: plain(v) for k, v in entries.items()})
     body = b"".join(note_record(n.name, n.type, pack_metadata(metadata) if i == index else n.desc)
                     for i, n in enumerate(notes))
     data = bytearray(elf.data)

@@ -201,15 +201,16 @@ def kernel_metadata(desc: KernelDescription, layout: KernargLayout, vgprs: int, 
             raise CodeObjectError(f"kernel {desc.name!r}: contract must be a mapping, got "
                                   f"{type(desc.contract).__name__}")
         check_plain(desc.contract, f"kernel {desc.name!r} contract")
-        out[CONTRACT_KEY] = _plain(desc.contract)
+        out[CONTRACT_KEY] = plain(desc.contract)
     return out
 
 
-def _plain(value: Any) -> Any:
+def plain(value: Any) -> Any:
+    """`value` with every mapping a dict and every sequence a list (what msgpack writes into the metadata note)."""
     if isinstance(value, Mapping):
-        return {k: _plain(v) for k, v in value.items()}
+        return {k: plain(v) for k, v in value.items()}
     if isinstance(value, list | tuple):
-        return [_plain(v) for v in value]
+        return [plain(v) for v in value]
     return value
 
 

@@ -497,13 +497,22 @@ class GemmIRBuilder(ScaleIRMixin):
             # fp32 first, then one v_cvt_f16_f32, as the direct generator rounds: without the fence LLVM folds
             # fptrunc(fmul/fma) into one v_fma_mixlo_f16 (llvm/test/CodeGen/AMDGPU/mad-mix-lo.ll, `mixlo_simple`),
             # rounding once instead of twice and turning fmul's -0 into fma(x, y, +0) = +0: gelu of a large
-            # negative x, alpha or beta * C as the last step, gave different bits from the two generators
-            x = self.call(self.intr.arithmetic_fence(), x)
+            # negative x, alpha or beta * C as the last step, gave different bits from the two generators. Only
+            # such a last step is fenced (a fence moves LLVM's schedule: other kernels stay as they were)
+            if _fusable(x):
+                x = self.call(self.intr.arithmetic_fence(), x)
             value = b.bitcast(b.fptrunc(x, F16), I16)
         else:
             value = b.bitcast(x, I32)
         offset = self._masked_offset(row, col, self.args["ldd"], p.d.bytes, inside)
         self.call(self.intr.buffer_store(value.type), value, self.rsrc["d"], offset, c32(0), c32(0))
+
+
+def _fusable(x: ir.Value) -> bool:
+    """An fp32 multiply or multiply-add whose fptrunc to f16 LLVM may select as one v_fma_mixlo_f16."""
+    if isinstance(x, ir.CallInstr):
+        return getattr(x.callee, "name", "") in ("llvm.fma.f32", "llvm.fmuladd.f32")
+    return isinstance(x, ir.Instruction) and x.opname == "fmul"     # (an fadd stays fadd + v_cvt_f16_f32)
 
 
 def build_module(plan: GemmPlan, name: str = "jitgemm_gemm", data_layout: str = "") -> tuple[ir.Module, GemmIRBuilder]:

@@ -73,9 +73,13 @@ def encode_form(form: Form, inst: AsmInstruction, pc: int = 0, symbols=None) -> 
     if form.width_slots:
         slots = tuple(_SlotView(s, syn.f8f6f4_registers(fields.get(s.width_field, 0), s.nregs))
                       if s.width_field is not None else s for s in slots)
-    if len(ops) == len(slots) - 1 and slots and slots[0].kind == "fixed" and slots[0].output \
-            and form.enc.name.upper().startswith(("ENC_VOPC", "VOPC_")):
-        slots = slots[1:]   # `v_cmp_eq_f32_e32 v0, v1`: llvm-mc-22 takes a VOPC without its implicit vcc
+    if len(ops) == len(slots) - 1 and form.family == "e32":
+        fixed = [s for s in slots if s.kind == "fixed"]
+        if len(fixed) == 1:   # `v_cmp_eq_f32_e32 v0, v1`, `v_cndmask_b32_e32 v4, v7, v10`: llvm-mc-22 takes an
+            slots = tuple(s for s in slots if s is not fixed[0])   # e32 form without its one implicit vcc
+    if form.family == "sdwa" and _has_64bit_operand(form):
+        raise Mismatch("sdwa variant of this instruction is not supported (a 64-bit VGPR source; LLVM defines no "
+                       "SDWA variant of such instructions)", rank=-1)
     if len(ops) != len(slots) and not (form.optional_imm is not None and len(ops) == len(slots) - 1):
         raise Mismatch(f"{inst.name} takes {len(slots)} operand(s) in {form.enc.name}, got {len(ops)}",
                        rank=-1)
@@ -274,6 +278,11 @@ def _constant_value(form: Form, slot: Slot, value, state) -> int:
 def _encode_literal(form: Form, slot: Slot, op, state) -> None:
     if type(op) is not Imm:
         raise Mismatch(f"{form.enc.name} holds a 32-bit literal here, not {op}")
+    table = slot.table
+    if table is not None and not table.partitioned and table.literal is None and not table.ints and not table.floats:
+        # the operand's type names no literal value (OPR_SRC_ACCVGPR: AGPRs only): a literal form the spec lists
+        # for it carries nothing it can read; llvm-mc refuses one (`v_accvgpr_mov_b32 a4, 0x12345678`)
+        raise Mismatch(f"{table.describe()}: no literal")
     inline, literal = constant_encoding(slot, op.value)
     if inline is not None:
         if form.literal_optional:
@@ -352,6 +361,19 @@ def _label_value(form: Form, slot: Slot, op, pc: int, symbols) -> int:
 def _parts_value(form: Form, slot: Slot, op) -> int:
     codec = slot.codec
     w = codec.width
+    if type(op) is Imm and (slot.type_name is not None or slot is form.optional_imm):
+        bounds = (0, 0xFFFF) if slot is form.optional_imm else \
+            syn.immediate_bounds(slot.type_name, slot.data_format, form.mnemonic in syn.HWREG_MNEMONICS)
+        if bounds is not None:
+            v = op.value
+            if isinstance(v, float):
+                if bounds != syn.ANY_BITS:
+                    raise Mismatch(f"{slot.type_name} takes an integer, not {v!r}")
+                v = syn.float_bits(v, 64)      # llvm-mc keeps a float token's double bits: the low ones fit
+            lo, hi = bounds
+            if lo is not None and not lo <= v <= hi:
+                raise Mismatch(f"immediate {v} is out of range of {slot.type_name} ({slot.data_format}): {lo}..{hi}")
+            return v & ((1 << w) - 1)
     if type(op) is Imm and isinstance(op.value, int):
         v = op.value
         if not -(1 << (w - 1)) <= v < (1 << w):
@@ -431,6 +453,20 @@ def _encode_smem_offset(form: Form, slot, op, fields, state, mod_names) -> None:
     else:
         fields["IMM"] = 0
         fields["OFFSET"] = fields.get("OFFSET", 0) | value  # over any kept high bits (keep_bits)
+
+
+_WIDE: dict[int, bool] = {}
+
+
+def _has_64bit_operand(form: Form) -> bool:
+    """Whether a form has a 64-bit VGPR source (cached per form): LLVM has no SDWA variant of such instructions
+    (llvm-mc-22: "sdwa variant of this instruction is not supported" for v_mov_b64_sdwa, v_add_f64_sdwa; a 64-bit
+    destination is fine: v_cvt_pk_f32_fp8_sdwa v[4:5], v8)."""
+    wide = _WIDE.get(id(form))
+    if wide is None:
+        wide = _WIDE[id(form)] = any(s.size == 64 and s.src is not None and s.table is not None
+                                     and ("v", 0) in s.table.by_key for s in form.slots)
+    return wide
 
 
 class _SlotView:

@@ -289,6 +289,28 @@ def walk(node: Node) -> Iterator[Node]:
             stack.extend(reversed(n.args))
 
 
+def needs_pcrel(node: Node) -> bool:
+    """Whether llvm-mc gives an instruction operand written as `node` a PC-relative fixup (R_AMDGPU_REL32 for a
+    plain symbol): a symbol without @abs32@lo/@hi anywhere outside a subtraction. As needsPCRel() in LLVM's
+    llvm/lib/Target/AMDGPU/MCTargetDesc/AMDGPUMCCodeEmitter.cpp (llvm/llvm-project 00ce9bb): `sym`, `sym+4`,
+    `4+sym` are PC-relative, `sym-8` and `sym@abs32@lo` absolute (checked with llvm-readelf-22 -r on llvm-mc-22's
+    object, tests/isa/test_asm_relocations.py). Iterative: any depth."""
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if isinstance(n, Sym):
+            if n.specifier not in ("abs32@lo", "abs32@hi"):
+                return True
+        elif isinstance(n, Dot):
+            return True   # `.` is a temporary label: a symbol reference
+        elif isinstance(n, Binary):
+            if n.op != "-":
+                stack += (n.left, n.right)
+        elif isinstance(n, Unary):
+            stack.append(n.arg)
+    return False
+
+
 def symbols_of(node: Node) -> list[str]:
     """Names the expression refers to."""
     return [n.name for n in walk(node) if isinstance(n, Sym)]

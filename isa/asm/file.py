@@ -101,6 +101,13 @@ _BARE_OPERAND = re.compile(r"(?:^\s*[\w.]+\s+|,\s*)([A-Za-z_.$][\w.$]*)\s*(?=,|$
 # a counter value that is not a number
 _ODD_SPELLING = re.compile(r"0[xX][0-9a-fA-F.]*[pP]|(?<![\w:\]])(?:v|s|a|ttmp|acc)\[(?![\d:]*\])"
                            r"|:\[[^\]]*[^\w\s,\]-]|cnt\((?!\s*\d+\s*\))")
+# llvm-mc takes the comma between operands as optional (AMDGPUAsmParser::ParseInstruction: "Eat the comma or space
+# if there is one"): an operand-looking word right after another operand with only spaces between
+_MNEMONIC = re.compile(r"\s*\S+\s*")
+_MISSING_COMMA = re.compile(r"[\w\])|]\s+[-|]?(?:[vsa]\[|[vsa]\d|ttmp\d|ttmp\[|acc\d|0[xX]|\d|vcc\b|exec\b|m0\b|"
+                            r"abs\(|neg\(|sext\()")
+_OPERAND_START = re.compile(r"[-|]*(?:[vsa]\[|[vsa]\d|ttmp\d|ttmp\[|acc\d|0[xX]|\d|vcc|exec|m0\b|off\b|abs\(|neg\(|"
+                            r"sext\(|\()")
 _SCALAR_E32 = re.compile(r"(\s*)(s_\w+_e32)(?=\s|$)")
 
 
@@ -124,6 +131,7 @@ _SCALAR_E32 = re.compile(r"(\s*)(s_\w+_e32)(?=\s|$)")
 
 
 
+_PACKED_HALF = frozenset({"FMT_NUM_PK2_F16", "FMT_NUM_PK2_BF16"})   # LLVM's v2f16/v2bf16 operands
 _GPR_COUNTERS = {"v": ".amdgcn.next_free_vgpr", "s": ".amdgcn.next_free_sgpr"}
 
 
@@ -489,12 +497,17 @@ class FileAssembler:
         expression (`v[0x10:0x11]`, `s[2+2]`); `_e32` on a scalar instruction, which has only that size."""
         if text.rstrip().endswith(","):
             text = text.rstrip()[:-1]
+        body = text.lstrip()
+        if body.count(" ") + body.count("\t") - body.count(", ") > 1:   # blanks besides the mnemonic's and commas
+            head = _MNEMONIC.match(text)
+            if head and _MISSING_COMMA.search(text, head.end()):
+                text = _with_commas(text, head.end())
         m = _SCALAR_E32.match(text) if "_e32" in text else None
         if m and self.forms.forms_for(m.group(2)) is None and self.forms.forms_for(m.group(2)[:-4]) is not None:
             text = text[:m.start(2)] + m.group(2)[:-4] + text[m.end(2):]
         if _ODD_SPELLING.search(text) is None:   # the common line: none of the spellings below
             return text
-        text = _HEX_FLOAT.sub(lambda m: repr(float.fromhex(m.group(1))), text)
+        text = _HEX_FLOAT.sub(_hex_float, text)
         text = _REG_INDEX.sub(self._register_index, text)
         text = _MOD_LIST.sub(self._list_items, text)
         return _COUNTER_EXPR.sub(self._counter_value, text)
@@ -509,8 +522,8 @@ class FileAssembler:
     def _list_items(self, m: re.Match) -> str:
         """`quad_perm:[3,!2,1,0]`: llvm-mc reads each entry of a modifier's list as an absolute expression."""
         items = m.group(2).split(",")
-        if all(_PLAIN_ITEM.fullmatch(i.strip()) for i in items):
-            return m.group(0)
+        if all(_PLAIN_ITEM.fullmatch(i.strip()) for i in items) or "." in m.group(2):
+            return m.group(0)   # plain, or a float (from a hex float) that llvm-mc refuses here
         values = [self._absolute(i) if not _PLAIN_ITEM.fullmatch(i.strip()) else i.strip() for i in items]
         if any(v is None for v in values):
             return m.group(0)
@@ -540,14 +553,15 @@ class FileAssembler:
         return f"{m.group(1)}[{':'.join(values)}]"
 
     def undefined_name(self, word: str) -> bool:
-        """A word that is no register, no syntax keyword, no label or symbol defined so far."""
+        """A word that is no register, no syntax keyword and no `.set` symbol: an undefined name or a label (as an
+        operand of an instruction without a branch target, llvm-mc makes either a literal with a fixup)."""
         if word in _KNOWN_WORDS:
             return False
         if type(identifier_operand(word)) is not Label or word.lower() in _SYNTAX_WORDS:
             if len(_KNOWN_WORDS) < 1 << 16:
                 _KNOWN_WORDS.add(word)   # registers and keywords stay what they are: remembered
             return False
-        return word not in self.labels and word not in self.sets
+        return word not in self.sets
 
     def operand_wider_than_32(self, mnemonic: str, index: int) -> bool:
         """Whether operand `index` holds 64 bits in every form of the instruction: llvm-mc refuses a relocatable
@@ -555,6 +569,15 @@ class FileAssembler:
         forms = self.forms.forms_for(mnemonic)
         sizes = [f.slots[index].size for f in forms or () if index < len(f.slots)]
         return bool(sizes) and min(sizes) > 32
+
+    def no_relocation(self, mnemonic: str, index: int) -> bool:
+        """Whether operand `index` takes no relocatable value in any form: a packed operand (LLVM's
+        isVSrc_v2f16/v2b16 accept no expression) or the mandatory K literal of v_fmamk/v_fmaak (isKImmFP32 wants a
+        number); llvm-mc says "invalid operand for instruction" there (LLVM AMDGPUAsmParser.cpp)."""
+        forms = self.forms.forms_for(mnemonic)
+        slots = [f.slots[index] for f in forms or () if index < len(f.slots)]
+        return bool(slots) and all(s.kind == "literal" and not f.literal_optional or s.data_format in _PACKED_HALF
+                                   for f, s in zip(forms, slots, strict=False))
 
     def takes_label(self, mnemonic: str) -> bool:
         """Whether the instruction has a branch-target operand (a name there is a label, defined later or not)."""
@@ -593,8 +616,9 @@ class FileAssembler:
         sets = self.sets
         named = bool(sets) and not sets.keys().isdisjoint(_WORDS.findall(body))  # a .set symbol is used
         mnemonic = m.group(1).strip()
+        placeholder = _placeholder(text)
         for i, (part, off) in enumerate(parts):
-            self.wide_operand = self.operand_wider_than_32(mnemonic, i)
+            self.wide_operand = self.operand_wider_than_32(mnemonic, i) or self.no_relocation(mnemonic, i)
             if _SIMPLE_OPERAND.match(part) and not (named and not sets.keys().isdisjoint(_WORDS.findall(part))) \
                     and not (not self.label_operands and self.undefined_name(part.strip())):
                 continue
@@ -616,7 +640,7 @@ class FileAssembler:
             if value.absolute:
                 replacement = str(value.const)
             else:
-                replacement = hex(_PLACEHOLDER)
+                replacement = hex(placeholder)
                 fixups.append((node, start + off + lead + 1))
             expr_text = part[lead:end].rstrip()
             replacement = replacement.ljust(len(expr_text))
@@ -772,7 +796,10 @@ class FileAssembler:
             buf[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
             return
         spec = v.specifier
-        kinds = {None: {4: "ABS32", 8: "ABS64"}, "abs32@lo": {4: "ABS32_LO"}, "abs32@hi": {4: "ABS32_HI"},
+        # an instruction's literal is PC-relative or absolute by how the operand is written (X.needs_pcrel)
+        pcrel = fx.literal and X.needs_pcrel(fx.node)
+        kinds = {None: {4: "REL32" if pcrel else "ABS32", 8: "ABS64"}, "abs32@lo": {4: "ABS32_LO"},
+                 "abs32@hi": {4: "ABS32_HI"},
                  "abs64": {8: "ABS64"}, "rel32@lo": {4: "REL32_LO"}, "rel32@hi": {4: "REL32_HI"},
                  "rel32": {4: "REL32"}, "rel64": {8: "REL64"}, "gotpcrel": {4: "GOTPCREL"},
                  "gotpcrel32@lo": {4: "GOTPCREL32_LO"}, "gotpcrel32@hi": {4: "GOTPCREL32_HI"}}[spec]
@@ -782,10 +809,11 @@ class FileAssembler:
         kind = kinds[width]
         where = self.positions.get(v.symbol)
         binding = self.attrs.get(v.symbol, {}).get("binding", "local")
-        if kind.startswith("REL") and where is not None and where[0] == fx.section and binding == "local":
-            delta = where[1] + v.const - at  # PC-relative to a local label of this section: resolved here
-            value = delta >> 32 if kind == "REL32_HI" else delta
-            buf[at:at + width] = (value & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
+        if kind == "REL32" and where is not None and where[0] == fx.section and binding == "local":
+            # PC-relative to a local label of this section, no specifier: resolved here, as llvm-mc does; a
+            # specifier (`@rel32@lo`) keeps its relocation (llvm-mc-22's object, tests/isa/test_asm_relocations.py)
+            delta = where[1] + v.const - at
+            buf[at:at + width] = (delta & ((1 << (8 * width)) - 1)).to_bytes(width, "little")
             return
         buf[at:at + width] = bytes(width)  # RELA: the addend is in the relocation, the field is zero
         if where is not None and binding == "local" and not kind.startswith("GOT"):
@@ -862,6 +890,68 @@ class FileAssembler:
 
 
 _walk = X.walk  # iterative: expression trees may be deeper than Python's recursion limit
+
+
+def _hex_float(m: re.Match) -> str:
+    """A hex float's value (`0x1p3` is 8.0) — but not inside a modifier's list (`quad_perm:[3,0x1.8p1,1,0]`), where
+    llvm-mc wants integers ("expected a 2-bit value"): left as written there, for the parser to refuse."""
+    before = m.string[:m.start()]
+    if before.rfind(":[") > before.rfind("]"):
+        return m.group(1)
+    return repr(float.fromhex(m.group(1)))
+
+
+def _with_commas(text: str, start: int) -> str:
+    """`text` with a comma put between two operands that only spaces separate (before the first modifier), as
+    llvm-mc reads them: `v_med3_i32 v4, v7 v10, v13` is `v_med3_i32 v4, v7, v10, v13`."""
+    words: list[tuple[int, int, bool]] = []   # (start, end, a comma before it)
+    depth, i, n, comma = 0, start, len(text), False
+    while i < n:
+        c = text[i]
+        if depth == 0 and c in " \t":
+            i += 1
+            continue
+        if depth == 0 and c == ",":
+            comma = True
+            i += 1
+            continue
+        j = i
+        while j < n and (depth or text[j] not in " \t,"):
+            if text[j] in "[(":
+                depth += 1
+            elif text[j] in ")]":
+                depth = max(depth - 1, 0)
+            j += 1
+        words.append((i, j, comma))
+        comma = False
+        i = j
+    out, last = [], 0
+    for k, (a, b, comma) in enumerate(words):
+        word = text[a:b]
+        if not _OPERAND_START.match(word):
+            break    # a modifier (`offset:4`, `glc`) or an operator: the rest is the parser's
+        if k and not comma and _OPERAND_START.match(text[words[k - 1][0]:words[k - 1][1]]):
+            out.append(text[last:a].rstrip() + ", ")
+            last = a
+    return "".join(out) + text[last:]
+_NUMBER = re.compile(r"(?<![\w.])(?:0[xX][0-9a-fA-F]+|\d+)")
+
+
+def _placeholder(text: str) -> int:
+    """The literal a relocatable operand is encoded with until its fixup is applied: one no number of the line
+    equals, so the encoder counts it as a literal of its own ("only one unique literal operand is allowed" in
+    llvm-mc: `s_sub_u32 s8, sym, 0x12345678` has two)."""
+    value = _PLACEHOLDER
+    if any(c.isdigit() for c in text):
+        seen = set()
+        for tok in _NUMBER.findall(text):
+            try:
+                seen.add(syn.integer_value(tok) & 0xFFFFFFFF)
+            except ValueError:
+                pass
+        while value in seen:
+            value += 1
+    return value
 
 
 

@@ -62,6 +62,8 @@ def decode_form(form: Form, word: int) -> AsmInstruction:
     slots = form.slots
     if form.lds_vdata is not None and fv.get("LDS"):
         slots = tuple(s for s in slots if s is not form.lds_vdata)
+        if fv.get("ACC"):   # the AGPR bit of the VDATA an lds load does not have (llvm-objdump-22: .long)
+            raise Mismatch("ACC is set on an lds load, which has no VDATA (LLVM decodes no such word)")
     if form.return_vdst is not None and not fv.get(syn.FLAG_FIELDS[form.return_flag]):
         slots = tuple(s for s in slots if s is not form.return_vdst)
     for slot in slots:

@@ -171,13 +171,24 @@ def pack_entry(data: dict) -> bytes:
 
 
 def store_entry(data: dict) -> Path | None:
-    """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache."""
+    """Write atomically (temp file + rename); a read-only or full cache is not an error, just no cache (said once
+    per process: `cannot_write`)."""
     path = entry_path(data["sha256"])
     try:
         atomic_write(path, pack_entry(data))
-    except OSError:
+    except OSError as exc:
+        cannot_write(path.parent, exc)
         return None
     return path
+
+
+def cannot_write(folder: Path, exc: OSError) -> None:
+    """Tell the user once per process that the parsed-spec cache folder takes no writes: the work goes on, but every
+    process parses (or hashes) the spec XML again, a cost the user should be able to trace to its cause."""
+    from jitgemm.util.cache_notice import notice
+
+    notice(f"parsed-spec cache {folder}: cannot write ({exc.strerror or exc}); running without it (each process "
+           "reads the spec XML again)")
 
 
 def write_preparsed(xml_path: Path, out_path: Path | None = None) -> Path:

@@ -404,9 +404,11 @@ def _read_fields(form: Form, slots: list[Slot], fields) -> set[str]:
         needed.add("BLGP")
     if "bitop3" in form.mods:
         needed.update(f for f, _first, _width in syn.BITOP3_FIELDS if f in fields)
-    for name in ("DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "OFFSET0", "OFFSET1", "LITERAL", "DFMT", "NFMT"):
+    for name in ("DST_UNUSED", "DPP_CTRL", "BOUND_CTRL", "LITERAL", "DFMT", "NFMT"):
         if name in fields:
             needed.add(name)
+    if "OFFSET0" in fields and ({"offset", "offset0"} & set(form.mods)):
+        needed.update(f for f in ("OFFSET0", "OFFSET1") if f in fields)
     if "OMOD" in fields and ("mul" in form.mods or "bitop3" in form.mods):
         needed.add("OMOD")
     return needed

@@ -18,7 +18,7 @@ from jitgemm.isa.errors import SpecError
 from jitgemm.util import progress
 from jitgemm.util.files import MAX_SPEC_BYTES, read_bounded, read_sealed, write_sealed
 
-from .cache import cache_root, load_entry, load_entry_at, preparsed_path, store_entry
+from .cache import cache_root, cannot_write, load_entry, load_entry_at, preparsed_path, store_entry
 from .data import CorruptSpecData, build_spec
 from .model import Spec
 from .targets import TargetProfile, base_target, known_targets, note_spec_target, target_profile
@@ -142,8 +142,8 @@ def spec_sha256(path: Path) -> str:
         index[key[0]] = [st.st_size, st.st_mtime_ns, sha]
         try:
             write_sealed(index_path, json.dumps(index).encode())
-        except OSError:
-            pass
+        except OSError as exc:
+            cannot_write(index_path.parent, exc)
     _sha_memo[key] = sha
     return sha
 _memo_lock = threading.Lock()

@@ -61,7 +61,8 @@ class CodeObjectFacts:
     max_user_sgprs: int
 
 
-_MFMA_KEYS = {"passes": dict, "smfma_input_formats": list, "fp8_operand_passes": dict}
+_MFMA_KEYS = {"passes": dict, "smfma_input_formats": list, "fp8_operand_passes": dict, "next_issue": dict}
+_NEXT_ISSUE_KINDS = ("xdl", "smfma", "dgemm")
 
 # One row of the `devices` table: key -> accepted types (all required but `assumed`). The profile's
 # single-device keys are derived from the first device (`_DERIVED`), so a profile with devices must not state them.
@@ -228,6 +229,16 @@ class TargetProfile:
         """Passes of the MFMAs whose time depends on their operand formats (gfx950's f8f6f4) when A or B is an
         8-bit float (CBSZ/BLGP 0 or 1); `mfma_passes` holds their count otherwise (empty: no such MFMA)."""
         return self.values["mfma"].get("fp8_operand_passes", {})
+
+    @property
+    def mfma_next_issue(self) -> tuple[int, frozenset[str]] | None:
+        """(plus, kinds): a wave's next MFMA issues no earlier than the previous MFMA's passes + `plus` wait states
+        after it, when the previous one is of a kind in `kinds` (the matrix pipe accepts no new MFMA while it is
+        busy: the profile's `mfma.next_issue`, with its sources); None: not stated, every MFMA is one wait state."""
+        row = self.values["mfma"].get("next_issue")
+        if not row:
+            return None
+        return int(row["plus"]), frozenset(row["kinds"])
 
     @property
     def smfma_input_formats(self) -> frozenset[str]:
@@ -430,6 +441,13 @@ def parse_profile(text: str, where: str, shipped: Any = None) -> TargetProfile:
             if not isinstance(passes, int) or isinstance(passes, bool) or passes < 1:
                 raise SpecError(f"target profile key 'mfma.{table}.{name}' is {passes!r}; accepted: a positive int",
                                 path=where)
+    nxt = mfma.get("next_issue")
+    if nxt is not None:
+        plus, kinds = nxt.get("plus"), nxt.get("kinds")
+        if (set(nxt) != {"plus", "kinds"} or not isinstance(plus, int) or isinstance(plus, bool) or plus < 0
+                or not isinstance(kinds, list) or not kinds or not set(kinds) <= set(_NEXT_ISSUE_KINDS)):
+            raise SpecError(f"target profile key 'mfma.next_issue' is {nxt!r}; accepted: {{plus: an int >= 0, "
+                            f"kinds: a non-empty list of {', '.join(_NEXT_ISSUE_KINDS)}}}", path=where)
     return TargetProfile(
         target=values["target"], family=values["family"], spec_file=values["spec_file"],
         legacy_spec_files=tuple(values["legacy_spec_files"]), bundled_spec=values["bundled_spec"],

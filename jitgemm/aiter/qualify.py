@@ -197,6 +197,17 @@ def split_check(problem, got: np.ndarray, ref: np.ndarray, parts: list[np.ndarra
                        f"(split-K tolerance {tol[idx]:.3g})")
 
 
+def _pcs(exc) -> str:
+    """A strict violation's two instructions (the first is the writer / the older access, when known), so a
+    quarantine reason names where the kernel breaks the rule, not only which rule."""
+    second = getattr(exc, "second", None)
+    if not second:
+        return ""
+    first = getattr(exc, "first", None)
+    where = f"PC 0x{first[0]:x} {first[1]} -> " if first else ""
+    return f" [{where}PC 0x{second[0]:x} {second[1]}]"
+
+
 def qualify(kernel, cases: int = 2, seed: int = 0, strict: bool | str = True) -> Verdict:
     """Run `cases` sampled problems (see `sample_cases`); the first failure ends it and is the verdict's reason."""
     from ..api import MatmulError
@@ -219,7 +230,7 @@ def qualify(kernel, cases: int = 2, seed: int = 0, strict: bool | str = True) ->
             try:
                 run_case(kernel, m, n, k, split, seed + i, strict)
             except (Mismatch, EmulatorError, MatmulError) as exc:
-                v.failure = f"{case}: {type(exc).__name__}: {str(exc).splitlines()[0][:400]}"
+                v.failure = f"{case}: {type(exc).__name__}: {str(exc).splitlines()[0][:400]}{_pcs(exc)}"
                 break
             v.cases.append(case)
     if v.failure is None:

@@ -121,7 +121,7 @@ def _cmd_tune(args: argparse.Namespace) -> int:
         for t in timings:
             status = f"{t.seconds * 1e6:10.2f} us" if t.error is None else f"failed: {t.error}"
             failed += t.error is not None
-            print(f"{t.candidate.supplier}:{t.candidate.label:<40} {status}")
+            print(f"{t.label:<40} {status}")
     return 1 if failed else 0
 
 

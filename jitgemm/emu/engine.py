@@ -44,7 +44,8 @@ from .modes import indexed, run_modal
 from .operands import PRIVATE_APERTURE_HI, SHARED_APERTURE_HI, Operands, register_slots
 from .ops import Builder, Op
 from .program import Decoded, decode_kernel
-from .state import AT_BARRIER, RUNNING, WAVE, Waves
+from .provenance import UNKNOWN, Provenance, flow_of
+from .state import AT_BARRIER, DONE, RUNNING, SGPR_SLOTS, WAVE, Waves
 
 DEFAULT_MAX_STEPS = 500_000  # seconds of a runaway loop; the project's largest test kernel takes ~5,000
 PRELOAD_ENTRY = 256
@@ -100,6 +101,15 @@ class Program:
         self.ops: dict[int, Op] = {d.pc: self._build(d) for d in self.decoded} if build else {}
         self._by_pc: dict[int, Decoded] | None = None
         self._indexed: dict[tuple[int, int, int], Op] = {}
+        self._flows: dict | None = None
+
+    @property
+    def flows(self) -> dict:
+        """pc -> provenance.Flow of the instructions that write registers or access memory through a base."""
+        if self._flows is None:
+            ops = self.builder.ops
+            self._flows = {d.pc: f for d in self.decoded if (f := flow_of(d, ops)) is not None}
+        return self._flows
 
     def _build(self, d: Decoded) -> Op:
         try:
@@ -165,6 +175,7 @@ class Context:
         self.private_size = 0
         self.code_address = 0  # where the kernel's PC 0 is loaded (fault messages print loaded PCs)
         self.strict = None  # a strict.Strict checker, in strict mode or under randomized schedules
+        self.prov: Provenance | None = None  # pointer provenance: accesses checked against their base's buffer
 
     def group_size(self, w) -> int:
         return self.st.count if isinstance(w, slice) else len(w)
@@ -407,6 +418,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
     if desc.enable_sgpr_private_segment_size:
         s += 1
     entry = 0
+    pre, preload = s, (0, 0)   # where the preloaded kernarg dwords start, (first dword, count)
     if desc.kernarg_preload_spec_length:
         words = np.frombuffer(bytes(kernargs) + bytes(4 * 64), np.uint32)
         first = desc.kernarg_preload_spec_offset
@@ -417,6 +429,7 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
                               f"bytes and a wave at most {USER_SGPR_LIMIT} user SGPRs (kernarg_preload_spec_length/"
                               f"_offset)")
         st.s[:, s:s + count] = words[first:first + count]
+        preload = (first, count)
         kernarg_trace.preloaded(mem, 4 * first, 4 * count)
         s += count
         entry = PRELOAD_ENTRY
@@ -450,6 +463,11 @@ def run_program(prog: Program, k, launch: LaunchDescription, *, max_steps: int =
         from .strict import Strict
 
         ctx.strict = Strict(prog, ctx, level=level, schedule=schedule, seed=seed, initialized_sgprs=s)
+    ctx.prov = Provenance(mem, st, prog.flows)
+    ctx.prov.held = ctx.strict is not None and ctx.strict.random
+    ctx.prov.root(st.s[:, :pre], range(pre), True)   # the kernarg segment pointer, the dispatch packet's
+    if preload[1]:                                    # and pointer arguments among the preloaded kernargs
+        ctx.prov.root(st.s[:, pre:pre + preload[1]], range(pre, pre + preload[1]), True, preload[0] & 1)
     stats = RunStats(k.name, n)
     t0 = time.perf_counter()
     _schedule(prog, ctx, stats, max_steps)
@@ -471,6 +489,8 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
     recent = [0] * 1024  # the last PCs run, to name a runaway loop's range
     watch = ctx.strict
     shuffle = watch is not None and watch.random
+    prov = ctx.prov
+    flows = prov.flows if prov is not None else {}
     while True:
         running = status == RUNNING
         if running.all():
@@ -519,12 +539,17 @@ def _schedule(prog: Program, ctx: Context, stats: RunStats, max_steps: int) -> N
                 # waves in VSKIP or GPR-indexing mode run here; strict mode does not see these (its facts are
                 # per PC, and an indexed instruction's registers depend on M0): it checks the waves left
                 w = run_modal(prog, ctx, op, w)
+                if prov is not None:   # indexed operands write other registers than the op names: unknown
+                    prov.tags[SGPR_SLOTS:] = [UNKNOWN] * (len(prov.tags) - SGPR_SLOTS)
                 if not len(w):
                     continue
             if watch is None:
                 op.run(ctx, w)
             else:
                 watch.step(op, w)
+            flow = flows.get(p)
+            if flow is not None and flow.dsts:
+                prov.after(flow, st, w, n if isinstance(w, slice) else len(w), DONE)
         except EmulatorError:
             raise
         except (KeyError, IndexError, ValueError, TypeError, ArithmeticError) as exc:

@@ -33,10 +33,13 @@ from .errors import EmulatorError
 if TYPE_CHECKING:
     from jitgemm.codegen.codeobj.reader import LoadImage
 
-BASE = 1 << 32  # first buffer address: above 4 GiB, so a pointer truncated to 32 bits faults
+# First buffer address: above 4 GiB, so a pointer truncated to 32 bits faults. Its high dword (0x5a5, odd, then
+# +0x100 per buffer) is no integer a kernel's arguments usually hold: provenance.py takes a register pair whose value
+# lies inside a buffer for a pointer to it, and at 1 << 32 the pair (K, 1) of two integer arguments did.
+BASE = 0x5A5 << 32
 SLOT = 1 << 40  # address space per buffer: the buffer at its start, the rest unmapped
 CODE_BASE = 1 << 47  # where the code object is loaded: its PCs are CODE_BASE + the ELF's virtual addresses
-MAX_BUFFERS = (CODE_BASE - BASE) // SLOT  # 127 buffers (kernarg segment, dispatch packet and scratch included)
+MAX_BUFFERS = (CODE_BASE - BASE) // SLOT  # 122 buffers (kernarg segment, dispatch packet and scratch included)
 ALIGN = 256
 MAX_IMAGE = 1 << 30  # a code object image larger than this is refused (a corrupt p_memsz, not a kernel)
 

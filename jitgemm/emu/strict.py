@@ -19,7 +19,9 @@ there. `Strict` follows each wave through the ISA's rules and raises `StrictViol
   to the epoch after it.
 - Hazards: the target profile's `hazards` table (writer class, reader class, wait states, optional register
   file / operand field / MFMA pass-count terms), checked per register with a wait-state clock per wave:
-  every instruction is one wait state, `s_nop N` is N + 1.
+  every instruction is one wait state, `s_nop N` is N + 1, and an MFMA issues no earlier than the matrix pipe
+  takes it: its wave's previous MFMA's passes after that one issued (the profile's `mfma.next_issue`, with its
+  evidence), so an independent MFMA between a writer and its reader counts the stall it takes.
 - Uninitialized reads: registers and LDS bytes read before any write, other than what the launch ABI
   initializes (AMDGPUUsage "Initial Kernel Execution State"), are warnings, or violations with `strict="all"`.
 
@@ -38,6 +40,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
+from jitgemm.isa import hazards as hz
 from jitgemm.isa.hazards import HWREG_READERS, HWREG_WRITERS, HazardRule, emit_facts, hazard_gap, mfma_timing
 from jitgemm.isa.instruction import Counters, Imm, Reg, SrcMods
 
@@ -100,6 +103,7 @@ class Facts:
     pending_dst: np.ndarray | None = None   # registers a memory op leaves pending
     passes: int = 0
     mfma_kind: str = ""
+    pipe_busy: int = 0                # MFMA: wait states the matrix pipe holds it (0: back-pressure not modelled)
     need: np.ndarray | None = None    # (rules,) wait states this op's writes require before each rule's reader
     fid: int = 0                      # index into the program's per-writer tables (0: never written, 1: the ABI)
     hz_k: np.ndarray | None = None    # the hazard rules this instruction is a reader of, one per register in
@@ -187,6 +191,7 @@ def instruction_facts(d, ops, facts, profile, rules: Sequence[HazardRule]) -> Fa
     if "mfma" in classes:
         formats = (int(d.modifier("cbsz", 0) or 0), int(d.modifier("blgp", 0) or 0))
         f.passes, f.mfma_kind = mfma_timing(inst, profile, formats)
+        f.pipe_busy = hz.mfma_pipe_busy(f.passes, f.mfma_kind, profile)
     f.classes = frozenset(classes)
     f.counters = facts.counters_of(inst)
     if f.counters:
@@ -311,6 +316,8 @@ class Strict:
         self.pend_pc = np.full((n, regs), -1, np.int64)
         # hazards
         self.ws = np.zeros(n, np.int64)
+        self.pipe_free = np.full(n, NEVER, np.int64)         # first wait state the matrix pipe takes a new MFMA
+        self.pipe_stalls = np.zeros(n, np.int64)             # wait states each wave stalled for the matrix pipe
         self.w_ws = np.full((n, regs), NEVER, np.int64)
         self.w_id = np.zeros((n, regs), np.int32)            # last writer's fid (0: none, 1: the launch ABI)
         ids = len(self.facts) + 2
@@ -354,6 +361,7 @@ class Strict:
         self.lds_dma_wave = np.full(size, -1, np.int32)
         self.lds_dma_seq = np.full(size, -1, np.int64)
         self.lds_dma_epoch = np.full(size, -1, np.int64)    # the issuing wave's barrier epoch at issue
+        self.lds_dma_pc = np.full(size, -1, np.int64)       # the load-to-LDS's PC (for the message)
         self.lds_init = np.zeros(size, np.int8)
         self.any_dma = False
         self.pending_lds_writes: list[tuple[np.ndarray, np.ndarray, np.ndarray]] = []   # (waves, seqs, bytes)
@@ -404,6 +412,10 @@ class Strict:
 
     def before(self, f: Facts, waves: np.ndarray) -> None:
         self.cur_facts = f
+        if f.pipe_busy:   # the wave stalls until the matrix pipe takes this MFMA (profile mfma.next_issue)
+            stall = np.maximum(self.pipe_free[waves] - self.ws[waves], 0)
+            self.pipe_stalls[waves] += stall
+            self.ws[waves] += stall
         if self.random:
             self._deliver_due(waves)
         if not self.checking:
@@ -480,7 +492,10 @@ class Strict:
             r = self.rules[int(f.hz_k[j])]
             self._fail("hazard", waves[i], int(self._exec(waves)[i]), reg, int(self.pc_of[ids[i, j]]), f,
                        f"{r.writer} -> {r.reader} {r.access} needs {int(need[i, j])} wait states, "
-                       f"{int(gap[i, j])} given ({r.source})")
+                       f"{int(gap[i, j])} given{self._stall_note(waves[i])} ({r.source})")
+
+    def _stall_note(self, wave) -> str:
+        return " (an MFMA's matrix-pipe stall counted, mfma.next_issue)" if self.pipe_stalls[int(wave)] else ""
 
     def _check_war(self, waves, f: Facts) -> None:
         r = self.rules[f.war_k]
@@ -588,6 +603,8 @@ class Strict:
             wi = waves[:, None]
             self.w_ws[wi, f.writes] = self.ws[waves, None]
             self.w_id[wi, f.writes] = f.fid
+        if f.pipe_busy:
+            self.pipe_free[waves] = self.ws[waves] + f.pipe_busy
         self.ws[waves] += 1 + f.nop
 
     # ----- LDS ----------------------------------------------------------------------------------------------
@@ -641,9 +658,12 @@ class Strict:
                     pend[:] = False
                 if pend.any():
                     i = int(np.argmax(pend))
-                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, -1, f,
-                               "touches LDS bytes a buffer load-to-LDS has not written yet (vmcnt)",
-                               where=f"LDS byte 0x{int(unit[i]) * 4:x}")
+                    u, src = int(unit[i]), int(dma[i])
+                    same = "" if self.epoch[int(wave[i])] > self.lds_dma_epoch[u] else ", no s_barrier between"
+                    self._fail("missing s_waitcnt", wave[i], self._lane_mask(wave[i]), None, int(self.lds_dma_pc[u]), f,
+                               f"touches LDS bytes a buffer load-to-LDS of wave {src} has not written yet (no "
+                               f"s_waitcnt vmcnt covers it{same}: it may land after this access)",
+                               where=f"LDS byte 0x{u * 4:x}")
                 if f.lds_write:   # a read leaves the load pending: a later write over it is still checked
                     self.lds_dma_wave[unit[has]] = -1
         if f.lds_atomic:
@@ -694,6 +714,7 @@ class Strict:
             self.lds_dma_wave[unit] = wave
             self.lds_dma_seq[unit] = self.vm_issued[wave]
             self.lds_dma_epoch[unit] = self.epoch[wave]
+            self.lds_dma_pc[unit] = f.pc
         elif "lgkmcnt" in f.counters:
             self.pending_lds_writes.append((lane_wave, self.lds_issued[lane_wave].copy(),
                                             unit.reshape(len(offs), -1)))

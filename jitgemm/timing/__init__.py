@@ -13,6 +13,10 @@ What it models:
 - workgroup rounds over all CUs (wave quantization), dispatched in id order round-robin over the XCDs; the distinct
   A and B tiles each XCD's L2 fetches per round (reuse from the tile order), from the Infinity Cache (MALL), and from
   HBM once when A and B fit the MALL, else every L2 fill; split-K slices' partial results (read-modify-write);
+- partial tiles: an edge tile's rows past M (columns past N) and the K past the end of the last split-K slice load
+  nothing, so the L2 fills count only the bytes really read, and so do the loop's L2 bytes when every tile is an
+  edge one (M or N below one tile); a last split-K slice holding less K (or none) runs fewer iterations, so a
+  dispatch round of such workgroups alone is shorter;
 - a launch overhead.
 Every parameter lives in the target profile (`pipeline`, `timing`, `devices`) with its source; four are fitted to
 aiter's measured tables on a declared half of the rows (bench/bench_model.py reports the other half).
@@ -21,10 +25,11 @@ aiter's measured tables on a declared half of the rows (bench/bench_model.py rep
   the lanes' real addresses: one macro tile run in the emulator at two K depths, differenced to one iteration.
 
 What it ignores: paths of the code a launch does not take (a static trace counts every branch of the prologue and
-epilogue once; edge and K-tail workgroups are timed as interior ones), LDS bank conflicts and uncoalesced global
-accesses unless measured (the selector does not emulate: seconds a candidate), instruction-cache misses, power
-throttling beyond one fitted sustained-clock factor, other kernels' traffic, TLB misses, the instruction stream's
-per-PC counts from the emulator (the loop count is extrapolated statically from K; GEMM main loops are regular).
+epilogue once, so an edge tile is timed with the interior instructions -- the kernels compute whole tiles -- and
+only its bytes differ), LDS bank conflicts and uncoalesced global accesses unless measured (the selector does not
+emulate: seconds a candidate), instruction-cache misses, power throttling beyond one fitted sustained-clock factor,
+other kernels' traffic, TLB misses, the instruction stream's per-PC counts from the emulator (the loop count is
+extrapolated statically from K; GEMM main loops are regular).
 """
 
 from __future__ import annotations

@@ -202,6 +202,44 @@ def _fills(tiles_m: int, tiles_n: int, slices: int, slots: int, xcds: int) -> tu
     return a, b, rounds
 
 
+def _used(m: int, n: int, k: int, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int, split_k: int,
+          k_slice: int) -> tuple[float, float, float]:
+    """The mean share of a full tile's rows of A, columns of B and K slice that workgroups really read: an edge
+    tile's rows past M (columns past N) and the K past the end in the last split-K slice load nothing (a buffer load
+    out of range returns 0 without a memory access), so they cost no L2 fill."""
+    return m / (tiles_m * tile_m), n / (tiles_n * tile_n), min(1.0, k / (split_k * k_slice))
+
+
+def _edge_share(prob: GemmProblem, tile_m: int, tile_n: int, tiles_m: int, tiles_n: int) -> float:
+    """The share of a full tile's loop loads every workgroup's tile really reads when all of them are edge tiles
+    along M (M below one tile: the rows past M load nothing) or along N; 1 otherwise (a dispatch round then holds
+    interior tiles, which set its time). The loop's bytes are taken as A's and B's tile rows in proportion."""
+    rows = min(prob.m, tile_m) / tile_m if tiles_m == 1 else 1.0
+    cols = min(prob.n, tile_n) / tile_n if tiles_n == 1 else 1.0
+    if rows == cols == 1.0:
+        return 1.0
+    a, b = prob.a.storage_bytes(tile_m * 256), prob.b.storage_bytes(tile_n * 256)
+    return (a * rows + b * cols) / (a + b)
+
+
+def _rounds_clk(workgroups: int, slots: int, wg_clk: float, iter_clk: float, tiles: int, split_k: int, k: int,
+                k_slice: int, k_per_iter: int, iters: int) -> float:
+    """Clocks of all dispatch rounds of `slots` workgroups (in id order: tiles fastest, then split-K slices, then
+    batch), each as long as its longest workgroup. A workgroup of an interior slice runs `iters` iterations
+    (`wg_clk`); the last slice holds only the K left (ceil(K / split_k) slices: K - (split_k - 1) x k_slice, or
+    nothing), so a round of last-slice workgroups alone is shorter."""
+    rounds = -(-workgroups // slots)
+    left = [min(k_slice, max(0, k - s * k_slice)) for s in range(split_k)]
+    if split_k == 1 or all(x == k_slice for x in left):
+        return rounds * wg_clk
+    clk = [wg_clk - (iters - -(-x // k_per_iter)) * iter_clk for x in left]       # per slice
+    total = 0.0
+    for lo in range(0, workgroups, slots):        # the slices a round's workgroups belong to: ids // tiles, mod split_k
+        first, last = lo // tiles, (min(lo + slots, workgroups) - 1) // tiles
+        total += wg_clk if last - first + 1 >= split_k else max(clk[g % split_k] for g in range(first, last + 1))
+    return total
+
+
 def resolve_device(profile: TargetProfile, device: Any) -> Device:
     if isinstance(device, Device):
         return device
@@ -268,7 +306,7 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     # -- per workgroup: one wave's regions, its SIMD shared by waves_per_simd waves, the CU's L2 and LDS ports
     w = occ["waves_per_simd"]
     iter_issue = max(loop.passes, w * loop.mfma_passes) * cpp
-    wg_l2_bytes = f.waves * loop.vmem_load_bytes
+    wg_l2_bytes = f.waves * loop.vmem_load_bytes * _edge_share(prob, f.tile_m, f.tile_n, tiles_m, tiles_n)
     lds_factor = 1.0
     if measured is not None:   # the lanes' real addresses: 64-byte transactions, LDS bank conflicts
         wg_l2_bytes = max(wg_l2_bytes, 64 * measured.global_transactions)
@@ -280,10 +318,12 @@ def _time(f: KernelFacts, tr: KernelTrace, prob: GemmProblem, dev: Device, profi
     wg_clk = edge_clk + iters * iter_clk
     rounds_full, rest = divmod(workgroups, slots)
     rounds = rounds_full + (1 if rest else 0)
-    compute_s = rounds * wg_clk / clock
+    compute_s = _rounds_clk(workgroups, slots, wg_clk, iter_clk, tiles_m * tiles_n, split_k, k, k_slice,
+                            k_per_iter, iters) / clock
     # -- memory hierarchy: L2 fills (from MALL/HBM) from the dispatch order, HBM bytes once when A and B fit MALL
-    a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice)
-    b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice)
+    rows_used, cols_used, k_used = _used(m, n, k, f.tile_m, f.tile_n, tiles_m, tiles_n, split_k, k_slice)
+    a_bytes_slice = prob.a.storage_bytes(f.tile_m * k_slice) * rows_used * k_used
+    b_bytes_slice = prob.b.storage_bytes(f.tile_n * k_slice) * cols_used * k_used
     a_fetch, b_fetch, _ = _fills(tiles_m, tiles_n, max(split_k, workgroups // max(1, tiles_m * tiles_n)) if
                                  streamk else split_k, slots, dev.xcds)
     l2_fill = (a_fetch * a_bytes_slice + b_fetch * b_bytes_slice) * batch

@@ -43,12 +43,13 @@ class Case:
 @dataclass(frozen=True)
 class Accuracy:
     """|predicted - measured| / measured over rows: count, median, 90th percentile; Spearman rank correlation of
-    predicted and measured times."""
+    predicted and measured times; the median of predicted / measured (above 1: the model predicts too slow)."""
 
     rows: int
     median: float
     p90: float
     spearman: float
+    median_ratio: float = float("nan")
 
 
 def cases(inv, skipped: dict[str, int] | None = None) -> list[Case]:
@@ -109,7 +110,8 @@ def spearman(a: Iterable[float], b: Iterable[float]) -> float:
 def accuracy(measured: Sequence[float], predicted: Sequence[float]) -> Accuracy:
     m, p = np.asarray(measured, float), np.asarray(predicted, float)
     err = np.abs(p - m) / m
-    return Accuracy(len(m), float(np.median(err)), float(np.percentile(err, 90)), spearman(m, p))
+    return Accuracy(len(m), float(np.median(err)), float(np.percentile(err, 90)), spearman(m, p),
+                    float(np.median(p / m)))
 
 
 def table(items: Sequence[Case], predicted: Sequence[float], half: str = "report") -> dict[tuple[str, str], Accuracy]:

@@ -18,7 +18,7 @@ from jitgemm.codegen.codeobj.descriptor import compute_descriptor, sgpr_count, t
 from jitgemm.codegen.codeobj.metadata import kernarg_layout, kernel_metadata
 from jitgemm.codegen.codeobj.targets import target
 
-from tests.fixtures.codeobj_support import llvmlite_object
+from tests.fixtures.codeobj_support import SCALE_KERNEL, llvmlite_object
 from tests.fixtures.oracles import require_module
 
 HEADER = 'target triple = "amdgcn-amd-amdhsa"\n'
@@ -35,15 +35,7 @@ declare ptr addrspace(4) @llvm.amdgcn.implicitarg.ptr()
 """
 
 KERNELS = {
-    "scale": """
-define amdgpu_kernel void @scale(ptr addrspace(1) %p, float %a) {
-  %i = call i32 @llvm.amdgcn.workitem.id.x()
-  %q = getelementptr float, ptr addrspace(1) %p, i32 %i
-  %v = load float, ptr addrspace(1) %q
-  %m = fmul float %v, %a
-  store float %m, ptr addrspace(1) %q
-  ret void
-}""",
+    "scale": SCALE_KERNEL.rstrip("\n"),
     "mixed_args": """
 define amdgpu_kernel void @mixed_args(i32 %n, ptr addrspace(1) %p, <4 x float> %v, i64 %k, i16 %h, i8 %b)
     #0 {

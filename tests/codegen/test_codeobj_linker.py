@@ -16,22 +16,13 @@ from hypothesis import strategies as st
 from jitgemm.codegen.codeobj import CodeObjectError, link, read
 from jitgemm.codegen.codeobj.elf_reader import ElfFile
 
-from tests.fixtures.codeobj_support import llvmlite_object, objdump_instructions, readelf_view, run
+from tests.fixtures.codeobj_support import SCALE_KERNEL, llvmlite_object, objdump_instructions, readelf_view, run
 from tests.fixtures.oracles import require_tool
 
 V5 = '!llvm.module.flags = !{!0}\n!0 = !{i32 1, !"amdhsa_code_object_version", i32 500}\n'
 HEAD = 'target triple = "amdgcn-amd-amdhsa"\ndeclare i32 @llvm.amdgcn.workitem.id.x()\n'
 
-SCALE = """
-define amdgpu_kernel void @scale(ptr addrspace(1) %p, float %a) {
-  %i = call i32 @llvm.amdgcn.workitem.id.x()
-  %q = getelementptr float, ptr addrspace(1) %p, i32 %i
-  %v = load float, ptr addrspace(1) %q
-  %m = fmul float %v, %a
-  store float %m, ptr addrspace(1) %q
-  ret void
-}
-"""
+SCALE = SCALE_KERNEL
 GLOBALS = """
 @counter = addrspace(1) global i32 0
 @table = hidden addrspace(1) global [4 x i32] [i32 1, i32 2, i32 3, i32 4]

@@ -9,8 +9,9 @@ from dataclasses import replace
 
 import pytest
 from jitgemm.codegen.direct_generator import compile_gemm
+from jitgemm.codegen.field_limits import ds_offset_limit
 from jitgemm.codegen.gemm_ir import GemmConfig, GemmProblem, IRError
-from jitgemm.codegen.gemm_plan import ds_offset_limit, validate_config
+from jitgemm.codegen.gemm_plan import validate_config
 
 from jitgemm import isa
 from jitgemm.reference import check, operands, reference

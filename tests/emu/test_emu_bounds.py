@@ -97,3 +97,81 @@ def test_huge_grid_is_refused_before_allocating(tmp_path, grid):
     with pytest.raises((LaunchError, MemoryError)) as info:
         emulate(co, "k", grid=grid, block=64, args=[])
     assert "grid" in str(info.value) or "memory" in str(info.value)
+
+
+# Pointer provenance (jitgemm/emu/provenance.py): A + (B - A) is exactly B's address, computed from A's pointer.
+# Before, the store landed in B with no fault; now every access is checked against the buffer its base registers
+# were derived from. s[4:5] = A, s[6:7] = B, s[8:9] a by-value offset added after the arithmetic.
+_CROSS_SETUP = """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx2 s[8:9], s[0:1], 0x10
+  s_waitcnt lgkmcnt(0)
+  s_sub_u32 s12, s6, s4
+  s_subb_u32 s13, s7, s5
+  s_add_u32 s10, s4, s12
+  s_addc_u32 s11, s5, s13
+  s_add_u32 s10, s10, s8
+  s_addc_u32 s11, s11, s9
+  v_lshlrev_b32 v1, 2, v0
+"""
+CROSS = {
+    "vaddr": _CROSS_SETUP + """
+  v_mov_b32 v3, s11
+  v_add_co_u32 v2, vcc, s10, v1
+  v_addc_co_u32 v3, vcc, 0, v3, vcc
+  global_store_dword v[2:3], v0, off
+""",
+    "saddr": _CROSS_SETUP + "  global_store_dword v1, v0, s[10:11]\n",
+    "valu": """
+  s_load_dwordx4 s[4:7], s[0:1], 0x0
+  s_load_dwordx2 s[8:9], s[0:1], 0x10
+  s_waitcnt lgkmcnt(0)
+  v_mov_b32 v4, s6
+  v_mov_b32 v5, s7
+  v_mov_b32 v7, s5
+  v_sub_co_u32 v4, vcc, v4, s4
+  v_subb_co_u32 v5, vcc, v5, v7, vcc
+  v_lshlrev_b32 v1, 2, v0
+  v_add_co_u32 v1, vcc, s8, v1
+  v_add_co_u32 v2, vcc, s4, v4
+  v_mov_b32 v6, s5
+  v_addc_co_u32 v3, vcc, v6, v5, vcc
+  v_add_co_u32 v2, vcc, v2, v1
+  v_addc_co_u32 v3, vcc, 0, v3, vcc
+  global_store_dword v[2:3], v0, off
+""",
+    "buffer": _CROSS_SETUP + """
+  s_and_b32 s11, s11, 0xffff
+  s_mov_b32 s14, -1
+  s_mov_b32 s15, 0x27000
+  s_mov_b32 s12, s10
+  s_mov_b32 s13, s11
+  buffer_store_dword v0, v1, s[12:15], 0 offen
+""",
+    "scalar": _CROSS_SETUP + "  s_store_dword s5, s[10:11], 0x0\n  s_dcache_wb\n",
+}
+
+
+@pytest.mark.parametrize("how", sorted(CROSS))
+def test_address_computed_into_another_buffer_faults(tmp_path, how):
+    co = assemble(tmp_path, CROSS[how], ARGS)
+    a = np.zeros(256, np.uint32)
+    b = np.full(256, 7, np.uint32)
+    with pytest.raises(MemoryFault) as info:
+        emulate(co, "k", grid=1, block=64, args=[a, b, np.uint64(64)])
+    fault, text = info.value, str(info.value)
+    assert fault.kernel == "k" and fault.lane == 0 and fault.wave == 0 and fault.pc > 0
+    assert "provenance" in text and "inside" in text and f"0x{fault.address:x}" in text, text
+    assert (b == 7).all() and (a == 0).all()
+
+
+@pytest.mark.parametrize("how", sorted(CROSS))
+def test_the_same_arithmetic_inside_one_buffer_runs(tmp_path, how):
+    """B - A with B = A (one array passed twice maps once, as on the device): the same code stays inside A."""
+    co = assemble(tmp_path, CROSS[how], ARGS)
+    a = np.zeros(256, np.uint32)
+    emulate(co, "k", grid=1, block=64, args=[a, a, np.uint64(64)])
+    if how == "scalar":
+        assert a[16] != 0
+    else:
+        assert list(a[16:80]) == list(range(64))

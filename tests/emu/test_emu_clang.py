@@ -8,28 +8,16 @@ tolerance stated at each test (fp32 evaluation order differs from numpy's float6
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 
 from jitgemm.emu import check, emulate
-from tests.fixtures.clang_kernels import SOURCE
-from tests.fixtures.oracles import require_tool
+from tests.fixtures.clang_kernels import SOURCE, clang_object
 
 
 @pytest.fixture(scope="module")
 def code_object(tmp_path_factory):
-    clang = require_tool("clang")
-    folder = tmp_path_factory.mktemp("clang_kernels")
-    src = folder / "kernels.cl"
-    src.write_text(SOURCE)
-    out = folder / "kernels.co"
-    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
-                           "-nogpulib", "-O2", "-Wno-everything", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out.read_bytes()
+    return clang_object(tmp_path_factory.mktemp("clang_kernels"), SOURCE)
 
 
 def test_every_instruction_has_semantics(code_object):
@@ -140,16 +128,8 @@ __kernel void scan_add(__global const uint *x, __global uint *counter, __global 
 def dpp_code_object(tmp_path_factory):
     """LLVM's atomic optimizer with the DPP strategy turns a divergent atomic add into a wave-wide DPP scan
     (row_shr, row_bcast:15/31, wave_shr, v_readlane): LLVM's own cross-lane code, checked by its result."""
-    clang = require_tool("clang")
-    folder = tmp_path_factory.mktemp("clang_dpp")
-    src = folder / "dpp.cl"
-    src.write_text(DPP_SOURCE)
-    out = folder / "dpp.co"
-    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
-                           "-nogpulib", "-O2", "-Wno-everything", "-mllvm", "-amdgpu-atomic-optimizer-strategy=DPP",
-                           str(src), "-o", str(out)], capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out.read_bytes()
+    return clang_object(tmp_path_factory.mktemp("clang_dpp"), DPP_SOURCE,
+                        extra=("-mllvm", "-amdgpu-atomic-optimizer-strategy=DPP"))
 
 
 def test_dpp_wave_scan_of_atomic_optimizer(dpp_code_object):
@@ -176,16 +156,7 @@ def test_dpp_wave_scan_of_atomic_optimizer(dpp_code_object):
 
 @pytest.fixture(scope="module")
 def clang_assembly(tmp_path_factory):
-    import subprocess
-
-    from tests.fixtures.oracles import require_tool
-
-    clang = require_tool("clang")
-    folder = tmp_path_factory.mktemp("clang_s")
-    (folder / "k.cl").write_text(SOURCE)
-    subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942", "-nogpulib",
-                    "-O2", "-Wno-everything", "-S", str(folder / "k.cl"), "-o", str(folder / "k.s")], check=True)
-    return (folder / "k.s").read_text()
+    return clang_object(tmp_path_factory.mktemp("clang_s"), SOURCE, extra=("-S",)).decode()
 
 
 def test_clang_assembly_equals_llvm_mc_and_runs(clang_assembly, tmp_path):

@@ -11,13 +11,12 @@ are exact in float64), so the results must be equal after that rounding.
 
 from __future__ import annotations
 
-import subprocess
-
 import ml_dtypes
 import numpy as np
 import pytest
 
-from tests.fixtures.oracles import require_module, require_tool
+from tests.fixtures.llvm_objects import gfx950_object, lane_kernel
+from tests.fixtures.oracles import require_module
 
 require_module("llvmlite")
 
@@ -29,82 +28,38 @@ declare {i32, i32} @llvm.amdgcn.permlane32.swap(i32, i32, i1, i1)
 declare {i32, i32} @llvm.amdgcn.permlane16.swap(i32, i32, i1, i1)
 declare i32 @llvm.amdgcn.workitem.id.x()
 
-define amdgpu_kernel void @scaled(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c,
-                                  ptr addrspace(1) %s, ptr addrspace(1) %d) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %pa = getelementptr <8 x i32>, ptr addrspace(1) %a, i32 %l
-  %va = load <8 x i32>, ptr addrspace(1) %pa
-  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
-  %vb = load <4 x i32>, ptr addrspace(1) %pb
-  %pc = getelementptr <4 x float>, ptr addrspace(1) %c, i32 %l
-  %vc = load <4 x float>, ptr addrspace(1) %pc
-  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
-  %vs = load <2 x i32>, ptr addrspace(1) %ps
+"""
+_MFMA = "call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32> %va, <4 x i32> %vb,"
+_AB_C = [("a", "<8 x i32>"), ("b", "<4 x i32>"), ("c", "<4 x float>")]
+_SWAP = """
+  %r = call {{i32, i32}} @llvm.amdgcn.permlane{n}.swap(i32 %vx, i32 %vy, i1 false, i1 false)
+  %r0 = extractvalue {{i32, i32}} %r, 0
+  %r1 = extractvalue {{i32, i32}} %r, 1
+"""
+IR += "\n".join([
+    lane_kernel("scaled", _AB_C + [("s", "<2 x i32>")], f"""
   %sa = extractelement <2 x i32> %vs, i32 0
   %sb = extractelement <2 x i32> %vs, i32 1
   ; A fp8 e4m3 (cbsz 0), B fp4 e2m1 (blgp 4); A's scale is byte 2 of %sa, B's byte 1 of %sb
-  %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32> %va, <4 x i32> %vb,
+  %r = {_MFMA}
       <4 x float> %vc, i32 0, i32 4, i32 2, i32 %sa, i32 1, i32 %sb)
-  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
-  store <4 x float> %r, ptr addrspace(1) %pd
-  ret void
-}
-
-define amdgpu_kernel void @zero_scales(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %c,
-                                       ptr addrspace(1) %d) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %pa = getelementptr <8 x i32>, ptr addrspace(1) %a, i32 %l
-  %va = load <8 x i32>, ptr addrspace(1) %pa
-  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
-  %vb = load <4 x i32>, ptr addrspace(1) %pb
-  %pc = getelementptr <4 x float>, ptr addrspace(1) %c, i32 %l
-  %vc = load <4 x float>, ptr addrspace(1) %pc
+""", [("d", "<4 x float>", "%r")], outputs=("d",)),
+    lane_kernel("zero_scales", _AB_C, f"""
   ; constant 0 scales: LLVM folds the call into the unscaled v_mfma_f32_16x16x128_f8f6f4
-  %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v8i32.v4i32(<8 x i32> %va, <4 x i32> %vb,
+  %r = {_MFMA}
       <4 x float> %vc, i32 0, i32 4, i32 0, i32 0, i32 0, i32 0)
-  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
-  store <4 x float> %r, ptr addrspace(1) %pd
-  ret void
-}
-
-define amdgpu_kernel void @swap(ptr addrspace(1) %x, ptr addrspace(1) %y) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
-  %vx = load i32, ptr addrspace(1) %px
-  %vy = load i32, ptr addrspace(1) %py
-  %r = call {i32, i32} @llvm.amdgcn.permlane32.swap(i32 %vx, i32 %vy, i1 false, i1 false)
-  %r0 = extractvalue {i32, i32} %r, 0
-  %r1 = extractvalue {i32, i32} %r, 1
-  store i32 %r0, ptr addrspace(1) %px
-  store i32 %r1, ptr addrspace(1) %py
-  ret void
-}
-
-define amdgpu_kernel void @swap16(ptr addrspace(1) %x, ptr addrspace(1) %y) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %px = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %py = getelementptr i32, ptr addrspace(1) %y, i32 %l
-  %vx = load i32, ptr addrspace(1) %px
-  %vy = load i32, ptr addrspace(1) %py
-  %r = call {i32, i32} @llvm.amdgcn.permlane16.swap(i32 %vx, i32 %vy, i1 false, i1 false)
-  %r0 = extractvalue {i32, i32} %r, 0
-  %r1 = extractvalue {i32, i32} %r, 1
-  store i32 %r0, ptr addrspace(1) %px
-  store i32 %r1, ptr addrspace(1) %py
-  ret void
-}
-"""
+""", [("d", "<4 x float>", "%r")], outputs=("d",)),
+    *(lane_kernel(name, [("x", "i32"), ("y", "i32")], _SWAP.format(n=n), [("x", "i32", "%r0"), ("y", "i32", "%r1")])
+      for name, n in (("swap", 32), ("swap16", 16)))])
 
 
 @pytest.fixture(scope="module")
 def code_object():
-    from jitgemm.codegen.codeobj.linker import link
     from jitgemm.codegen.llvm.backend import run_backend
 
     asm = run_backend(IR, cpu="gfx950", output="assembly").data
     assert "v_mfma_scale_f32_16x16x128_f8f6f4" in asm and "v_permlane32_swap_b32" in asm
-    return link(run_backend(IR, cpu="gfx950").data)
+    return gfx950_object(IR)
 
 
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
@@ -424,18 +379,14 @@ def test_ashr_pk_shifts_saturates_and_packs_into_the_half_op_sel_picks():
     """v_ashr_pk_i8_i32 / v_ashr_pk_u8_i32 as LLVM 22 encodes them for gfx950 (inline asm, both op_sel halves),
     in the emulator = numpy of AMD's cdna4 description: (SRC >> SRC2[4:0]) saturated to [-128, 127] or [0, 255],
     SRC0 in byte 0 and SRC1 in byte 1 of the 16-bit result; the other half of the old register is kept."""
-    from jitgemm.codegen.codeobj.linker import link
     from jitgemm.codegen.llvm.backend import run_backend
 
     from jitgemm.emu import emulate
 
     # llvmlite has no AMDGPU asm parser for objects: LLVM's own assembly goes through llvm-mc-22
-    mc = require_tool("llvm-mc-22")
     asm = run_backend(ASHR_IR, cpu="gfx950", output="assembly").data
     assert "v_ashr_pk_i8_i32" in asm and "v_ashr_pk_u8_i32" in asm
-    obj = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-filetype=obj", "-o", "-"],
-                         input=asm.encode() if isinstance(asm, str) else asm, capture_output=True, check=True).stdout
-    co = link(obj)
+    co = gfx950_object(ASHR_IR, through_mc=True)
     rng = np.random.default_rng(29)
     x = rng.integers(0, 1 << 32, (64, 4), dtype=np.uint64).astype(np.uint32)
     x[:, 2] = rng.integers(0, 32, 64)                  # shift counts 0..31, so large and small values both occur

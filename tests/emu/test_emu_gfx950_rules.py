@@ -23,26 +23,12 @@ import ml_dtypes
 import numpy as np
 import pytest
 
+from tests.fixtures.llvm_objects import gfx950_object, lane_kernel
 from tests.fixtures.oracles import require_module, require_tool
 
 require_module("llvmlite")
 
 E4M3 = ml_dtypes.float8_e4m3fn
-
-
-def _object(ir: str, *, through_mc: bool = False) -> bytes:
-    """A linked gfx950 code object of `ir`; with `through_mc`, LLVM's assembly text goes through llvm-mc-22
-    (llvmlite's object writer has no AMDGPU asm parser for inline assembly)."""
-    from jitgemm.codegen.codeobj.linker import link
-    from jitgemm.codegen.llvm.backend import run_backend
-
-    if not through_mc:
-        return link(run_backend(ir, cpu="gfx950").data)
-    asm = run_backend(ir, cpu="gfx950", output="assembly").data
-    mc = require_tool("llvm-mc-22")
-    obj = subprocess.run([mc, "-triple=amdgcn-amd-amdhsa", "-mcpu=gfx950", "-filetype=obj", "-o", "-"],
-                         input=asm.encode() if isinstance(asm, str) else asm, capture_output=True, check=True).stdout
-    return link(obj)
 
 
 def _pack(codes: np.ndarray, bits: int) -> np.ndarray:
@@ -87,28 +73,18 @@ def _fp8_k(ln: int) -> np.ndarray:
 LONE_IR = r"""
 target triple = "amdgcn-amd-amdhsa"
 declare i32 @llvm.amdgcn.workitem.id.x()
-define amdgpu_kernel void @lone(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %s, ptr addrspace(1) %d) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %pa = getelementptr <8 x i32>, ptr addrspace(1) %a, i32 %l
-  %va = load <8 x i32>, ptr addrspace(1) %pa
-  %pb = getelementptr <8 x i32>, ptr addrspace(1) %b, i32 %l
-  %vb = load <8 x i32>, ptr addrspace(1) %pb
-  %ps = getelementptr i32, ptr addrspace(1) %s, i32 %l
-  %vs = load i32, ptr addrspace(1) %ps
+"""
+LONE_IR += lane_kernel("lone", [("a", "<8 x i32>"), ("b", "<8 x i32>"), ("s", "i32")], """
   ; a load-scale half and then the unscaled MFMA (ABID 0): two instructions, as llvm-objdump-22 lists them
   %r = call <4 x float> asm sideeffect "@ASM@", "@CONSTRAINTS@"(i32 %vs, <8 x i32> %va, <8 x i32> %vb)
-  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
-  store <4 x float> %r, ptr addrspace(1) %pd
-  ret void
-}
-"""
+""", [("d", "<4 x float>", "%r")], outputs=("d",))
 LONE_ASM = r"v_mfma_ld_scale_b32 $1, $1 op_sel:[1,0] op_sel_hi:[0,1]\0Av_mfma_f32_16x16x128_f8f6f4 $0, $2, $3, 0"
 
 
 def test_a_lone_load_scale_leaves_the_next_mfma_unscaled():
     from jitgemm.emu import emulate
 
-    co = _object(LONE_IR.replace("@ASM@", LONE_ASM).replace("@CONSTRAINTS@", "=&v,v,v,v"), through_mc=True)
+    co = gfx950_object(LONE_IR.replace("@ASM@", LONE_ASM).replace("@CONSTRAINTS@", "=&v,v,v,v"), through_mc=True)
     rng = np.random.default_rng(41)
     a_vals, b_vals = _finite_fp8(rng, (64, 32)), _finite_fp8(rng, (64, 32))
     scales = rng.integers(0, 1 << 32, 64, dtype=np.uint64).astype(np.uint32)   # random bytes: not 127 (= 1.0)
@@ -147,7 +123,7 @@ def test_an_inline_constant_scale_is_its_float_exponent(src0, src1):
     assert f", {src0}, {src1}" in text, text
     longs = "\\0A".join(f".long 0x{w:08x}" for w in words)
     ir = LONE_IR.replace("@ASM@", longs).replace("@CONSTRAINTS@", "={v[0:3]},{v20},{v[4:11]},{v[12:19]}")
-    co = _object(ir, through_mc=True)
+    co = gfx950_object(ir, through_mc=True)
     rng = np.random.default_rng(43)
     a_vals, b_vals = _finite_fp8(rng, (64, 32)), _finite_fp8(rng, (64, 32))
     d = np.full((64, 4), np.nan, np.float32)
@@ -166,43 +142,15 @@ declare i32 @llvm.amdgcn.prng.b32(i32)
 declare <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half>, float, i32, i1 immarg)
 declare i32 @llvm.amdgcn.cvt.sr.fp8.f32(float, i32, i32, i32 immarg)
 declare i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32, float, i32, float, i32 immarg)
-define amdgpu_kernel void @prng(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %r = call i32 @llvm.amdgcn.prng.b32(i32 %v)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @sr16(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half> zeroinitializer, float %f, i32 %v, i1 false)
-  %ri = bitcast <2 x half> %r to i32
-  store i32 %ri, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @sr8(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call i32 @llvm.amdgcn.cvt.sr.fp8.f32(float %f, i32 %v, i32 %v, i32 1)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
-define amdgpu_kernel void @scaled_sr8(ptr addrspace(1) %x) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %p = getelementptr i32, ptr addrspace(1) %x, i32 %l
-  %v = load i32, ptr addrspace(1) %p
-  %f = bitcast i32 %v to float
-  %r = call i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32 %v, float %f, i32 %v, float %f, i32 2)
-  store i32 %r, ptr addrspace(1) %p
-  ret void
-}
 """
+_F = "%f = bitcast i32 %vx to float\n"
+REFUSED_IR += "".join(lane_kernel(name, [("x", "i32")], body, [("x", "i32", value)]) for name, body, value in (
+    ("prng", "%r = call i32 @llvm.amdgcn.prng.b32(i32 %vx)", "%r"),
+    ("sr16", _F + "%r = call <2 x half> @llvm.amdgcn.cvt.sr.f16.f32(<2 x half> zeroinitializer, float %f, i32 %vx, "
+     "i1 false)\n%ri = bitcast <2 x half> %r to i32", "%ri"),
+    ("sr8", _F + "%r = call i32 @llvm.amdgcn.cvt.sr.fp8.f32(float %f, i32 %vx, i32 %vx, i32 1)", "%r"),
+    ("scaled_sr8", _F + "%r = call i32 @llvm.amdgcn.cvt.scalef32.sr.fp8.f32(i32 %vx, float %f, i32 %vx, float %f, "
+     "i32 2)", "%r")))
 
 
 @pytest.mark.parametrize("kernel, mnemonic", [("prng", "v_prng_b32"), ("sr16", "v_cvt_sr_f16_f32"),
@@ -219,7 +167,7 @@ def test_rules_no_authority_states_are_refused_by_name_and_pc(kernel, mnemonic):
     asm = run_backend(REFUSED_IR, cpu="gfx950", output="assembly").data
     body = asm[asm.index(f"{kernel}:"):]
     assert mnemonic in body[:body.index("s_endpgm")]
-    co = _object(REFUSED_IR)
+    co = gfx950_object(REFUSED_IR)
     bad = check(co, kernel)[kernel]
     assert [op.name.lower() for op in bad] == [mnemonic], bad
     assert bad[0].problem.startswith("unsupported: ")
@@ -247,42 +195,21 @@ declare <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v6i32.v6i32(<6 
     i32, i32, i32, i32, i32, i32)
 declare <16 x float> @llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v6i32.v4i32(<6 x i32>, <4 x i32>, <16 x float>,
     i32, i32, i32, i32, i32, i32)
-define amdgpu_kernel void @six(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %s, ptr addrspace(1) %d) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %pa = getelementptr <6 x i32>, ptr addrspace(1) %a, i32 %l
-  %va = load <6 x i32>, ptr addrspace(1) %pa
-  %pb = getelementptr <6 x i32>, ptr addrspace(1) %b, i32 %l
-  %vb = load <6 x i32>, ptr addrspace(1) %pb
-  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
-  %vs = load <2 x i32>, ptr addrspace(1) %ps
+"""
+_SCALES = """
   %sa = extractelement <2 x i32> %vs, i32 0
   %sb = extractelement <2 x i32> %vs, i32 1
+"""
+SIX_IR += lane_kernel("six", [("a", "<6 x i32>"), ("b", "<6 x i32>"), ("s", "<2 x i32>")], _SCALES + """
   ; A fp6 e2m3 (cbsz 2), B bf6 e3m2 (blgp 3); A's scale byte 1 of %sa, B's byte 3 of %sb
   %r = call <4 x float> @llvm.amdgcn.mfma.scale.f32.16x16x128.f8f6f4.v6i32.v6i32(<6 x i32> %va, <6 x i32> %vb,
       <4 x float> zeroinitializer, i32 2, i32 3, i32 1, i32 %sa, i32 3, i32 %sb)
-  %pd = getelementptr <4 x float>, ptr addrspace(1) %d, i32 %l
-  store <4 x float> %r, ptr addrspace(1) %pd
-  ret void
-}
-define amdgpu_kernel void @six32(ptr addrspace(1) %a, ptr addrspace(1) %b, ptr addrspace(1) %s,
-                                 ptr addrspace(1) %d) {
-  %l = call i32 @llvm.amdgcn.workitem.id.x()
-  %pa = getelementptr <6 x i32>, ptr addrspace(1) %a, i32 %l
-  %va = load <6 x i32>, ptr addrspace(1) %pa
-  %pb = getelementptr <4 x i32>, ptr addrspace(1) %b, i32 %l
-  %vb = load <4 x i32>, ptr addrspace(1) %pb
-  %ps = getelementptr <2 x i32>, ptr addrspace(1) %s, i32 %l
-  %vs = load <2 x i32>, ptr addrspace(1) %ps
-  %sa = extractelement <2 x i32> %vs, i32 0
-  %sb = extractelement <2 x i32> %vs, i32 1
+""", [("d", "<4 x float>", "%r")], outputs=("d",))
+SIX_IR += lane_kernel("six32", [("a", "<6 x i32>"), ("b", "<4 x i32>"), ("s", "<2 x i32>")], _SCALES + """
   ; A bf6 e3m2 (cbsz 3), B fp4 e2m1 (blgp 4); scale bytes 0 and 2
   %r = call <16 x float> @llvm.amdgcn.mfma.scale.f32.32x32x64.f8f6f4.v6i32.v4i32(<6 x i32> %va, <4 x i32> %vb,
       <16 x float> zeroinitializer, i32 3, i32 4, i32 0, i32 %sa, i32 2, i32 %sb)
-  %pd = getelementptr <16 x float>, ptr addrspace(1) %d, i32 %l
-  store <16 x float> %r, ptr addrspace(1) %pd
-  ret void
-}
-"""
+""", [("d", "<16 x float>", "%r")], outputs=("d",))
 
 
 def test_fp6_bf6_scaled_mfma_lanes_hold_32_consecutive_k():
@@ -292,7 +219,7 @@ def test_fp6_bf6_scaled_mfma_lanes_hold_32_consecutive_k():
     wrong block's scale and fails. numpy: the guide's FP6/FP4 tables (`_narrow_k`), scales as guide 7.2.1."""
     from jitgemm.emu import emulate
 
-    co = _object(SIX_IR)
+    co = gfx950_object(SIX_IR)
     rng = np.random.default_rng(47)
     fp6, bf6, fp4 = ml_dtypes.float6_e2m3fn, ml_dtypes.float6_e3m2fn, ml_dtypes.float4_e2m1fn
     for kernel, m, (ta, tb) in (("six", 16, (fp6, bf6)), ("six32", 32, (bf6, fp4))):

@@ -12,13 +12,11 @@ kernels are compiled by clang-22 and the expected results computed with numpy fr
 
 from __future__ import annotations
 
-import subprocess
-
 import numpy as np
 import pytest
 
 from jitgemm.emu import emulate
-from tests.fixtures.oracles import require_tool
+from tests.fixtures.clang_kernels import clang_object
 
 SOURCE = r"""
 typedef float float16v __attribute__((ext_vector_type(16)));
@@ -53,16 +51,7 @@ MFMA_16X16X1(mfma_16x16x1_blgp6, 0, 0, 6)
 
 @pytest.fixture(scope="module")
 def code_object(tmp_path_factory):
-    clang = require_tool("clang")
-    folder = tmp_path_factory.mktemp("mfma_kernels")
-    src = folder / "mfma.cl"
-    src.write_text(SOURCE)
-    out = folder / "mfma.co"
-    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
-                           "-nogpulib", "-O2", "-Wno-everything", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
-    return out.read_bytes()
+    return clang_object(tmp_path_factory.mktemp("mfma_kernels"), SOURCE)
 
 
 def test_16x16x4_single_block(code_object):
@@ -126,13 +115,7 @@ def test_f64_mfma_neg(tmp_path, name, neg):
     Instructions"; clang-22's last builtin argument, which LLVM prints neg:[a,b,c]): the disassembler reads neg:,
     the emulator negates. Lane l holds A[l % 16, l // 16] and B[l // 16, l % 16]; D/C item p of lane l is
     [4p + l // 16, l % 16]; numpy in float64, exact up to the four-term sums (rtol 1e-15)."""
-    clang = require_tool("clang")
-    src, out = tmp_path / "f64.cl", tmp_path / "f64.co"
-    src.write_text(F64_SOURCE)
-    proc = subprocess.run([clang, "-x", "cl", "-cl-std=CL1.2", "-target", "amdgcn-amd-amdhsa", "-mcpu=gfx942",
-                           "-nogpulib", "-O2", "-Wno-everything", str(src), "-o", str(out)],
-                          capture_output=True, text=True)
-    assert proc.returncode == 0, proc.stderr
+    co = clang_object(tmp_path, F64_SOURCE)
     rng = np.random.default_rng(7 + neg)
     a, b, c = rng.standard_normal(64), rng.standard_normal(64), rng.standard_normal((64, 4))
     lane = np.arange(64)
@@ -145,5 +128,5 @@ def test_f64_mfma_neg(tmp_path, name, neg):
     ref = (sa * A) @ (sb * B) + sc * C
     want = np.array([[ref[4 * p + ln // 16, ln % 16] for p in range(4)] for ln in range(64)])
     d = np.full((64, 4), np.nan)
-    emulate(out.read_bytes(), name, grid=1, block=64, args=[a, b, c, d], strict=True)
+    emulate(co, name, grid=1, block=64, args=[a, b, c, d], strict=True)
     np.testing.assert_allclose(d, want, rtol=1e-15, atol=1e-15)

@@ -98,6 +98,27 @@ def test_parsed_spec_linked_to_dev_zero_is_rebuilt(tmp_path):
     assert not entry.is_symlink() and spec_cache.load_entry(spec.sha256) is not None
 
 
+def test_unwritable_parsed_spec_cache_is_said_once(tmp_path, monkeypatch, capsys):
+    """A spec the cache cannot keep (JITGEMM_CACHE_DIR under a file: what a read-only file system gives every
+    writer; root ignores modes) still loads, and the user hears once per process, naming the folder, that every
+    process reads the XML again. A writable cache says nothing."""
+    from jitgemm.util import cache_notice
+
+    monkeypatch.setattr(cache_notice, "_said", set())
+    path = tmp_path / "toy.xml"
+    path.write_text(toy_spec())
+    isa.load_spec(path)                                       # the test's private, writable cache
+    assert "warning" not in capsys.readouterr().err
+    (tmp_path / "file").write_text("")
+    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "file" / "cache"))
+    for _ in range(2):                                        # two loads, each as a new process would make it
+        _fresh_process_state()
+        assert isa.load_spec(path).architecture.name == "TOY ARCH"
+    err = capsys.readouterr().err
+    assert err.count("jitgemm: warning: parsed-spec cache") == 1, err
+    assert f"{tmp_path / 'file' / 'cache' / 'parsed-specs'}: cannot write" in err and "Traceback" not in err
+
+
 def test_sha256_index_is_sealed(tmp_path):
     """The path -> sha256 index lets a new process find its kernels without hashing the spec; a corrupt index
     must not name another spec's sha256."""

@@ -13,16 +13,7 @@ from jitgemm.isa.spec import sources as spec_sources
 from jitgemm.util import files
 
 from jitgemm import isa
-from tests.fixtures.spec_factory import toy_spec
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
-    spec_sources._memo.clear()
-    yield
-    spec_sources._memo.clear()
+from tests.fixtures.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
 
 
 def write(tmp_path, text, name="toy.xml"):

@@ -13,20 +13,7 @@ from jitgemm.isa.spec.release import Pin, Release
 from jitgemm import isa
 from jitgemm.cli import main
 from tests.fixtures.releases import make_zip, release_for
-from tests.fixtures.spec_factory import toy_spec
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
-    spec_sources._memo.clear()
-
-
-
-
-
-
+from tests.fixtures.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
 
 
 def test_pinned_release_matches_sources():

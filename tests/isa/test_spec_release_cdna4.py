@@ -7,21 +7,11 @@ import re
 
 import pytest
 from jitgemm.isa.spec import release as spec_release
-from jitgemm.isa.spec import sources as spec_sources
 
 from jitgemm import isa
 from tests.fixtures.oracles import SHARED, require_shared
 from tests.fixtures.releases import make_zip, release_for
-from tests.fixtures.spec_factory import toy_spec
-
-
-@pytest.fixture(autouse=True)
-def private_cache(tmp_path, monkeypatch):
-    monkeypatch.setenv("JITGEMM_CACHE_DIR", str(tmp_path / "cache"))
-    monkeypatch.delenv("JITGEMM_ISA_SPEC_DIR", raising=False)
-    spec_sources._memo.clear()
-    yield
-    spec_sources._memo.clear()
+from tests.fixtures.spec_factory import private_spec_cache, toy_spec  # noqa: F401 - autouse fixture
 
 
 def test_cdna4_member_pin_is_the_one_in_sources_md():

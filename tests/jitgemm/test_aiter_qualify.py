@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import re
 
 import pytest
 
@@ -78,16 +79,24 @@ def test_split_k_is_refused_where_the_contract_does_not_allow_it(inv):
         run_case(one, 20, 128, 512, 2, seed=0)
 
 
-def test_quarantine_keeps_the_reason(inv):
+@pytest.fixture(scope="module")
+def f4_quarantined(inv):
+    """The one f4gemm object without pre-shuffled B, qualified and its verdict saved (a fixture, so every test
+    that needs the stored quarantine has it whatever order the tests run in)."""
+    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256")
+    v = qualify(k, cases=1)
+    save_verdicts([v])
+    return k, v
+
+
+def test_quarantine_keeps_the_reason(inv, f4_quarantined):
     """The one f4gemm object without pre-shuffled B reads past B's end at K = 256 (its next-tile prefetch) in
     strict emulation: quarantined with the fault, and the selector then refuses it with that reason."""
     from jitgemm.aiter.supplier import AiterSupplier
     from jitgemm.selector import Selector
 
-    k = inv.kernel("gfx950/f4gemm_bf16_per1x32Fp4_noBpreShuffle_256x256")
-    v = qualify(k, cases=1)
+    k, v = f4_quarantined
     assert not v.ok and "MemoryFault" in v.failure and "m=" in v.failure
-    save_verdicts([v])
     assert load_verdicts()[candidate_key(k)]["failure"] == v.failure
     sel = Selector([AiterSupplier(inv)], target="gfx950")
     problem = None
@@ -99,7 +108,7 @@ def test_quarantine_keeps_the_reason(inv):
     assert not verdict.legal and "quarantined" in verdict.reason and "MemoryFault" in verdict.reason
 
 
-def test_import_then_the_selector_picks_the_measured_winner_and_cites_the_row(inv, tmp_path, capsys):
+def test_import_then_the_selector_picks_the_measured_winner_and_cites_the_row(inv, f4_quarantined, tmp_path, capsys):
     from jitgemm.aiter.supplier import AiterSupplier
     from jitgemm.cli import main
     from jitgemm.selector import Selector
@@ -220,8 +229,9 @@ def test_flatmm_reads_b_as_shuffle_weight_16x16(inv):
     op_tests/test_gemm_a8w8_blockscale.py), which is byte for byte aiter's shuffle_weight(layout=(16, 16)):
     the contract's b_preshuffle 16x16, numpy twin `jitgemm.mx.shuffle_weight`. The kernel equals numpy with it
     (fp8 FNUZ, column-major 1x128 / 128x128 fp32 scales, fp16 out; every kernarg read declared: the ABI proof)
-    and not with B's plain rows. (Strict emulation stops on its MFMA -> VALU reads 2-6 wait states after an
-    independent MFMA, where LLVM's table asks 7: whether an MFMA between counts its passes is not settled.)"""
+    and not with B's plain rows. Strict emulation quarantines it: its K loop reads an MFMA's D in a v_fmac 5 wait
+    states after the MFMA (PC 0x780 -> 0x798) where the CDNA3 table and LLVM ask 7 (4 passes + 3), even counting
+    the matrix pipe's stall at the independent MFMA between (profile mfma.next_issue; LLVM counts it 1: 2 given)."""
     import numpy as np
 
     from jitgemm.mx import shuffle_weight
@@ -237,15 +247,20 @@ def test_flatmm_reads_b_as_shuffle_weight_16x16(inv):
     plain.contract = Contract.load(data)
     with pytest.raises(Mismatch):
         run_case(plain, 128, 256, 256, 1, seed=2, strict=False)
+    v = qualify(k, cases=1)
+    assert not v.ok and "mfma -> valu read needs 7 wait states, 5 given (an MFMA's matrix-pipe stall" in v.failure
+    assert "[PC 0x780 v_mfma_f32_16x16x32_fp8_fp8 v[56:59]" in v.failure and "PC 0x798 v_fmac_f32" in v.failure
 
 
 def test_mi350_blockscale_equals_numpy_when_waves_interleave(inv):
     """gfx950's f8_block_scale_mi350 (OCP fp8, 1x128 / 128x128 fp32 scales, B shuffled 16x16, bf16 out): with
     waves interleaved at random, as hardware may run them, it equals numpy on a partial M tile; the w_scale
-    order is the op test's ([N/128, K/128] row-major), not the host comment's [K/128, N/128]. Strict emulation
-    quarantines it: its epilogue writes LDS that the other waves' last LDS-DMA (outstanding: no vmcnt wait)
-    and reads may still touch, with no s_barrier between (the lowest-PC-first schedule shows the race as wrong
-    16x32 blocks of D)."""
+    order is the op test's ([N/128, K/128] row-major), not the host comment's [K/128, N/128]. Its MFMA -> VALU
+    reads (an independent 8-pass MFMA and s_nop 5 between: 14 wait states with the matrix pipe's stall, 12
+    needed) pass strict emulation; the quarantine is the epilogue's: it stages C with ds_write into LDS bytes
+    that the last K iteration's buffer_load ... lds may still write (issued in the same barrier epoch, no
+    s_waitcnt vmcnt since: the load can land on top of C), a race LLVM's SIInsertWaitcnts would close with a
+    vmcnt wait (the lowest-PC-first schedule shows it as wrong 16x32 blocks of D)."""
     k = inv.kernel("gfx950/f8_block_scale_mi350_x32")
     assert _abi_errors(k, lambda: run_case(k, 20, 256, 512, 1, seed=3, strict=False,
                                            emu_options={"schedule": "random", "seed": 1})) == []
@@ -256,4 +271,8 @@ def test_mi350_blockscale_equals_numpy_when_waves_interleave(inv):
     with pytest.raises(Mismatch):
         run_case(swapped, 20, 256, 512, 1, seed=3, strict=False, emu_options={"schedule": "random", "seed": 1})
     v = qualify(k, cases=1)
-    assert not v.ok and "StrictViolation" in v.failure
+    assert not v.ok and "StrictViolation" in v.failure and "hazard" not in v.failure
+    assert "load-to-LDS of wave" in v.failure and "no s_barrier between" in v.failure
+    dma_then_write = r"\[PC 0x[0-9a-f]+ buffer_load_dwordx4 \S+, s\[\d+:\d+\], 0 offen lds -> "
+    dma_then_write += r"PC 0x[0-9a-f]+ ds_write_b64"
+    assert re.search(dma_then_write, v.failure)

@@ -226,6 +226,48 @@ def test_tune_times_with_hip_events_and_the_selector_follows(monkeypatch, tmp_pa
     assert "hipEventElapsedTime" in best.row.tools
 
 
+def test_tune_times_the_split_k_launches_the_split_decision_weighs(monkeypatch, tmp_path):
+    """A decode shape (matmul's split_k="auto" weighs the split-K pair there): tune times, beside the best candidate,
+    every (mode, count) split_k.split_candidates lists -- K ranges and stream-K grids -- each as its partial
+    kernel's time plus its reduction's, and records it with the split it ran (the tuning row's split_k)."""
+    import collections
+
+    from jitgemm.split_k import REDUCE_NAME, split_candidates
+    from jitgemm.tuning import tune
+
+    problem = GemmProblem.make(16, 64, 1024, "fp16", layout="NT")
+    wanted = split_candidates(problem, "gfx942")
+    assert ("partial", 2) in wanted and any(mode == "streamk" for mode, _ in wanted)
+    db = TuningDB(tmp_path / "t.db")
+    sel = Selector([DirectAsmSupplier()], tuning=db, quarantine=Quarantine(tmp_path / "q.json"))
+    speeds = collections.defaultdict(lambda: 1.0, {REDUCE_NAME: 0.25})      # ms per launch
+    monkeypatch.setattr(hip_runtime, "_hip", lambda: TimedHip(speeds))
+    hip_runtime._modules.clear()
+    timings = tune(sel, problem, top=1, iterations=2)
+    assert timings[0].candidate is not None and timings[0].split is None
+    assert [t.split for t in timings[1:]] == wanted and [t.error for t in timings] == [None] * len(timings)
+    assert all(t.seconds == pytest.approx(1.25e-3) for t in timings[1:])     # partial kernel + reduction
+    rows = [r for r in db.rows(problem=problem) if r.split_k is not None]
+    assert sorted((r.split_k, r.origin) for r in rows) == sorted((n, f"jitgemm tune split-K {m} x{n}")
+                                                                  for m, n in wanted)
+    assert not tune(sel, GemmProblem.make(128, 64, 1024, "fp16", layout="NT"), top=1, iterations=1)[1:]
+    # what matmul(split_k="auto") runs then: the measured rows, not the model -- the chosen kernel while it was the
+    # fastest, then (chosen kernel slower, stream-K kernel faster) the fastest stream-K grid
+    from jitgemm import selector as selector_module
+    from jitgemm.api import measured_split
+    from jitgemm.split_k import partial_kernel
+
+    monkeypatch.setenv("JITGEMM_TUNING_DB", str(tmp_path / "t.db"))
+    monkeypatch.setattr(selector_module, "_selectors", {})
+    chosen = timings[0].candidate
+    source = f"{chosen.supplier}:{chosen.label}"
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (1, "partial")
+    speeds.update({chosen.load()[1]: 2.0, partial_kernel(problem, "gfx942", mode="streamk").name: 0.5})
+    tune(sel, problem, top=1, iterations=2)
+    first_streamk = next(n for m, n in wanted if m == "streamk")
+    assert measured_split(problem, "gfx942", chosen.contract, source) == (first_streamk, "streamk")
+
+
 def test_qualify_on_ray_matches_local(tmp_path, capsys):
     """`jitgemm qualify DIR --ray local` (2 workers) prints what the local run prints, kernel by kernel."""
     require_module("ray")

@@ -3,6 +3,8 @@ timings is tests/jitgemm/test_timing_accuracy.py."""
 
 from __future__ import annotations
 
+import dataclasses
+
 import pytest
 from jitgemm.codegen.gemm_ir import GemmProblem
 
@@ -109,3 +111,25 @@ def test_emulated_addresses_give_bank_conflicts_and_transactions(kernel):
     assert plain.counters["lds_bank_conflicts"] is None and measured.counters["lds_bank_conflicts"] > 0
     assert measured.us > plain.us and measured.stalls_us.get("lds_bandwidth", 0) > plain.stalls_us.get(
         "lds_bandwidth", 0)
+
+
+def test_edge_tiles_and_empty_k_slices_cost_what_they_read_and_run(kernel):
+    """Partial tiles are not timed as interior ones. M/N edges: a tile's rows past M (columns past N) load nothing,
+    so the L2 fill of a 2x2-tile problem whose last tile row holds 1 row of 128 drops by A's share x 127/256
+    (likewise B's for N), and the two shares add up to the full problem's fill. K tail: split 64 of K = 100 gives
+    slices of 2, the last 14 empty (prologue and epilogue only), so on one CU (rounds of one or two workgroups) it
+    is faster than K = 128 in 64 full slices of 2 -- the same slice, iterations and workgroups otherwise."""
+    fill = {}
+    for m, n in ((256, 256), (129, 256), (256, 129)):
+        pred = predict(kernel, GemmProblem.make(m, n, 4096, "bf16", layout="NT"))
+        assert pred.counters["workgroups"] == 4 and pred.counters["iterations_per_workgroup"] == 4096 // 32
+        fill[m, n] = pred.counters["bytes"]["l2_fill_from_mall"]
+    a_fill = (fill[256, 256] - fill[129, 256]) / (127 / 256)
+    b_fill = (fill[256, 256] - fill[256, 129]) / (127 / 256)
+    assert a_fill > 0 and b_fill > 0 and a_fill + b_fill == pytest.approx(fill[256, 256], abs=4)
+    one_cu = dataclasses.replace(isa.target_profile("gfx942").device(), cu_num=1)
+    tail, full = (predict(kernel, GemmProblem.make(128, 128, k, "bf16", layout="NT"), one_cu, split_k=64)
+                  for k in (100, 128))
+    assert tail.counters["iterations_per_workgroup"] == full.counters["iterations_per_workgroup"] == 1
+    assert tail.counters["workgroups"] == full.counters["workgroups"] == 64
+    assert tail.bound == full.bound == "latency" and tail.us < full.us

@@ -103,7 +103,9 @@ def test_unusable_cache_folder_runs_without_caching_and_says_so_once(tmp_path, m
     monkeypatch.delenv("JITGEMM_TUNING_DB", raising=False)
     monkeypatch.setattr(selector_module, "_suppliers", None)
     monkeypatch.setattr(selector_module, "_selectors", {})
-    from jitgemm import cache_notice, kernel
+    from jitgemm.util import cache_notice
+
+    from jitgemm import kernel
 
     monkeypatch.setattr(cache_notice, "_said", set())
     kernel.clear_memory_cache()

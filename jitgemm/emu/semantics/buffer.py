@@ -181,6 +181,8 @@ def mubuf(b, d):
                         f"points into {ctx.mem.describe(int(acc.resource.base[i]))}")
             memory_fault(ctx, d, f"buffer {what} inside the descriptor's range but outside the buffer its base points "
                    "into", a, w, bad, where)
+        if ctx.prov is not None:   # the base itself computed to lie in another buffer (provenance.py)
+            ctx.prov.check(ctx, d, w, a, ok, width)
         return a
 
     if "FORMAT" in name:

@@ -123,6 +123,8 @@ def smem(b, d):
         ok = ctx.mem.valid(addr, nbytes, write=write)
         if not ok.all():
             memory_fault(ctx, d, what, addr[:, None], w, ~ok[:, None], ctx.mem.describe)
+        if ctx.prov is not None:   # and inside the buffer SBASE was derived from (provenance.py)
+            ctx.prov.check(ctx, d, w, addr[:, None], np.ones((len(addr), 1), np.bool_), nbytes)
         return ctx.mem.offsets(addr)
 
     if load:
@@ -292,6 +294,8 @@ def flat(b, d):
         bad = glanes & ~ok
         if bad.any():
             memory_fault(ctx, d, "store" if write else "load", addr, w, bad, ctx.mem.describe)
+        if ctx.prov is not None:   # and inside the buffer the base registers were derived from (provenance.py)
+            ctx.prov.check(ctx, d, w, addr, glanes, nbytes)
         return glanes, lds_lanes
 
     if atomic:

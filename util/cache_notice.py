@@ -1,6 +1,7 @@
 """One line on stderr, once per process, when a cache cannot be used as it should (a read-only
-`JITGEMM_CACHE_DIR`, a damaged tuning database): caches degrade, they never stop the work, and the user
-hears about it once rather than never or on every call."""
+`JITGEMM_CACHE_DIR`, a damaged tuning database, an unwritable parsed-spec cache): caches degrade, they never stop
+the work, and the user hears about it once rather than never or on every call. In `util` so that every layer (the
+spec cache in `isa` as much as the tuning database) says it the same way."""
 
 from __future__ import annotations
 
