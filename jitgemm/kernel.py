@@ -208,8 +208,20 @@ def _config_data(config: GemmConfig) -> dict:
     return data
 
 
+_clear_hooks: list[Callable[[], None]] = []     # other in-process memos of kernels (jitgemm/warm.py registers)
+
+
+def on_clear_memory_cache(hook: Callable[[], None]) -> None:
+    """Run `hook` whenever `clear_memory_cache` runs (a module above this one that keeps kernels in memory)."""
+    if hook not in _clear_hooks:
+        _clear_hooks.append(hook)
+
+
 def clear_memory_cache() -> None:
+    """Forget every kernel this process holds (the warm path's memo too: the next compile reads the disk cache)."""
     with _lock:
         _memory.clear()
         _by_problem.clear()
         _lowered.clear()
+    for hook in _clear_hooks:
+        hook()

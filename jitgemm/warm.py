@@ -220,6 +220,7 @@ def _recall(request: tuple) -> tuple[str | None, object]:
 
 
 def _keep(request: tuple, state: str, value: object) -> None:
+    _forget_with_kernels()
     with _lock:
         if len(_memory) > 4096:
             _memory.clear()
@@ -318,9 +319,23 @@ def remember_choice(problem: GemmProblem, align: dict[str, int], arch: str, chos
 
 
 def forget() -> None:
-    """The in-process memory starts over (the tuning database learnt something: `selector.forget_choices`)."""
+    """The in-process memory starts over (the tuning database learnt something: `selector.forget_choices`; the
+    kernels' memory cache was cleared: `kernel.clear_memory_cache`)."""
     with _lock:
         _memory.clear()
+
+
+_hooked = False
+
+
+def _forget_with_kernels() -> None:
+    """Clearing the kernels' memory cache clears this memo too (registered once, when it first keeps something)."""
+    global _hooked
+    if not _hooked:
+        from .kernel import on_clear_memory_cache
+
+        on_clear_memory_cache(forget)
+        _hooked = True
 
 
 def config_fields(config: GemmConfig) -> dict:
