@@ -114,8 +114,11 @@ def flow_of(d, operands) -> Flow | None:
         srcs = list(value)
     if kind == "root":
         off = by_field.get("SOFFSET", by_field.get("OFFSET", (None, ())))[0]
-        imm = int(d.modifier("offset", 0) or 0) + (int(off.value) if isinstance(off, Imm) else 0)
-        phase = None if off is not None and not isinstance(off, Imm) else (imm >> 2) & 1
+        raw = d.modifier("offset", 0)        # an int, or an Imm when the offset is an operand of the form
+        raw = raw.value if isinstance(raw, Imm) else raw
+        exact = isinstance(raw, int) and (off is None or isinstance(off, Imm) and isinstance(off.value, int))
+        imm = (raw or 0) + (off.value if isinstance(off, Imm) else 0) if exact else 0
+        phase = (imm >> 2) & 1 if exact else None
     if not dsts and not base:
         return None
     lanes = "one" if kind == "lane_write" else "exec" if fam in VECTOR_FAMILIES else None
