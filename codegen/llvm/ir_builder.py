@@ -45,6 +45,17 @@ from .scale_builder import ScaleIRMixin
 
 TRIPLE = "amdgcn-amd-amdhsa"
 CODE_OBJECT_VERSION = 500          # module flag amdhsa_code_object_version (AMDGPUUsage): v5
+
+
+def amdgpu_module(name: str, data_layout: str) -> ir.Module:
+    """An empty module for the AMDGPU HSA target: triple, the target's data layout, the code-object version flag
+    (every kernel module the LLVM generator builds: GEMM, split-K reduction)."""
+    module = ir.Module(name=name)
+    module.triple = TRIPLE
+    module.data_layout = data_layout
+    flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
+    module.add_named_metadata("llvm.module.flags").add(flags)
+    return module
 LDS_SYMBOL = "jitgemm.lds"
 SIMDS_PER_CU = 4
 
@@ -110,11 +121,7 @@ class GemmIRBuilder(ScaleIRMixin):
 
     # --- module and function -------------------------------------------------------------------------------
     def build(self) -> ir.Module:
-        module = ir.Module(name=self.name)
-        module.triple = TRIPLE
-        module.data_layout = self.data_layout
-        flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
-        module.add_named_metadata("llvm.module.flags").add(flags)
+        module = amdgpu_module(self.name, self.data_layout)
         self.intr = Intrinsics(module)
         arg_types = []
         layout = kernargs(self.p)

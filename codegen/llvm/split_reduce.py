@@ -27,7 +27,7 @@ from jitgemm.codegen.kernel_abi import OOB, RSRC_WORD3, kernargs
 from llvmlite import ir
 
 from .intrinsics import F32, I8, I16, I32, I64, PTR_GLOBAL, Intrinsics
-from .ir_builder import CODE_OBJECT_VERSION, TRIPLE, GemmIRBuilder, _KernelAttributes, c32
+from .ir_builder import GemmIRBuilder, _KernelAttributes, amdgpu_module, c32
 
 THREADS = 256
 
@@ -44,11 +44,7 @@ class SplitReduceBuilder(GemmIRBuilder):
         self.mfma = SimpleNamespace(acc=problem.acc)     # what the scale mixin asks of the accumulator
 
     def build(self) -> ir.Module:
-        module = ir.Module(name=self.name)
-        module.triple = TRIPLE
-        module.data_layout = self.data_layout
-        flags = module.add_metadata([c32(1), "amdhsa_code_object_version", c32(CODE_OBJECT_VERSION)])
-        module.add_named_metadata("llvm.module.flags").add(flags)
+        module = amdgpu_module(self.name, self.data_layout)
         self.intr = Intrinsics(module)
         layout = kernargs(self.p)
         types = [PTR_GLOBAL if kind == "ptr" else I32 if kind == "i32" or self.integer else F32
